@@ -1,0 +1,71 @@
+"""The analysis plug-in point: plan a design of runs, then analyse the quantities they gave.
+
+A fixed-design analysis implements `design()` and `analyse()`. Iterative analyses (calibrate,
+optimize) implement `iterate()` instead, asking for runs through an `evaluate` callback that goes
+through the same executor and store. `report()` turns the analysis results into Markdown and
+figures; it computes nothing new.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from ..params import ParameterSpec
+    from ..report.figures import Figures
+
+
+@dataclass
+class Design:
+    """The runs an analysis asks for: one row per run, one column per varied parameter."""
+
+    names: list[str]  # varied parameter names, in study order
+    matrix: np.ndarray  # shape (runs, len(names)), natural units
+    info: dict[str, Any] = field(default_factory=dict)  # extra facts for analysis.json / plan
+
+
+@dataclass
+class Outcome:
+    """What the runs of a design gave: quantities by name, in the design's row order."""
+
+    design: Design
+    values: dict[str, np.ndarray]  # quantity -> shape (runs,), NaN where the run failed
+    ok: np.ndarray  # bool, shape (runs,)
+    series: dict[str, np.ndarray] = field(default_factory=dict)  # output -> (runs, T) when asked
+    time: np.ndarray | None = None
+
+
+Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
+
+
+class AnalysisSpec(BaseModel):
+    """Base of every `analysis:` block. Subclasses add `type: Literal[...]` and their own keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iterative: ClassVar[bool] = False  # True for calibrate/optimize, which use iterate()
+
+    def needs_series(self) -> list[str]:
+        """Model outputs whose whole time series the analysis needs from every run."""
+        return []
+
+    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+        """The runs to make, derived only from the parameters and the seed."""
+        raise NotImplementedError
+
+    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+        """The `results` block of analysis.json, keyed by quantity (see the study format)."""
+        raise NotImplementedError
+
+    def iterate(self, evaluate: Evaluate, parameters: dict[str, "ParameterSpec"],
+                seed: np.random.SeedSequence) -> dict[str, Any]:
+        """Iterative analyses: ask for runs through `evaluate` and return the results block."""
+        raise NotImplementedError
+
+    def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
+        """Markdown sections (with figures) for report.md, from analysis.json and the runs."""
+        return ""

@@ -1,0 +1,48 @@
+"""Errors a user can cause, each carrying where in which file it was found.
+
+`StudyError` gathers every problem of a file so the command line can print them all at once as
+``FILE:LINE:COL: path.to.key: message`` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One mistake in a study: where it is and what is wrong."""
+
+    message: str
+    path: str = ""
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+
+    def __str__(self) -> str:
+        where = ":".join(str(part) for part in (self.file, self.line, self.col) if part is not None)
+        head = f"{where}: " if where else ""
+        key = f"{self.path}: " if self.path else ""
+        return f"{head}{key}{self.message}"
+
+
+class StudyrunError(Exception):
+    """Base of the errors studyrun reports to a user without a traceback (exit status 1)."""
+
+
+class StudyError(StudyrunError):
+    """A study file (or its data or model file) is invalid; holds every problem found (exit 2)."""
+
+    def __init__(self, problems: list[Problem] | str, **where) -> None:
+        if isinstance(problems, str):
+            problems = [Problem(problems, **where)]
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class StoreError(StudyrunError):
+    """The run store cannot be used: locked by another process, corrupted, or of another study."""
+
+
+class ExecutionError(StudyrunError):
+    """The study could not be executed: a lost scheduler, an aborted study, an unwritable folder."""

@@ -1,0 +1,1 @@
+"""Model types: one module each, gathered in one discriminated union on `type`."""

@@ -1,0 +1,82 @@
+"""The model plug-in point: a model spec validates its YAML and builds a batch evaluator.
+
+A model evaluates a *batch* of runs at once: it receives a mapping from input name to a numpy
+array (one entry per run) and returns scalars as 1-D arrays and time series as 2-D arrays on a
+shared time grid, with a per-run error message (None for a run that succeeded). Per-run models
+loop inside the batch; vectorized models take the batch whole. No per-run Python objects travel
+on the hot path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import Problem
+
+
+@dataclass
+class ModelOutput:
+    """What a model returns for a batch of n runs."""
+
+    n: int
+    scalars: dict[str, np.ndarray] = field(default_factory=dict)  # name -> shape (n,)
+    series: dict[str, np.ndarray] = field(default_factory=dict)  # name -> shape (n, T)
+    time: np.ndarray | None = None  # shape (T,), the grid shared by every series
+    errors: list[str | None] = field(default_factory=list)  # len n; None where the run succeeded
+
+    def __post_init__(self) -> None:
+        if not self.errors:
+            self.errors = [None] * self.n
+
+    def fail(self, index: int, message: str) -> None:
+        """Mark one run failed, keeping the first message it got."""
+        if self.errors[index] is None:
+            self.errors[index] = message
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where a batch runs: its runs' ids and the folder under which runs may keep working files."""
+
+    run_ids: np.ndarray  # int64, shape (n,)
+    workdir: Path | None = None  # results/<name>/work, or None when runs need no files
+
+
+class Evaluator(Protocol):
+    """A picklable callable built in the driver and shipped to workers."""
+
+    def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput: ...
+
+
+class ModelSpec(BaseModel):
+    """Base of every `model:` block. Subclasses add `type: Literal[...]` and their own keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def defaults(self) -> dict[str, float]:
+        """The model's own values of its inputs (constants), used when a study does not vary them."""
+        return {}
+
+    def input_names(self) -> set[str] | None:
+        """The inputs the model accepts, or None when any name is allowed (python, command)."""
+        return None
+
+    def output_names(self) -> set[str] | None:
+        """The outputs the model is known to produce, or None when only a run can tell."""
+        return None
+
+    def check(self, study_dir: Path) -> list[Problem]:
+        """Problems found beyond the schema (an unimportable function, a missing file).
+
+        Paths in the returned problems are relative to the `model` block (e.g. "function").
+        """
+        return []
+
+    def build(self, study_dir: Path) -> Evaluator:
+        """The evaluator for this model; cheap, picklable, imports lazily where it runs."""
+        raise NotImplementedError
