@@ -1,0 +1,400 @@
+"""The `command` model: real subprocesses (helpers in tests/models/programs/), no mocks."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from studyrun.models.base import RunContext
+from studyrun.models.command import Command, parse_bytes
+
+PROGRAMS = Path(__file__).parent / "programs"
+STUDIES = Path(__file__).parents[2] / "studies"
+PY = sys.executable
+
+
+def command(**keys) -> Command:
+    return Command.model_validate({"type": "command", **keys})
+
+
+def run_batch(model: Command, workdir: Path | None, study_dir: Path = PROGRAMS, ids=None,
+              **inputs):
+    n = len(next(iter(inputs.values()))) if inputs else 1
+    ids = np.arange(1, n + 1) if ids is None else np.asarray(ids)
+    evaluator = model.build(study_dir)
+    inputs = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
+    return evaluator(inputs, RunContext(run_ids=ids, workdir=workdir))
+
+
+def sim(*extra, **keys) -> Command:
+    return command(run=[PY, "{study_dir}/sim.py", "{params_file}", *extra], **keys)
+
+
+def expected_y(a, b, time):
+    return np.asarray(a)[:, None] * np.exp(-np.asarray(b)[:, None] * time)
+
+
+# --- a successful batch ------------------------------------------------------------------------
+
+def test_batch_of_three_runs_gives_scalars_and_series(tmp_path):
+    a, b = [1.0, 2.0, 3.0], [0.1, 0.2, 0.3]
+    out = run_batch(sim(), tmp_path, a=a, b=b)
+    assert out.errors == [None, None, None]
+    np.testing.assert_allclose(out.time, [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(out.series["y"], expected_y(a, b, out.time))
+    np.testing.assert_allclose(out.series["z"], 2 * expected_y(a, b, out.time))
+    np.testing.assert_allclose(out.scalars["final"], np.array(a) * np.exp(-4 * np.array(b)))
+    np.testing.assert_allclose(out.scalars["sum"], np.add(a, b))
+    assert set(out.scalars) == {"final", "sum", "a_type"} and set(out.series) == {"y", "z"}
+    assert list(tmp_path.iterdir()) == []  # successful workdirs are removed by default
+
+
+def test_params_json_holds_floats_even_for_integral_values(tmp_path):
+    model = sim(keep_workdirs="all")
+    out = run_batch(model, tmp_path, ids=[0xAB], a=[2.0], b=[1.0])
+    assert out.errors == [None] and out.scalars["a_type"][0] == 1.0
+    workdir = tmp_path / "run-00000000000000ab"
+    assert json.loads((workdir / "params.json").read_text()) == {"a": 2.0, "b": 1.0}
+    assert (workdir / "params.json").read_text() == '{"a": 2.0, "b": 1.0}'
+    assert (workdir / "stdout.txt").read_text() == "done params.json\n"
+    assert (workdir / "stderr.txt").read_text() == ""
+
+
+@pytest.mark.parametrize("name", ["params.yaml", "in.yml"])
+def test_yaml_params_file(tmp_path, name):
+    import yaml
+
+    a, b = [1.5, 2.5], [0.25, 1e-20]
+    out = run_batch(sim(params_file=name, keep_workdirs="all"), tmp_path, a=a, b=b)
+    assert out.errors == [None, None]
+    np.testing.assert_allclose(out.scalars["sum"], np.add(a, b))
+    written = yaml.safe_load((tmp_path / f"run-{2:016x}" / name).read_text())
+    assert written == {"a": 2.5, "b": 1e-20}
+
+
+def test_template_params_file(tmp_path):
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "sim.py").write_text((PROGRAMS / "sim.py").read_text())
+    (study / "in.tmpl").write_text("! run {run_id}\na = {a}\nb = {b}\nkeep {this} and { b } as text\n")
+    model = sim(params_file={"template": "in.tmpl", "file": "deck.txt"}, keep_workdirs="all")
+    assert model.check(study) == []
+    work = tmp_path / "work"
+    out = run_batch(model, work, study_dir=study, ids=[7, 8], a=[1.0, 0.1], b=[2.0, 3.0],
+                    this=[0.0, 0.0])
+    assert out.errors == [None, None]
+    np.testing.assert_allclose(out.scalars["sum"], [3.0, 3.1])
+    deck = (work / f"run-{8:016x}" / "deck.txt").read_text()
+    assert deck == f"! run {8:016x}\na = 0.1\nb = 3.0\nkeep 0.0 and {{ b }} as text\n"
+
+
+def test_template_with_unknown_name_fails_every_run_without_running(tmp_path):
+    (tmp_path / "in.tmpl").write_text("a = {a}\nc = {c}\n")
+    model = command(run=[PY, str(PROGRAMS / "sim.py"), "{params_file}"],
+                    params_file={"template": "in.tmpl", "file": "in.txt"})
+    out = run_batch(model, tmp_path / "work", study_dir=tmp_path, a=[1.0, 2.0])
+    assert all("unknown name {c}" in e for e in out.errors)
+    assert not any((tmp_path / "work").glob("*/stdout.txt"))
+
+
+def test_csv_results(tmp_path):
+    a, b = [1.0, 4.0], [0.5, 0.05]
+    out = run_batch(sim("{results_file}", results_file="out.csv"), tmp_path, a=a, b=b)
+    assert out.errors == [None, None]
+    assert out.scalars == {} and set(out.series) == {"y", "z"}
+    np.testing.assert_allclose(out.series["y"], expected_y(a, b, out.time))
+
+
+def test_runs_on_other_grids_are_interpolated_or_fail(tmp_path):
+    a, b = [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]
+    # run 2 has a finer grid over the same span; run 3 starts late and cannot cover run 1's grid
+    out = run_batch(sim(), tmp_path, a=a, b=b, n=[5, 9, 5], t0=[0, 0, 1])
+    np.testing.assert_allclose(out.time, [0, 1, 2, 3, 4])
+    assert out.errors[:2] == [None, None]
+    assert "does not cover" in out.errors[2]
+    y_fine = np.exp(-np.linspace(0, 4, 9))
+    np.testing.assert_allclose(out.series["y"][1], np.interp(out.time, np.linspace(0, 4, 9), y_fine))
+    assert np.isnan(out.series["y"][2]).all() and np.isnan(out.scalars["final"][2])
+
+
+def test_no_workdir_uses_a_temporary_folder_and_removes_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    out = run_batch(sim(), None, a=[1.0], b=[0.5])
+    assert out.errors == [None]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_workdir_of_an_earlier_attempt_is_emptied(tmp_path):
+    stale = tmp_path / f"run-{1:016x}"
+    stale.mkdir()
+    (stale / "results.json").write_text('{"x": 1}')
+    out = run_batch(command(run=[PY, str(PROGRAMS / "garbage.py"), "none"]), tmp_path)
+    assert "wrote no results.json" in out.errors[0]
+    assert not (stale / "results.json").exists()
+
+
+def test_env_is_passed_and_placeholders_fill_whole_arguments(tmp_path):
+    script = ("import os, json; json.dump({'v': float(os.environ['SIM_SCALE'])}, "
+              "open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script], env={"SIM_SCALE": "2.5"}), tmp_path)
+    assert out.errors == [None] and out.scalars["v"][0] == 2.5
+    work = tmp_path / "w"
+    expected = [str(work / f"run-{1:016x}"), f"{1:016x}", f"x{1:016x}y{{}}"]
+    model = command(run=[PY, "{study_dir}/argv.py", json.dumps(expected), "{workdir}", "{run_id}",
+                         "x{run_id}y{}"])
+    out = run_batch(model, work)
+    assert out.errors == [None] and out.scalars["match"][0] == 1.0
+
+
+# --- failures are recorded on the run, never raised ---------------------------------------------
+
+def test_nonzero_exit_records_status_and_stderr_tail(tmp_path):
+    model = command(run=[PY, "{study_dir}/fail.py"])
+    out = run_batch(model, tmp_path)
+    error = out.errors[0]
+    assert error.startswith("exited with status 1; stderr ends:")
+    assert "error line 29" in error and "error line 10" in error and "error line 9\n" not in error
+    assert str(tmp_path / f"run-{1:016x}") in error  # the kept workdir is named
+    assert (tmp_path / f"run-{1:016x}" / "stderr.txt").read_text().count("\n") == 30
+
+
+@pytest.mark.parametrize("mode, results, message", [
+    ("garbage", "results.json", "is not valid JSON"),
+    ("text", "results.json", "'y' is not numeric"),
+    ("list", "results.json", "must hold a JSON object"),
+    ("csv-garbage", "results.csv", "not a table of numbers"),
+    ("csv-notime", "results.csv", "has no 'time' column"),
+    ("none", "results.json", "exited with status 0 but wrote no results.json"),
+])
+def test_malformed_or_missing_results_fail_the_run(tmp_path, mode, results, message):
+    model = command(run=[PY, "{study_dir}/garbage.py", mode], results_file=results)
+    out = run_batch(model, tmp_path)
+    assert message in out.errors[0]
+    assert out.scalars == {} and out.series == {}
+
+
+def test_missing_results_error_carries_stderr(tmp_path):
+    out = run_batch(command(run=[PY, "{study_dir}/garbage.py", "none"]), tmp_path)
+    assert "forgot to write results" in out.errors[0]
+
+
+def test_one_failed_run_leaves_the_others_alone(tmp_path):
+    out = run_batch(sim(), tmp_path, a=[1.0, 2.0, 3.0], b=[0.1, 0.2, 0.3], n=[5, 1, 5])
+    assert out.errors[0] is None and out.errors[2] is None
+    assert "ZeroDivisionError" in out.errors[1]
+    assert np.isnan(out.scalars["final"][1]) and np.isfinite(out.scalars["final"][[0, 2]]).all()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"run-{2:016x}"]
+
+
+def test_run_missing_an_output_the_others_have_fails(tmp_path):
+    script = ("import json, sys; d = json.load(open(sys.argv[1])); "
+              "json.dump({'x': 1.0, **({'y': 2.0} if d['a'] > 0 else {})}, open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script, "{params_file}"]), tmp_path, a=[1.0, -1.0])
+    assert out.errors[0] is None and "has no 'y'" in out.errors[1]
+    assert out.scalars["x"][0] == 1.0 and np.isnan(out.scalars["x"][1])
+
+
+def test_hanging_program_is_killed_with_its_group_at_the_timeout(tmp_path):
+    model = command(run=[PY, "{study_dir}/hang.py", "{workdir}/child.pid"], timeout=1)
+    started = time.monotonic()
+    out = run_batch(model, tmp_path)
+    elapsed = time.monotonic() - started
+    assert elapsed < 5
+    assert out.errors[0].startswith("timed out after 1 s")
+    child = int((tmp_path / f"run-{1:016x}" / "child.pid").read_text())
+    deadline = time.monotonic() + 2
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child), "the grandchild survived the timeout"
+
+
+def _alive(pid: int) -> bool:
+    """True while pid runs (a zombie left for an init that does not reap counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_program_not_found(tmp_path):
+    out = run_batch(command(run=["no-such-program-xyz", "{params_file}"]), tmp_path)
+    assert "program not found: 'no-such-program-xyz'" in out.errors[0]
+    out = run_batch(command(run=["{workdir}/nothing-here"]), tmp_path)
+    assert "program not found" in out.errors[0]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
+def test_memory_limit_exceeded_is_a_failure(tmp_path):
+    model = command(run=[PY, "{study_dir}/hog.py", "1024"], memory_limit="200MB")
+    out = run_batch(model, tmp_path)
+    assert "exited with status 1" in out.errors[0]
+    assert "memory_limit is 200MB" in out.errors[0] and "MemoryError" in out.errors[0]
+    # the same program within the limit succeeds
+    out = run_batch(model.model_copy(update={"run": [PY, "{study_dir}/hog.py", "10"]}), tmp_path)
+    assert out.errors == [None] and out.scalars["allocated"][0] == 10 * 2**20
+
+
+# --- values never reach a shell -----------------------------------------------------------------
+
+def test_shell_metacharacters_are_never_executed(tmp_path):
+    marker = tmp_path / "PWNED"
+    evil = f"; touch {marker} && echo $(touch {marker}) `touch {marker}` | touch {marker}"
+    study = tmp_path / "study; touch PWNED && echo $(touch PWNED) `touch PWNED` | touch PWNED"
+    study.mkdir()
+    for name in ("sim.py", "argv.py"):
+        (study / name).write_text((PROGRAMS / name).read_text())
+    (study / "in.tmpl").write_text(f"a = {{a}}{evil}\nb = {{b}}\n$(touch {marker})\n")
+    model = sim(params_file={"template": "in.tmpl", "file": "in; touch PWNED.txt"},
+                keep_workdirs="all")
+    assert model.check(study) == []
+    out = run_batch(model, tmp_path / "work", study_dir=study, a=[1.0], b=[0.5])
+    assert out.errors == [None] and out.scalars["sum"][0] == 1.5
+    args = [evil, "{study_dir}", "*", "$HOME"]
+    model = command(run=[PY, "{study_dir}/argv.py", json.dumps([evil, str(study), "*", "$HOME"]),
+                         *args])
+    out = run_batch(model, tmp_path / "work2", study_dir=study)
+    assert out.errors == [None] and out.scalars["match"][0] == 1.0
+    assert not marker.exists() and not any(tmp_path.rglob("PWNED"))
+    assert not Path("PWNED").exists()
+
+
+# --- workdirs kept or removed -------------------------------------------------------------------
+
+@pytest.mark.parametrize("keep, kept", [("failed", {2}), ("all", {1, 2}), ("none", set())])
+def test_keep_workdirs(tmp_path, keep, kept):
+    out = run_batch(sim(keep_workdirs=keep), tmp_path, a=[1.0, 1.0], b=[1.0, 1.0], n=[5, 1])
+    assert out.errors[0] is None and out.errors[1] is not None
+    assert {int(p.name[4:], 16) for p in tmp_path.iterdir()} == kept
+    assert ("files kept in" in out.errors[1]) == (2 in kept)
+
+
+# --- the evaluator ships to workers --------------------------------------------------------------
+
+def test_evaluator_survives_a_pickle_round_trip(tmp_path):
+    evaluator = pickle.loads(pickle.dumps(sim().build(PROGRAMS)))
+    out = evaluator({"a": np.array([2.0]), "b": np.array([0.0])},
+                    RunContext(run_ids=np.array([3]), workdir=tmp_path))
+    assert out.errors == [None] and out.scalars["final"][0] == 2.0
+
+
+def test_own_overhead_per_run_is_small(tmp_path):
+    """A batch of 20 runs of a tiny program costs little more than 20 bare subprocesses."""
+    import subprocess
+
+    script = "open('results.json', 'w').write('{\"x\": 1}')"
+    bare = time.perf_counter()
+    for _ in range(20):
+        subprocess.run([PY, "-S", "-c", script], cwd=tmp_path, check=True)
+    bare = time.perf_counter() - bare
+    model = command(run=[PY, "-S", "-c", script])
+    started = time.perf_counter()
+    out = run_batch(model, tmp_path / "w", ids=np.arange(20), a=np.zeros(20))
+    ours = time.perf_counter() - started
+    assert out.errors == [None] * 20
+    assert ours - bare < 20 * 0.005 + 0.1 * bare  # generous for noisy CI machines
+
+
+# --- validation and check() ----------------------------------------------------------------------
+
+def test_shell_string_is_rejected_with_a_hint():
+    with pytest.raises(ValidationError) as info:
+        command(run="python3 sim.py {params_file}")
+    message = str(info.value)
+    assert "must be a list of arguments, not a shell string" in message
+    assert '["python3", "sim.py", "{params_file}"]' in message
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"run": []}, "at least 1 item"),
+    ({"run": ["sim", "{param_file}"]}, "unknown placeholder {param_file}"),
+    ({"params_file": "params.txt"}, "must end in .json, .yaml or .yml"),
+    ({"params_file": "../params.json"}, "inside the run's working directory"),
+    ({"params_file": {"template": "in.tmpl"}}, "file"),
+    ({"params_file": {"template": "in.tmpl", "file": "/etc/in.txt"}}, "inside the run's"),
+    ({"results_file": "results.txt"}, "must end in .json or .csv"),
+    ({"timeout": 0}, "greater than 0"),
+    ({"keep_workdirs": "some"}, "'failed', 'all' or 'none'"),
+    ({"memory_limit": "lots"}, "not a memory size"),
+    ({"env": {"N": 3}}, "valid string"),
+    ({"shell": True}, "Extra inputs are not permitted"),
+])
+def test_invalid_keys(keys, message):
+    with pytest.raises(ValidationError) as info:
+        command(**{"run": ["sim"], **keys})
+    assert message in str(info.value)
+
+
+def test_defaults():
+    model = command(run=["sim"])
+    assert (model.params_file, model.results_file, model.timeout) == ("params.json", "results.json", None)
+    assert (model.keep_workdirs, model.env, model.memory_limit) == ("failed", {}, None)
+
+
+@pytest.mark.parametrize("text, size", [("512MB", 512 * 10**6), ("2GiB", 2 * 2**30),
+                                        ("1.5 gb", 1_500_000_000), (4096, 4096), ("100k", 10**5)])
+def test_parse_bytes(text, size):
+    assert parse_bytes(text) == size
+
+
+def test_check_finds_missing_template_and_program(tmp_path):
+    model = command(run=["no-such-program-xyz", "x"],
+                    params_file={"template": "in.tmpl", "file": "in.txt"})
+    problems = {p.path: p.message for p in model.check(tmp_path)}
+    assert set(problems) == {"run.0", "params_file.template"}
+    assert "program not found" in problems["run.0"] and "in.tmpl" in problems["params_file.template"]
+
+
+def test_check_resolves_programs(tmp_path):
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "tool"
+    tool.write_text("#!/bin/sh\n")
+    assert command(run=["bin/tool"]).check(tmp_path)[0].message.endswith(
+        "(chmod +x it, or name its interpreter first: [python3, bin/tool])")
+    tool.chmod(0o755)
+    assert command(run=["bin/tool"]).check(tmp_path) == []
+    assert command(run=["{study_dir}/bin/tool"]).check(tmp_path) == []
+    assert command(run=["{study_dir}/bin/nothing"]).check(tmp_path)[0].path == "run.0"
+    assert command(run=["{workdir}/anything"]).check(tmp_path) == []  # resolved only per run
+    on_path = {"PATH": str(Path(PY).parent)}
+    assert command(run=[Path(PY).name, "{params_file}"], env=on_path).check(tmp_path) == []
+    assert command(run=["tool"], env={"PATH": str(tmp_path / "bin")}).check(tmp_path) == []
+
+
+def test_relative_program_runs_from_the_study_folder(tmp_path):
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "tool"
+    tool.write_text(f"#!{PY}\nimport json\njson.dump({{'ok': 1}}, open('results.json', 'w'))\n")
+    tool.chmod(0o755)
+    out = run_batch(command(run=["bin/tool"]), tmp_path / "work", study_dir=tmp_path)
+    assert out.errors == [None] and out.scalars["ok"][0] == 1.0
+
+
+# --- the example simulator ---------------------------------------------------------------------
+
+def test_example_decay_simulator(tmp_path):
+    model = command(run=[PY, "{study_dir}/sim/decay_sim.py", "{params_file}", "{results_file}"],
+                    timeout=30)
+    assert model.check(STUDIES) == []
+    k, y0 = np.array([0.5, 0.2]), np.array([100.0, 10.0])
+    out = run_batch(model, tmp_path, study_dir=STUDIES, k=k, y0=y0)
+    assert out.errors == [None, None]
+    np.testing.assert_allclose(out.time, np.arange(0, 10.01, 0.5))
+    np.testing.assert_allclose(out.series["y"], y0[:, None] * np.exp(-k[:, None] * out.time))
+    np.testing.assert_allclose(out.scalars["final_y"], y0 * np.exp(-10 * k))
+    np.testing.assert_allclose(out.scalars["half_life"], math.log(2) / k)
+    np.testing.assert_allclose(out.scalars["auc"], y0 / k * (1 - np.exp(-10 * k)))
+    out = run_batch(model, tmp_path, study_dir=STUDIES, kk=[1.0])
+    assert out.errors[0].startswith("exited with status 2") and "unknown parameter 'kk'" in out.errors[0]
