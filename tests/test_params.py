@@ -1,0 +1,335 @@
+"""Parameter kinds: ppf against scipy, boxes, medians, nominal values, validation, sampling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+from scipy import stats
+
+from studyrun.params import (DISTRIBUTIONS, TAIL, Bounds, Discrete, Fixed, LogNormal,
+                             ParameterBase, ParameterSpec, map_unit, sample_unit, varied)
+
+
+class M(BaseModel):
+    p: ParameterSpec
+
+
+def load(raw) -> ParameterBase:
+    return M.model_validate({"p": raw}).p
+
+
+def only_error(raw) -> str:
+    """The single error message a bad parameter gives."""
+    with pytest.raises(ValidationError) as info:
+        load(raw)
+    errors = info.value.errors()
+    assert len(errors) == 1, errors
+    return errors[0]["msg"]
+
+
+Q = np.array([0.001, 0.05, 0.25, 0.5, 0.75, 0.95, 0.999])
+
+# (study-file mapping, the scipy distribution it must equal, whether it is bounded)
+KINDS = [
+    ({"distribution": "uniform", "low": 0.8, "high": 1.2}, stats.uniform(0.8, 0.4), True),
+    ({"distribution": "normal", "mean": 0.2, "std": 0.02}, stats.norm(0.2, 0.02), False),
+    ({"distribution": "lognormal", "mu": 0.5, "sigma": 0.3},
+     stats.lognorm(s=0.3, scale=math.exp(0.5)), False),
+    ({"distribution": "truncnormal", "mean": 1, "std": 2, "low": 0, "high": 3},
+     stats.truncnorm(-0.5, 1.0, loc=1, scale=2), True),
+    ({"distribution": "triangular", "low": 1, "mode": 2, "high": 5},
+     stats.triang(0.25, loc=1, scale=4), True),
+    ({"distribution": "loguniform", "low": 1e-3, "high": 10}, stats.loguniform(1e-3, 10), True),
+    ({"distribution": "beta", "alpha": 2, "beta": 5, "low": -1, "high": 3},
+     stats.beta(2, 5, loc=-1, scale=4), True),
+    ({"distribution": "gamma", "shape": 2.5, "scale": 0.5, "loc": 1},
+     stats.gamma(2.5, loc=1, scale=0.5), False),
+    ({"bounds": [800, 1200]}, stats.uniform(800, 400), True),
+]
+IDS = [k[0].get("distribution", "bounds") for k in KINDS]
+
+
+@pytest.mark.parametrize("raw, dist, bounded", KINDS, ids=IDS)
+def test_ppf_median_bounds_match_scipy(raw, dist, bounded):
+    p = load(raw)
+    np.testing.assert_allclose(p.ppf(Q), dist.ppf(Q), rtol=1e-12)
+    assert p.median() == pytest.approx(dist.median(), rel=1e-12)
+    expected = dist.support() if bounded else (dist.ppf(TAIL), dist.ppf(1 - TAIL))
+    assert p.bounds() == pytest.approx(expected, rel=1e-12)
+    assert p.ppf(np.zeros((3, 2))).shape == (3, 2)
+
+
+@pytest.mark.parametrize("raw, dist, bounded", KINDS, ids=IDS)
+def test_round_trip(raw, dist, bounded):
+    p = load(raw)
+    again = load(p.model_dump())
+    assert again == p
+    assert load(p) is p or load(p) == p  # an instance passes through
+
+
+def test_lognormal_mean_std_is_of_the_variable():
+    p = load({"distribution": "lognormal", "mean": 2.0, "std": 0.5})
+    mu, sigma = p.log_params()
+    dist = stats.lognorm(s=sigma, scale=math.exp(mu))
+    assert dist.mean() == pytest.approx(2.0) and dist.std() == pytest.approx(0.5)
+    assert p.to_salib() == ("lognorm", [mu, sigma])
+
+
+def test_truncnormal_one_sided_box_uses_a_quantile_on_the_open_side():
+    p = load({"distribution": "truncnormal", "mean": 1, "std": 1, "low": 0})
+    dist = stats.truncnorm(-1, np.inf, loc=1, scale=1)
+    assert p.bounds() == pytest.approx((0, dist.ppf(1 - TAIL)))
+    np.testing.assert_allclose(p.ppf(Q), dist.ppf(Q))
+
+
+def test_discrete_ppf_follows_cumulative_weights_in_value_order():
+    p = load({"distribution": "discrete", "values": [3, 1, 2], "weights": [1, 2, 1]})
+    # sorted: 1 (0.5), 2 (0.25), 3 (0.25) -> CDF 0.5, 0.75, 1
+    np.testing.assert_array_equal(p.ppf([0.01, 0.5, 0.51, 0.75, 0.76, 1.0]), [1, 1, 2, 2, 3, 3])
+    assert p.median() == 1 and p.bounds() == (1, 3)
+    equal = load({"distribution": "discrete", "values": [10, 20, 30, 40]})
+    np.testing.assert_array_equal(equal.ppf([0.1, 0.3, 0.6, 0.9]), [10, 20, 30, 40])
+    zero = load({"distribution": "discrete", "values": [1, 2, 3], "weights": [1, 0, 1]})
+    assert 2 not in zero.ppf(np.linspace(0.001, 0.999, 999))
+
+
+def test_fixed_from_a_bare_number_and_its_forms():
+    for raw in (3, 3.0, "3", {"value": 3, "description": "a constant"}):
+        p = load(raw)
+        assert isinstance(p, Fixed) and p.value == 3
+    p = load(2.5)
+    assert p.bounds() == (2.5, 2.5) and p.median() == 2.5
+    np.testing.assert_array_equal(p.ppf([0.1, 0.9]), [2.5, 2.5])
+    assert p.nominal_value(7.0) == 2.5  # the study fixes it; the model's value does not win
+    assert load("1e-3").value == 0.001  # YAML reads 1e-3 without a dot as text
+
+
+def test_nominal_value_precedence():
+    p = load({"distribution": "normal", "mean": 1, "std": 0.1})
+    assert p.nominal_value(None) == pytest.approx(1.0)  # median
+    assert p.nominal_value(1.05) == 1.05  # the model's own value
+    q = load({"distribution": "normal", "mean": 1, "std": 0.1, "nominal": 0.9})
+    assert q.nominal_value(1.05) == 0.9
+    assert load({"bounds": [0, 4]}).nominal_value(None) == 2.0
+
+
+def test_to_salib_entries():
+    assert load({"distribution": "uniform", "low": 0, "high": 2}).to_salib() == ("unif", [0, 2])
+    assert load({"bounds": [1, 3]}).to_salib() == ("unif", [1, 3])
+    assert load({"distribution": "normal", "mean": 1, "std": 2}).to_salib() == ("norm", [1, 2])
+    assert load({"distribution": "triangular", "low": 0, "mode": 1, "high": 4}).to_salib() == \
+        ("triang", [0, 4, 0.25])
+    assert load({"distribution": "truncnormal", "mean": 1, "std": 2, "low": 0, "high": 3}
+                ).to_salib() == ("truncnorm", [0, 3, 1, 2])
+    assert load({"distribution": "loguniform", "low": 1, "high": 10}).to_salib() == \
+        ("logunif", [1, 10])
+    with pytest.raises(NotImplementedError, match="ppf"):
+        load({"distribution": "gamma", "shape": 2, "scale": 1}).to_salib()
+
+
+def test_to_salib_agrees_with_salib_scaling():
+    salib_util = pytest.importorskip("SALib.util")
+    u = np.linspace(0.01, 0.99, 7)
+    for raw in ({"distribution": "lognormal", "mean": 2, "std": 0.5},
+                {"distribution": "triangular", "low": 1, "mode": 2, "high": 5},
+                {"distribution": "truncnormal", "mean": 1, "std": 2, "low": 0, "high": 3},
+                {"distribution": "loguniform", "low": 0.1, "high": 10}):
+        p = load(raw)
+        dist, bounds = p.to_salib()
+        mapped = salib_util._nonuniform_scale_samples(u[:, None], [bounds], [dist])[:, 0]
+        np.testing.assert_allclose(mapped, p.ppf(u), rtol=1e-10)
+
+
+# --- validation: one clear error each ----------------------------------------------------------
+
+INVALID = [
+    ({"distribution": "normal", "mean": 0, "std": 0}, "std must be above 0; got std=0"),
+    ({"distribution": "normal", "mean": 0, "std": -2}, "got std=-2 (try 2)"),
+    ({"distribution": "uniform", "low": 5, "high": 1}, "low must be below high; got low=5, high=1"),
+    ({"distribution": "uniform", "low": 1, "high": 1}, "low must be below high"),
+    ({"distribution": "beta", "alpha": 1, "beta": 1, "low": 2, "high": 1}, "low must be below high"),
+    ({"bounds": [5, 1]}, "bounds must be [low, high] with low below high; got [5, 1] (write [1, 5])"),
+    ({"distribution": "triangular", "low": 0, "mode": 7, "high": 5},
+     "mode must lie within [low, high]; got mode=7 with low=0, high=5"),
+    ({"distribution": "discrete", "values": [1, 2], "weights": [1]},
+     "weights must have one entry per value; got 1 weights for 2 values"),
+    ({"distribution": "discrete", "values": [1, 2], "weights": [0, 0]}, "sum to more than 0"),
+    ({"distribution": "discrete", "values": [1, 2], "weights": [2, -1]}, "at least 0"),
+    ({"distribution": "discrete", "values": [4]}, "at least two different values"),
+    ({"distribution": "loguniform", "low": 0, "high": 5}, "loguniform low must be above 0; got low=0"),
+    ({"distribution": "loguniform", "low": -1, "high": 5}, "got low=-1"),
+    ({"distribution": "lognormal", "mean": 1, "std": 0.1, "mu": 0, "sigma": 1},
+     "exactly one pair; got mean, std, mu, sigma"),
+    ({"distribution": "lognormal"}, "exactly one pair; got neither"),
+    ({"distribution": "lognormal", "mu": 0}, "needs both mu and sigma"),
+    ({"distribution": "lognormal", "mean": -1, "std": 1}, "mean must be above 0"),
+    ({"distribution": "gamma", "shape": 0, "scale": 1}, "shape must be above 0"),
+    ({"distribution": "truncnormal", "mean": 0, "std": 1}, "truncnormal needs low, high or both"),
+    ({"distribution": "uniform", "low": 0, "high": 1, "nominal": 3},
+     "nominal must lie within the uniform distribution's support [0, 1]; got nominal=3"),
+    ({"distribution": "lognormal", "mu": 0, "sigma": 1, "nominal": -1}, "got nominal=-1"),
+    ({"value": 1, "nominal": 2}, "takes no nominal"),
+    ({"distribution": "uniform", "low": 0, "high": 1, "bounds": [0, 1]}, "truncnormal"),
+    ({"distribution": "uniform", "low": 0, "high": 1, "sd": 1}, "Extra inputs are not permitted"),
+    ({"distribution": "uniform", "low": 0}, "Field required"),
+    ({"distribution": "normal", "mean": float("nan"), "std": 1}, "finite number"),
+    ({"low": 1, "high": 2}, "add `distribution: uniform`?"),
+    ({"mean": 1, "std": 2}, "add `distribution: normal`?"),
+    ({"dist": "normal", "mean": 1, "std": 2}, "write `distribution:` instead of `dist:`"),
+    ([1, 2], "bounds: [1, 2]"),
+    (True, "a boolean"),
+    ("fast", "got the text 'fast'"),
+    (None, "a parameter is a number"),
+]
+
+
+@pytest.mark.parametrize("raw, message", INVALID, ids=[str(i) for i in range(len(INVALID))])
+def test_invalid_input_gives_one_clear_error(raw, message):
+    msg = only_error(raw)
+    assert message in msg
+    assert msg.count("Value error") <= 1 and "union" not in msg.lower()
+
+
+@pytest.mark.parametrize("name, suggestion", [
+    ("normall", "did you mean 'normal'?"), ("Normal", "did you mean 'normal'?"),
+    ("gaussian", "did you mean 'normal'?"), ("lognorm", "did you mean 'lognormal'?"),
+    ("truncnorm", "did you mean 'truncnormal'?"), ("unifrom", "did you mean 'uniform'?"),
+    ("triang", "did you mean 'triangular'?"), ("log-uniform", "did you mean 'loguniform'?"),
+    ("fixed", "write the bare number"), ("bounds", "without `distribution:`"),
+])
+def test_unknown_distribution_lists_names_and_suggests(name, suggestion):
+    msg = only_error({"distribution": name, "mean": 0, "std": 1})
+    assert f"got {name!r}" in msg and suggestion in msg
+    assert all(d in msg for d in DISTRIBUTIONS)
+
+
+def test_unknown_distribution_without_a_close_name_still_lists_the_names():
+    msg = only_error({"distribution": "zzzz"})
+    assert "distribution must be one of uniform, normal" in msg and "did you mean" not in msg
+
+
+def test_error_messages_carry_the_offending_key():
+    with pytest.raises(ValidationError) as info:
+        load({"distribution": "normal", "mean": 0, "std": -1})
+    assert info.value.errors()[0]["loc"][-1] == "std"
+
+
+def test_json_schema_accepts_bare_numbers_and_requires_the_tag():
+    schema = M.model_json_schema()
+    defs = schema["$defs"]
+    assert {"type": "number"} in defs["Fixed"]["anyOf"]
+    assert "distribution" in defs["Normal"]["required"]
+    assert "bounds" in defs["Bounds"]["properties"]
+
+
+# --- sampling ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["random", "lhs", "sobol"])
+def test_sample_unit_shape_range_and_determinism(method, recwarn):
+    a = sample_unit(100, 3, method, np.random.SeedSequence(42))
+    b = sample_unit(100, 3, method, np.random.SeedSequence(42))
+    c = sample_unit(100, 3, method, np.random.SeedSequence(43))
+    assert a.shape == (100, 3) and np.all((a > 0) & (a < 1))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert not [w for w in recwarn if "sobol" in str(w.message).lower() or "balance" in str(w.message)]
+    assert sample_unit(0, 3, method, np.random.SeedSequence(1)).shape == (0, 3)
+
+
+def test_sample_unit_is_stratified_for_lhs_and_a_prefix_for_sobol():
+    u = sample_unit(50, 2, "lhs", np.random.SeedSequence(7))
+    for j in range(2):  # one point per stratum in every column
+        np.testing.assert_array_equal(np.sort(np.floor(u[:, j] * 50)), np.arange(50))
+    full = sample_unit(64, 2, "sobol", np.random.SeedSequence(7))
+    np.testing.assert_array_equal(sample_unit(50, 2, "sobol", np.random.SeedSequence(7)), full[:50])
+
+
+def test_sample_unit_rejects_unknown_method():
+    with pytest.raises(ValueError, match="random, lhs, sobol"):
+        sample_unit(4, 1, "halton", np.random.SeedSequence(0))
+
+
+@pytest.mark.parametrize("method", ["random", "lhs", "sobol"])
+def test_monte_carlo_moments(method):
+    u = sample_unit(20000, 2, method, np.random.SeedSequence(2026))
+    normal = load({"distribution": "normal", "mean": 0.2, "std": 0.02}).ppf(u[:, 0])
+    lognormal = load({"distribution": "lognormal", "mean": 2.0, "std": 0.5}).ppf(u[:, 1])
+    assert normal.mean() == pytest.approx(0.2, abs=4 * 0.02 / math.sqrt(20000))
+    assert normal.std() == pytest.approx(0.02, rel=0.03)
+    assert lognormal.mean() == pytest.approx(2.0, abs=4 * 0.5 / math.sqrt(20000))
+    assert lognormal.std() == pytest.approx(0.5, rel=0.05)
+
+
+def test_map_unit_and_varied():
+    params = M.model_validate({"p": 1}).p, load({"bounds": [0, 10]}), load(
+        {"distribution": "normal", "mean": 0, "std": 1})
+    study = {"fixed": params[0], "box": params[1], "noise": params[2]}
+    assert list(varied(study)) == ["box", "noise"]
+    u = np.array([[0.5, 0.5], [0.1, 0.975]])
+    np.testing.assert_allclose(map_unit(varied(study), u), [[5, 0], [1, 1.959963984540054]])
+
+
+# --- properties: ppf is monotone and stays in the box for bounded kinds --------------------------
+
+finite = st.floats(-1e6, 1e6, allow_nan=False)
+positive = st.floats(1e-3, 1e3)
+
+
+@st.composite
+def bounded_kinds(draw):
+    low = draw(finite)
+    high = low + draw(st.floats(1e-3, 1e6))
+    kind = draw(st.sampled_from(["uniform", "bounds", "truncnormal", "triangular", "loguniform",
+                                 "beta", "discrete"]))
+    if kind == "uniform":
+        return {"distribution": "uniform", "low": low, "high": high}
+    if kind == "bounds":
+        return {"bounds": [low, high]}
+    if kind == "truncnormal":
+        return {"distribution": "truncnormal", "mean": draw(finite), "std": draw(positive),
+                "low": low, "high": high}
+    if kind == "triangular":
+        return {"distribution": "triangular", "low": low, "high": high,
+                "mode": low + draw(st.floats(0, 1)) * (high - low)}
+    if kind == "loguniform":
+        a = draw(st.floats(1e-6, 1e3))
+        return {"distribution": "loguniform", "low": a, "high": a * draw(st.floats(1.01, 1e6))}
+    if kind == "beta":
+        return {"distribution": "beta", "alpha": draw(positive), "beta": draw(positive),
+                "low": low, "high": high}
+    values = draw(st.lists(finite, min_size=2, max_size=8, unique=True))
+    weights = draw(st.lists(st.floats(0.01, 10), min_size=len(values), max_size=len(values)))
+    return {"distribution": "discrete", "values": values, "weights": weights}
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=bounded_kinds(), u=st.lists(st.floats(0, 1), min_size=1, max_size=30))
+def test_ppf_is_monotone_and_within_bounds(raw, u):
+    p = load(raw)
+    u = np.sort(np.asarray(u))
+    x = p.ppf(u)
+    lo, hi = p.bounds()
+    assert not np.isnan(x).any()
+    assert np.all(np.diff(x) >= 0)
+    assert np.all((x >= lo) & (x <= hi))
+
+
+@settings(max_examples=100, deadline=None)
+@given(mean=finite, std=positive, u=st.lists(st.floats(1e-12, 1 - 1e-12), min_size=2, max_size=30))
+def test_unbounded_ppf_is_monotone(mean, std, u):
+    for p in (load({"distribution": "normal", "mean": mean, "std": std}),
+              load({"distribution": "gamma", "shape": std, "scale": 1, "loc": mean}),
+              LogNormal(mu=mean / 1e6, sigma=std / 1e3)):
+        x = p.ppf(np.sort(u))
+        assert np.all(np.diff(x) >= 0)
+
+
+def test_python_construction_needs_no_tag():
+    assert Bounds(bounds=(0, 1)).bounds() == (0, 1)
+    assert Discrete(values=[1, 2]).median() == 1
+    assert isinstance(load(Fixed(value=2)), Fixed)
