@@ -1,0 +1,185 @@
+"""Design of experiments and response surfaces (plan and analyse steps): `analysis: {type: doe}`.
+
+Plans a coded design with pydoe (designs.py), fits a polynomial surface in coded units with
+statsmodels OLS (surface.py), reads main effects, interaction tables and the Pareto front off the
+runs (interpret.py) and writes the report section (report.py). Follows Montgomery, Design and
+Analysis of Experiments, and Myers, Montgomery & Anderson-Cook, Response Surface Methodology.
+
+`results.<quantity>` holds the contract keys `r2`, `adj_r2`, `rmse` (root mean square of the
+residuals, sqrt(SSR/n)), `coefficients` (term -> estimate, std_error, t, p; coded units) and
+`dropped_terms`, and also: `terms` (the fitted terms, in `covariance` order), `covariance`,
+`sigma` (residual standard error, sqrt(SSR/df_resid)), `df_resid`, `n_runs`, `dropped_aliases`,
+`anova`, `lack_of_fit`, `residuals`, `main_effects`, `interactions`, `stationary_point`
+(quadratic fits), `coding` (parameter -> symbol, center, half_range) and `notes`. With a
+`pareto:` block, `results._pareto` holds `senses`, `runs`, `values` and `parameters`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from ...errors import StudyError
+from ..base import AnalysisSpec, Design, Outcome
+from .designs import build_design, coded_matrix, describe_design
+from .interpret import build_pareto, compute_interactions, compute_main_effects
+from .surface import find_stationary_point, fit_surface, predict
+from .terms import read_coding, select_terms, to_coded
+
+if TYPE_CHECKING:
+    from ...params import ParameterSpec
+    from ...report.figures import Figures
+
+__all__ = ["Doe", "describe_design", "predict"]
+
+_TERM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\^[0-9]+)?)"
+_FORMULA = re.compile(rf"^\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*)(?:\s*\+\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*))*\s*$")
+_DEFAULT_RESPONSE = {"full": "interaction", "fractional": "linear", "plackett_burman": "linear",
+                     "ccd": "quadratic", "bbd": "quadratic", "lhs": "quadratic", "csv": "quadratic"}
+
+
+class Doe(AnalysisSpec):
+    """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
+
+    type: Literal["doe"] = "doe"
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # YAML `design:`; named `kind` here because `design()` is the plug-in method
+    kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv"] = Field(
+        "ccd", alias="design", description="full factorial, 2^(k-p) fraction, Plackett-Burman, central composite, "
+                           "Box-Behnken, maximin Latin hypercube, or a CSV file of runs")
+    levels: int | dict[str, int] = Field(
+        2, description="full factorial levels: one number, or parameter -> levels (others 2)")
+    resolution: int | None = Field(
+        None, ge=3, le=8, description="fractional: smallest fraction of at least this resolution "
+                                      "(default IV for a linear response, V otherwise)")
+    generators: str | None = Field(
+        None, description="fractional: pydoe generator string, one word per parameter in order, "
+                          "e.g. 'a b c ab ac' (d = ab, e = ac)")
+    alpha: Literal["face", "rotatable", "orthogonal"] | None = Field(
+        None, description="ccd axial distance (default face); rotatable and orthogonal designs "
+                          "are inscribed so every run stays inside the bounds")
+    center: int | None = Field(
+        None, ge=0, description="center points for ccd and bbd (default 1; replicate them for a "
+                                "lack-of-fit test on a stochastic model)")
+    samples: int | None = Field(None, ge=2, description="lhs: number of runs (default 10 per parameter)")
+    file: str | None = Field(None, description="csv: design file, one column per parameter in "
+                                               "natural units, one row per run")
+    response: str | None = Field(
+        None, description="linear | interaction | quadratic, or a formula of terms such as "
+                          "'x1 + x2 + x1*x2 + x1^2' (parameter names allowed); default quadratic "
+                          "for ccd, bbd, lhs and csv, interaction for full, linear for fractions")
+    pareto: dict[str, Literal["min", "max"]] | None = Field(
+        None, description="quantity -> min | max: report the non-dominated runs")
+
+    @field_validator("levels")
+    @classmethod
+    def _check_levels(cls, value: int | dict[str, int]) -> int | dict[str, int]:
+        counts = value.values() if isinstance(value, dict) else [value]
+        if any(c < 2 for c in counts):
+            raise ValueError(f"levels must be at least 2; got {value}")
+        return value
+
+    @field_validator("response")
+    @classmethod
+    def _check_response(cls, value: str | None) -> str | None:
+        if value is None or value in ("linear", "interaction", "quadratic") or _FORMULA.match(value):
+            return value
+        raise ValueError(f"response must be linear, interaction, quadratic or a formula such as "
+                         f"'x1 + x2 + x1*x2 + x1^2'; got {value!r}")
+
+    @model_validator(mode="after")
+    def _check_keys_fit_design(self) -> "Doe":
+        misplaced = {"samples": "lhs", "file": "csv", "resolution": "fractional",
+                     "generators": "fractional", "alpha": "ccd"}
+        for key, design in misplaced.items():
+            if getattr(self, key) is not None and self.kind != design:
+                raise ValueError(f"{key} applies to design: {design}, not {self.kind}")
+        if self.center is not None and self.kind not in ("ccd", "bbd"):
+            raise ValueError(f"center applies to design: ccd or bbd, not {self.kind}")
+        if self.kind == "csv" and not self.file:
+            raise ValueError("design: csv needs file: (a CSV with one column per parameter)")
+        if self.resolution is not None and self.generators is not None:
+            raise ValueError("give either resolution or generators, not both")
+        if isinstance(self.levels, dict) and not self.levels:
+            raise ValueError("levels mapping is empty")
+        return self
+
+    def response_model(self) -> str:
+        """The requested response: the user's, or the design's usual one."""
+        if self.response:
+            return self.response
+        if self.kind == "full" and (self.levels if isinstance(self.levels, int)
+                                      else max(self.levels.values(), default=2)) > 2:
+            return "quadratic"
+        return _DEFAULT_RESPONSE[self.kind]
+
+    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+        """The coded design mapped onto the parameters' bounds."""
+        spec = self.model_copy(update={"response": self.response_model()})
+        design = build_design(spec, parameters, seed)
+        design.info["response"] = spec.response
+        return design
+
+    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+        """Per quantity: the response-surface fit, ANOVA, effects and canonical analysis."""
+        names = outcome.design.names
+        centers, halves = read_coding(names, parameters)
+        coded = to_coded(outcome.design.matrix, centers, halves)
+        terms = select_terms(self.response_model(), names)
+        coding = {n: {"symbol": f"x{i + 1}", "center": float(c), "half_range": float(h)}
+                  for i, (n, c, h) in enumerate(zip(names, centers, halves))}
+        results: dict[str, Any] = {}
+        for quantity, values in outcome.values.items():
+            results[quantity] = analyse_quantity(coded, np.asarray(values, dtype=float),
+                                                 outcome.ok, terms, names, outcome.design.matrix,
+                                                 centers, halves) | {"coding": coding}
+        if self.pareto:
+            missing = sorted(set(self.pareto) - set(outcome.values))
+            if missing:
+                raise StudyError(f"pareto names unknown quantities {missing}; quantities are "
+                                 f"{sorted(outcome.values)}", path="analysis.pareto")
+            results["_pareto"] = build_pareto(outcome.values, self.pareto, names,
+                                              outcome.design.matrix)
+        return results
+
+    def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
+        """Coefficient and ANOVA tables, effect plots, a contour of the surface and the Pareto front."""
+        from .report import write_report
+
+        return write_report(analysis, outcome, figures)
+
+
+def analyse_quantity(coded: np.ndarray, values: np.ndarray, ok: np.ndarray, terms: list,
+                     names: list[str], natural: np.ndarray, centers: np.ndarray,
+                     halves: np.ndarray) -> dict[str, Any]:
+    """Fit one quantity over its successful runs and read its effects off the same runs."""
+    use = np.asarray(ok, dtype=bool) & np.isfinite(values)
+    if use.sum() < 2:
+        return {"r2": None, "adj_r2": None, "rmse": None, "coefficients": {},
+                "dropped_terms": [], "n_runs": int(use.sum()),
+                "notes": [f"only {int(use.sum())} successful runs: nothing to fit"]}
+    x, y = coded[use], values[use]
+    result = fit_surface(x, y, terms)
+    result["main_effects"] = compute_main_effects(x, y, names, natural[use])
+    ranking = rank_factors(result, names)
+    result["interactions"] = compute_interactions(x, y, names, ranking)
+    if any(max(t) == 2 for t in terms):
+        result["stationary_point"] = find_stationary_point(result, len(names), centers, halves, names)
+    if use.sum() < len(values):
+        result["notes"].append(f"{int(len(values) - use.sum())} failed runs left out of the fit")
+    return result
+
+
+def rank_factors(result: dict[str, Any], names: list[str]) -> list[str]:
+    """Factors by influence: the sum of |coefficient| over every fitted term they appear in."""
+    weight = dict.fromkeys(names, 0.0)
+    for term, entry in result["coefficients"].items():
+        if term == "1":
+            continue
+        for factor in term.split("*"):
+            weight[names[int(factor.split("^")[0][1:]) - 1]] += abs(entry["estimate"])
+    return sorted(names, key=lambda n: -weight[n])

@@ -1,0 +1,226 @@
+"""Coded designs for the doe analysis (plan step), built with pydoe and mapped to natural units.
+
+Factorials, fractions (user generators, a requested resolution, or minimum aberration),
+Plackett–Burman, central composite, Box–Behnken and maximin Latin hypercubes follow pydoe
+(the pyDOE/pyDOE2/pyDOE3 line, after Montgomery's Design and Analysis of Experiments). Coded
+units are x = (p - center) / half_range over each parameter's bounds, so ±1 are the bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import StudyError
+from ..base import Design
+from .fractions import LETTERS, describe_fraction
+from .terms import read_coding, to_coded, to_natural
+
+_OPT_SEARCH_LIMIT = 5000  # generator combinations fracfact_opt may try for minimum aberration
+
+
+def build_design(spec: Any, parameters: dict[str, Any], seed: np.random.SeedSequence) -> Design:
+    """The runs of a doe analysis in natural units, with small JSON facts about the design."""
+    names = list(parameters)
+    centers, halves = read_coding(names, parameters)
+    if spec.kind == "csv":
+        natural = read_csv_design(spec.file, names)
+        coded, info = to_coded(natural, centers, halves), {}
+    else:
+        coded, info = build_coded(spec, names, seed)
+        natural = to_natural(coded, centers, halves)
+    info = {"type": spec.kind, "runs": int(coded.shape[0])} | info
+    info["factors"] = {name: {"symbol": f"x{i + 1}", "low": float(c - h), "high": float(c + h)}
+                       for i, (name, c, h) in enumerate(zip(names, centers, halves))}
+    return Design(names=names, matrix=natural, info=info)
+
+
+def coded_matrix(design: Design) -> np.ndarray:
+    """The coded design, recomputed from the natural one and the factors' bounds in info."""
+    factors = design.info["factors"]
+    lows = np.array([factors[n]["low"] for n in design.names])
+    highs = np.array([factors[n]["high"] for n in design.names])
+    return to_coded(design.matrix, (lows + highs) / 2, (highs - lows) / 2)
+
+
+def build_coded(spec: Any, names: list[str], seed: np.random.SeedSequence) -> tuple[np.ndarray, dict]:
+    """The coded matrix for one design type and the facts worth keeping about it."""
+    import pydoe
+
+    k = len(names)
+    kind = spec.kind
+    if kind == "full":
+        return build_full(spec.levels, names)
+    if kind == "fractional":
+        require_factors(k, 2, kind)
+        return build_fraction(spec, k)
+    if kind == "plackett_burman":
+        require_factors(k, 2, kind)
+        return pydoe.pbdesign(k)[:, :k].astype(float), {}
+    if kind == "ccd":
+        return build_ccd(spec, k)
+    if kind == "bbd":
+        require_factors(k, 3, kind, hint="use design: ccd, or design: full with levels: 3")
+        center = 1 if spec.center is None else spec.center
+        return pydoe.bbdesign(k, center=center), {"center": center}
+    if kind == "lhs":
+        samples = spec.samples or 10 * k
+        rng = np.random.default_rng(seed)
+        unit = pydoe.lhs(k, samples=samples, criterion="maximin", iterations=20, seed=rng)
+        return 2.0 * unit - 1.0, {"criterion": "maximin"}
+    raise StudyError(f"unknown design {kind!r}", path="analysis.design")
+
+
+def require_factors(k: int, least: int, kind: str, hint: str = "") -> None:
+    """A user error when a design needs more varied parameters than the study has."""
+    if k < least:
+        raise StudyError(f"design {kind} needs at least {least} varied parameters; got {k}"
+                         + (f" ({hint})" if hint else ""), path="analysis.design")
+
+
+def build_full(levels: int | dict[str, int], names: list[str]) -> tuple[np.ndarray, dict]:
+    """Full factorial: each factor at `levels` equally spaced coded values from -1 to 1."""
+    import pydoe
+
+    if isinstance(levels, dict):
+        unknown = sorted(set(levels) - set(names))
+        if unknown:
+            raise StudyError(f"levels given for parameters that are not varied: {unknown}; "
+                             f"varied: {names}", path="analysis.levels")
+        counts = [int(levels.get(n, 2)) for n in names]
+    else:
+        counts = [int(levels)] * len(names)
+    if all(c == 2 for c in counts):
+        coded = pydoe.ff2n(len(names))
+    else:
+        index = pydoe.fullfact(counts)
+        coded = np.column_stack([np.linspace(-1, 1, c)[index[:, j].astype(int)]
+                                 for j, c in enumerate(counts)])
+    return coded, {"levels": dict(zip(names, counts))}
+
+
+def build_fraction(spec: Any, k: int) -> tuple[np.ndarray, dict]:
+    """A 2^(k-p) fraction from user generators, a resolution, or minimum aberration."""
+    import pydoe
+
+    if spec.generators:
+        words = spec.generators.split()
+        if len(words) != k:
+            raise StudyError(f"generators must name {k} columns, one per varied parameter "
+                             f"(letters a, b, ... in parameter order); got {len(words)}",
+                             path="analysis.generators")
+        try:
+            coded = pydoe.fracfact(" ".join(words))
+        except ValueError as exc:
+            raise StudyError(f"invalid generators {spec.generators!r}: {exc} "
+                             "(example for 5 factors: 'a b c ab ac')",
+                             path="analysis.generators") from exc
+        source = "generators"
+    else:
+        resolution = spec.resolution or default_resolution(spec.response)
+        coded, source = build_by_resolution(k, resolution)
+    info = {"method": source} | describe_fraction(coded)
+    if spec.resolution and (info["resolution"] or 99) < spec.resolution:
+        raise StudyError(f"the generators give resolution {info['resolution']}, below the "
+                         f"requested {spec.resolution}", path="analysis.generators")
+    return coded, info
+
+
+def default_resolution(response: str | None) -> int:
+    """IV keeps main effects clear of two-factor interactions; V keeps those clear of each other."""
+    return 4 if response in (None, "linear") else 5
+
+
+def build_by_resolution(k: int, resolution: int) -> tuple[np.ndarray, str]:
+    """The smallest fraction of this resolution, minimum aberration when the search is small."""
+    import pydoe
+
+    try:
+        smallest = pydoe.fracfact_by_res(k, resolution)
+    except ValueError as exc:
+        raise StudyError(f"no two-level fraction of {k} factors at resolution {resolution}: "
+                         f"{exc}", path="analysis.resolution") from exc
+    m = int(round(math.log2(smallest.shape[0])))
+    p = k - m
+    candidates = 2 ** m - m - 1
+    if p <= 0 or k > 20 or math.comb(candidates, p) > _OPT_SEARCH_LIMIT:
+        return smallest, "fracfact_by_res"
+    generators, _, _ = pydoe.fracfact_opt(k, p)
+    coded = pydoe.fracfact(generators)
+    found = describe_fraction(coded)["resolution"]
+    if found is None or found < resolution:
+        return smallest, "fracfact_by_res"
+    return coded, "minimum aberration (fracfact_opt)"
+
+
+def build_ccd(spec: Any, k: int) -> tuple[np.ndarray, dict]:
+    """Central composite: face-centred, or rotatable/orthogonal scaled to stay inside the bounds.
+
+    Rotatable and orthogonal designs are inscribed (pydoe 'cci'): the axial points sit on the
+    bounds and the factorial points at ±1/alpha, so no run leaves the parameters' box.
+    """
+    import pydoe
+
+    require_factors(k, 2, "ccd", hint="use design: full with levels: 3 for one parameter")
+    alpha = spec.alpha or "face"
+    center = 1 if spec.center is None else spec.center
+    blocks = (center - center // 2, center // 2)
+    if alpha == "face":
+        coded = pydoe.ccdesign(k, center=blocks, face="ccf")
+        value = 1.0
+    else:
+        coded = pydoe.ccdesign(k, center=blocks, alpha=alpha, face="cci")
+        value = float(1.0 / np.max(np.abs(coded[: 2 ** k])))
+    return coded, {"alpha": alpha, "alpha_value": value, "center": center}
+
+
+def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
+    """A user's design from CSV: one column per varied parameter (natural units), one row per run."""
+    import pandas as pd
+
+    path = Path(file or "")
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise StudyError(f"cannot read the design file {str(path)!r}: {exc}",
+                         path="analysis.file") from exc
+    missing = [n for n in names if n not in table.columns]
+    if missing:
+        raise StudyError(f"design file {str(path)!r} lacks columns for {missing}; "
+                         f"it has {list(table.columns)}", path="analysis.file")
+    values = table[names].to_numpy(dtype=float)
+    if not np.all(np.isfinite(values)) or len(values) == 0:
+        raise StudyError(f"design file {str(path)!r} must hold finite numbers in every row",
+                         path="analysis.file")
+    return values
+
+
+def describe_design(design: Design, limit: int = 40) -> str:
+    """The design for `studyrun plan`: coded and natural units, and a fraction's aliases."""
+    from ...report.markdown import table
+
+    info = design.info
+    coded = coded_matrix(design)
+    lines = [f"doe design: {info.get('type')}, {info.get('runs')} runs, "
+             f"{len(design.names)} factors"]
+    for i, name in enumerate(design.names):
+        f = info["factors"][name]
+        lines.append(f"  x{i + 1} ({LETTERS[i] if i < 26 else '-'}) = {name}: "
+                     f"coded -1..1 = [{f['low']:.6g}, {f['high']:.6g}]")
+    for key in ("alpha", "alpha_value", "center", "method", "levels", "criterion"):
+        if key in info:
+            lines.append(f"  {key}: {info[key]}")
+    if "resolution" in info:
+        lines.append(f"  resolution: {info['resolution'] or 'full (no aliasing)'}")
+        lines += [f"  generators: {', '.join(info.get('generators', [])) or 'none'}",
+                  f"  defining relation: {info.get('defining_relation')}", "  aliases:"]
+        lines += [f"    {chain}" for chain in info.get("aliases", [])]
+    headers = ["run"] + [f"x{i + 1}" for i in range(len(design.names))] + list(design.names)
+    rows = [[r] + list(coded[r]) + list(design.matrix[r]) for r in range(min(limit, len(coded)))]
+    lines += ["", table(headers, rows)]
+    if len(coded) > limit:
+        lines.append(f"... {len(coded) - limit} more runs")
+    return "\n".join(lines)
