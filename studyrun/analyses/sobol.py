@@ -1,0 +1,206 @@
+"""Sobol' variance-based sensitivity indices (plan and analyse steps), through SALib.
+
+Design: Saltelli's scheme on a scrambled Sobol' sequence (`SALib.sample.sobol`; Saltelli 2002,
+Campolongo et al. 2011), run in blocks of D + 2 runs per base sample (2D + 2 with second-order
+indices): A, the D cross-samples AB_j (BA_j too for second order), and B. Estimators:
+`SALib.analyze.sobol` (Saltelli et al. 2010 for S1, Jansen 1999 for ST, bootstrap intervals).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from .base import AnalysisSpec, Design, Outcome
+from .salib import (MIN_BLOCKS, by_factor, check_power_of_two, check_unit_interval,
+                    constant_output, derive_seed, dropped_warning, error_entry, failed_rows,
+                    group_labels, keep_whole_blocks, map_to_natural, to_float, unique_labels,
+                    unit_problem)
+
+if TYPE_CHECKING:
+    from ..params import ParameterSpec
+    from ..report.figures import Figures
+
+WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
+
+
+class Sobol(AnalysisSpec):
+    """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
+
+    type: Literal["sobol"] = "sobol"
+    samples: int = Field(1024, description="base samples N (a power of 2); runs = N (D + 2), "
+                                           "or N (2D + 2) with second_order")
+    second_order: bool = False
+    confidence: float = 0.95
+    resamples: int = Field(100, ge=2, description="bootstrap resamples for the intervals")
+    groups: dict[str, list[str]] | None = Field(
+        None, description="group name -> parameter names; indices are then per group")
+    outputs: list[str] = Field(
+        default_factory=list, description="model time series to analyse at every output time")
+
+    @field_validator("samples")
+    @classmethod
+    def _samples_power_of_two(cls, value: int) -> int:
+        return check_power_of_two(value, "sobol")
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence_in_unit_interval(cls, value: float) -> float:
+        return check_unit_interval(value)
+
+    def needs_series(self) -> list[str]:
+        return list(self.outputs)
+
+    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+        """Saltelli's cross-sampled Sobol' points on the unit cube, mapped through each ppf."""
+        from SALib.sample import sobol as sobol_sample
+
+        names = list(parameters)
+        labels = group_labels(names, self.groups)
+        sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
+        unit = sobol_sample.sample(unit_problem(names, labels), self.samples,
+                                   calc_second_order=self.second_order, seed=sample_seed)
+        factors = unique_labels(names, labels)
+        block = (2 if self.second_order else 1) * len(factors) + 2
+        info = {"method": "sobol", "base_samples": self.samples, "block": block,
+                "factors": factors, "groups": labels, "bootstrap_seed": bootstrap_seed or 1}
+        return Design(names, map_to_natural(unit, parameters, names), info)
+
+    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+        """Indices per quantity (SALib, once per quantity) and per time for requested series."""
+        results = {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
+                                               outcome.design)
+                   for name, values in outcome.values.items()}
+        for name, series in outcome.series.items():
+            resolved = analyse_series(series, outcome.time, failed_rows(outcome, name, series),
+                                      outcome.design.info)
+            if name in results:  # a quantity of the same name keeps its place
+                results[name]["time_resolved"] = resolved
+            else:
+                results[name] = resolved
+        return results
+
+    def analyse_quantity(self, values: np.ndarray, bad: np.ndarray, design: Design) -> dict[str, Any]:
+        """S1, ST (and S2) with intervals, a convergence table and warnings for one quantity."""
+        info = design.info
+        block, factors = info["block"], info["factors"]
+        keep, dropped = keep_whole_blocks(bad, block)
+        kept = info["base_samples"] - dropped
+        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped}
+        if kept < MIN_BLOCKS:
+            return error_entry(f"only {kept} of {info['base_samples']} base samples have every "
+                               f"run of their block succeeded; at least {MIN_BLOCKS} are needed",
+                               **facts)
+        y = values[keep]
+        notes = [dropped_warning(dropped, "blocks of base samples", kept)] if dropped else []
+        if constant_output(y):
+            zeros = dict.fromkeys(factors, 0.0)
+            return {"S1": zeros, "S1_conf": zeros, "ST": zeros, "ST_conf": zeros, **facts,
+                    "warnings": notes + ["the quantity is the same in every run: no parameter "
+                                         "changes it, so every index is 0"]}
+        entry = self._call_salib(y, design, factors)
+        entry.update(facts)
+        entry["convergence"] = convergence_table(y.reshape(kept, block), factors)
+        entry["warnings"] = notes + check_indices(entry)
+        return entry
+
+    def _call_salib(self, y: np.ndarray, design: Design, factors: list[str]) -> dict[str, Any]:
+        from SALib.analyze import sobol as sobol_analyze
+
+        si = sobol_analyze.analyze(unit_problem(design.names, design.info["groups"]), y,
+                                   calc_second_order=self.second_order,
+                                   num_resamples=self.resamples, conf_level=self.confidence,
+                                   parallel=False, seed=design.info["bootstrap_seed"])
+        entry = {key: by_factor(factors, si[key]) for key in ("S1", "S1_conf", "ST", "ST_conf")}
+        if self.second_order:
+            for key in ("S2", "S2_conf"):
+                entry[key] = {a: {b: to_float(si[key][i, k])
+                                  for k, b in enumerate(factors) if k > i}
+                              for i, a in enumerate(factors[:-1])}
+        return entry
+
+    def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
+        from .sobol_report import write_report
+
+        return write_report(analysis, figures)
+
+
+def estimate_indices(blocks: np.ndarray, factors: int) -> tuple[np.ndarray, np.ndarray]:
+    """Point estimates of S1 and ST from Saltelli blocks, as in SALib.analyze.sobol.
+
+    `blocks` has shape (N, block) or (N, block, T); the output is standardised over the N
+    blocks (per time), then S1 = mean(B (AB_j - A)) / V and ST = mean((A - AB_j)^2) / 2V with V
+    the variance of [A; B]. Returns arrays (factors,) or (factors, T); NaN where V is 0.
+    """
+    y = blocks.reshape(blocks.shape[0] * blocks.shape[1], *blocks.shape[2:])
+    std = y.std(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = ((blocks - y.mean(axis=0)) / std)
+        a, b, ab = z[:, :1], z[:, -1:], z[:, 1:1 + factors]
+        variance = np.concatenate([a, b]).var(axis=0)
+        s1 = np.mean(b * (ab - a), axis=0) / variance
+        st = 0.5 * np.mean((a - ab) ** 2, axis=0) / variance
+    flat = ~(std > np.finfo(float).eps * np.maximum(1.0, np.abs(y).max(axis=0)))
+    s1[..., flat] = np.nan
+    st[..., flat] = np.nan
+    return s1, st
+
+
+def convergence_table(blocks: np.ndarray, factors: list[str]) -> dict[str, Any]:
+    """S1 and ST from the first N/4, N/2 and all N base samples (no bootstrap: cheap)."""
+    n = blocks.shape[0]
+    sizes = sorted({size for size in (n // 4, n // 2, n) if size >= 2})
+    table: dict[str, Any] = {"N": sizes, "S1": {f: [] for f in factors},
+                             "ST": {f: [] for f in factors}}
+    for size in sizes:
+        s1, st = estimate_indices(blocks[:size], len(factors))
+        for j, factor in enumerate(factors):
+            table["S1"][factor].append(to_float(s1[j]))
+            table["ST"][factor].append(to_float(st[j]))
+    return table
+
+
+def analyse_series(series: np.ndarray, time: np.ndarray | None, bad: np.ndarray,
+                   info: dict[str, Any]) -> dict[str, Any]:
+    """Time-resolved S1 and ST: the Sobol' estimators at every output time of a series.
+
+    `series` has shape (runs, T). Blocks with a failed run are dropped as for quantities. Times
+    where the output does not vary (often the start) give None.
+    """
+    block, factors = info["block"], info["factors"]
+    keep, dropped = keep_whole_blocks(bad, block)
+    kept = info["base_samples"] - dropped
+    steps = np.arange(series.shape[1]) if time is None else np.asarray(time)
+    facts = {"effective_N": kept, "dropped_blocks": dropped}
+    if kept < MIN_BLOCKS:
+        return error_entry(f"only {kept} base samples have every run of their block succeeded; "
+                           f"at least {MIN_BLOCKS} are needed", **facts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s1, st = estimate_indices(series[keep].reshape(kept, block, -1), len(factors))
+    return {"time": [float(t) for t in steps],
+            "S1": {f: [to_float(v) for v in s1[j]] for j, f in enumerate(factors)},
+            "ST": {f: [to_float(v) for v in st[j]] for j, f in enumerate(factors)},
+            **facts,
+            "warnings": [dropped_warning(dropped, "blocks of base samples", kept)] if dropped else []}
+
+
+def check_indices(entry: dict[str, Any]) -> list[str]:
+    """Warnings for wide intervals and for S1 above ST by more than S1's interval."""
+    notes = []
+    for key in ("S1_conf", "ST_conf"):
+        widths = {f: w for f, w in entry[key].items() if w is not None}
+        if widths and max(widths.values()) > WIDE_INTERVAL:
+            worst = max(widths, key=widths.get)
+            notes.append(f"wide confidence intervals: {key} is {widths[worst]:.3g} for {worst} "
+                         f"(above {WIDE_INTERVAL}); increase samples")
+    for factor, s1 in entry["S1"].items():
+        st, conf = entry["ST"][factor], entry["S1_conf"][factor]
+        if None not in (s1, st, conf) and s1 - st > conf:
+            notes.append(f"S1 ({s1:.3g}) exceeds ST ({st:.3g}) for {factor} by more than its "
+                         f"interval ({conf:.3g}): the estimates have not converged; increase "
+                         f"samples")
+    return notes

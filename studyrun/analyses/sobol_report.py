@@ -1,0 +1,92 @@
+"""The Sobol' section of report.md (report step): index tables, bars with intervals,
+convergence plots and stacked areas of time-resolved indices. Reads analysis.json only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..report.markdown import table
+from .salib_report import bar_chart, facts_line, figure_name, index_table, nan, warnings_block
+
+if TYPE_CHECKING:
+    from ..report.figures import Figures
+
+INTRO = ("First-order indices S1 give the share of the output variance due to each parameter "
+         "alone; total indices ST add every interaction it takes part in. Intervals are "
+         "bootstrap half-widths.")
+
+
+def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
+    """Markdown for every quantity (and time-resolved series) of a Sobol' analysis."""
+    parts = ["## Sobol' sensitivity indices", INTRO]
+    for name, entry in analysis.get("results", {}).items():
+        parts.append(f"### {name}")
+        if "time" in entry:
+            parts.append(time_resolved_section(name, entry, figures))
+            continue
+        parts.append(quantity_section(name, entry, figures))
+        if "time_resolved" in entry:
+            parts.append(time_resolved_section(name, entry["time_resolved"], figures))
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def quantity_section(name: str, entry: dict[str, Any], figures: "Figures") -> str:
+    """Table, bar chart, second-order table and convergence plot for one quantity."""
+    parts = [facts_line(entry), index_table(entry, ("S1", "S1_conf", "ST", "ST_conf"))]
+    if "S1" in entry:
+        parts.append(bar_chart(figures, figure_name("sobol", name), entry, ("S1", "ST"),
+                               f"Sobol' indices: {name}"))
+    if isinstance(entry.get("S2"), dict):
+        rows = [[a, b, value, entry["S2_conf"][a][b]]
+                for a, row in entry["S2"].items() for b, value in row.items()]
+        parts.append(table(["parameter", "with", "S2", "S2_conf"], rows))
+    if "convergence" in entry:
+        parts.append(convergence_plot(name, entry["convergence"], figures))
+    parts.append(warnings_block(entry))
+    return "\n\n".join(p for p in parts if p)
+
+
+def convergence_plot(name: str, convergence: dict[str, Any], figures: "Figures") -> str:
+    """S1 (dashed) and ST (solid) against the number of base samples used."""
+    sizes = convergence["N"]
+    if len(sizes) < 2:
+        return ""
+    fig, ax = figures.new(size=(6.0, 3.6))
+    for factor, values in convergence["ST"].items():
+        line, = ax.plot(sizes, [nan(v) for v in values], marker="o", label=f"ST {factor}")
+        ax.plot(sizes, [nan(v) for v in convergence["S1"][factor]], marker="s",
+                linestyle="--", color=line.get_color(), label=f"S1 {factor}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("base samples N")
+    ax.set_ylabel("index")
+    ax.set_title(f"Convergence: {name}")
+    ax.legend(fontsize="small", ncol=2)
+    return figures.save(fig, figure_name("sobol", name, "convergence"), f"Convergence: {name}")
+
+
+def time_resolved_section(name: str, entry: dict[str, Any], figures: "Figures") -> str:
+    """Stacked areas of S1 over time (the rest is interactions), and ST as lines."""
+    import numpy as np
+
+    if "error" in entry:
+        return warnings_block(entry)
+    time = np.asarray(entry["time"], dtype=float)
+    factors = list(entry["S1"])
+    s1 = np.array([[nan(v) for v in entry["S1"][f]] for f in factors]).reshape(len(factors), -1)
+    defined = np.isfinite(s1).all(axis=0)  # times without output variance are left out
+    time, s1 = time[defined], np.clip(s1[:, defined], 0.0, 1.0)
+    fig, axes = figures.new(1, 2, size=(10.0, 3.8))
+    left, right = axes[0]
+    left.stackplot(time, s1, labels=factors)
+    left.plot(time, np.clip(s1.sum(axis=0), 0, 1), color="black", linewidth=0.6)
+    left.set_ylim(0.0, 1.0)
+    left.set_title(f"S1 over time: {name}")
+    left.set_xlabel("time")
+    left.legend(fontsize="small", loc="upper right")
+    for f in factors:
+        right.plot(time, np.asarray([nan(v) for v in entry["ST"][f]])[defined], label=f)
+    right.set_title(f"ST over time: {name}")
+    right.set_xlabel("time")
+    right.legend(fontsize="small")
+    link = figures.save(fig, figure_name("sobol", name, "time"), f"Indices over time: {name}")
+    return "\n\n".join(p for p in (facts_line(entry), link, warnings_block(entry)) if p)
