@@ -41,10 +41,11 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator,
+                      model_validator)
 
 from ..errors import Problem, StudyError
 from .base import ModelOutput, ModelSpec, RunContext
@@ -104,12 +105,20 @@ class Template(BaseModel):
         return _check_relative(value)
 
 
+def _params_kind(value) -> str:
+    return "Template" if isinstance(value, (dict, Template)) else "name"
+
+
+ParamsFile = Annotated[Union[Annotated[str, Tag("name")], Annotated[Template, Tag("Template")]],
+                       Discriminator(_params_kind)]
+
+
 class Command(ModelSpec):
     """An external program, run once per run with its parameters in a file."""
 
     type: Literal["command"]
     run: list[str] = Field(min_length=1, description="argv list; placeholders like {params_file}")
-    params_file: str | Template = "params.json"
+    params_file: ParamsFile = "params.json"
     results_file: str = "results.json"
     timeout: float | None = Field(None, gt=0, description="seconds per run")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
@@ -246,14 +255,15 @@ class CommandEvaluator:
         names = list(inputs)
         columns = [np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,)) for k in names]
         values = np.column_stack(columns) if names else np.empty((n, 0))
-        base = Path(context.workdir) if context.workdir is not None else None
-        if base is not None:
-            base.mkdir(parents=True, exist_ok=True)
-        else:
-            base = Path(tempfile.mkdtemp(prefix="studyrun-"))
+        out = ModelOutput(n)
+        try:
+            base = _make_base(context.workdir)
+        except OSError as exc:
+            for i in range(n):
+                out.fail(i, f"cannot make the working folder {context.workdir}: {exc}")
+            return out
         env = {**os.environ, **dict(self.env)}
         batch_error = self._check_template(names)
-        out = ModelOutput(n)
         workdirs, parsed = [], []
         for i in range(n):
             run_id = f"{int(context.run_ids[i]) & 0xFFFFFFFFFFFFFFFF:016x}"
@@ -367,6 +377,14 @@ class CommandEvaluator:
                 temp_base.rmdir()  # only when empty
             except OSError:
                 pass
+
+
+def _make_base(workdir: Path | None) -> Path:
+    """The batch's folder of run workdirs: the given one, or a new temporary folder."""
+    if workdir is None:
+        return Path(tempfile.mkdtemp(prefix="studyrun-"))
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    return Path(workdir)
 
 
 def _make_fresh_dir(path: Path) -> None:
