@@ -336,6 +336,9 @@ class CommandEvaluator:
                                         stdout=out, stderr=err, start_new_session=True,
                                         preexec_fn=preexec)
             except FileNotFoundError:
+                if os.path.isfile(argv[0]):
+                    raise _RunFailed(f"cannot start {argv[0]}: the interpreter on its #! line "
+                                     "was not found") from None
                 raise _RunFailed(f"program not found: {argv[0]!r} (not on PATH; a relative "
                                  "path is resolved against the study folder)") from None
             except PermissionError:
@@ -432,7 +435,8 @@ def _read_results(path: Path) -> tuple[dict[str, float], dict[str, np.ndarray], 
     except json.JSONDecodeError as exc:
         raise _RunFailed(f"{path.name} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise _RunFailed(f"{path.name} must hold a JSON object of outputs; got {type(data).__name__}")
+        raise _RunFailed(f"{path.name} must hold a JSON object of outputs; "
+                         f"got {type(data).__name__}")
     scalars, series = {}, {}
     for name, value in data.items():
         if isinstance(value, list):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pickle
 import sys
 import time
@@ -241,6 +240,11 @@ def test_program_not_found(tmp_path):
     assert "program not found: 'no-such-program-xyz'" in out.errors[0]
     out = run_batch(command(run=["{workdir}/nothing-here"]), tmp_path)
     assert "program not found" in out.errors[0]
+    script = tmp_path / "script"
+    script.write_text("#!/no/such/interpreter\n")
+    script.chmod(0o755)
+    out = run_batch(command(run=[str(script)]), tmp_path / "work")
+    assert "the interpreter on its #! line was not found" in out.errors[0]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
