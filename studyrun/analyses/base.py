@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
+    from ..errors import Problem
     from ..params import ParameterSpec
     from ..report.figures import Figures
 
@@ -48,6 +49,10 @@ class AnalysisSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     iterative: ClassVar[bool] = False  # True for calibrate/optimize, which use iterate()
+
+    def check(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
+        """Problems that need the study's varied parameters (paths relative to `analysis`)."""
+        return []
 
     def needs_series(self) -> list[str]:
         """Model outputs whose whole time series the analysis needs from every run."""

@@ -1,0 +1,32 @@
+"""studyrun: declarative studies of simulation models, from a YAML file to analysed results.
+
+The Python API follows the command line: `load(path)` validates a study, `run(path)` runs it and
+returns its results, `open_results(folder)` reads a finished results folder back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import StudyError, StudyrunError
+from .results import Results, open_results
+
+__version__ = "0.1.0"
+__all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunError", "__version__"]
+
+
+def load(path: str | Path):
+    """The validated `Study` of a study file (raises StudyError listing every problem)."""
+    from .pipeline import load_study
+
+    return load_study(path).study
+
+
+def run(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
+        workers: int | None = None, fresh: bool = False, quiet: bool = True) -> Results:
+    """Run a study file as `studyrun run` does; return its Results (analysis dict, runs frame)."""
+    from .pipeline import run_study
+
+    analysis = run_study(path, out, scheduler=scheduler, workers=workers, fresh=fresh, quiet=quiet)
+    folder = Path(out) if out else Path("results") / analysis["study"]
+    return Results(folder, analysis)

@@ -1,0 +1,88 @@
+"""Parameter sweeps: a full grid of levels per parameter, or an explicit list of cases."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, PositiveInt, model_validator
+
+from ..report.markdown import table
+from .base import AnalysisSpec, Design, Outcome
+
+
+class Sweep(AnalysisSpec):
+    """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
+
+    type: Literal["sweep"]
+    levels: PositiveInt | dict[str, PositiveInt | list[float]] = Field(
+        5, description="points per parameter across its bounds, or explicit values per parameter")
+    cases: list[dict[str, float]] | None = Field(None, description="explicit runs, one mapping each")
+
+    @model_validator(mode="after")
+    def _check_cases(self) -> "Sweep":
+        if self.cases is not None and not self.cases:
+            raise ValueError("cases is empty; list at least one case, or drop it to sweep a grid")
+        return self
+
+    def design(self, parameters, seed) -> Design:
+        names = list(parameters)
+        if self.cases is not None:
+            return self._design_cases(names, parameters)
+        axes = [self.axis(name, parameters[name]) for name in names]
+        matrix = np.array(list(itertools.product(*axes)), dtype=float).reshape(-1, len(names))
+        return Design(names, matrix, {"grid": {n: a for n, a in zip(names, map(list, axes))}})
+
+    def axis(self, name: str, parameter) -> list[float]:
+        levels = self.levels.get(name, 5) if isinstance(self.levels, dict) else self.levels
+        if isinstance(levels, list):
+            return [float(v) for v in levels]
+        if getattr(parameter, "values", None):  # a discrete parameter sweeps its own values
+            return [float(v) for v in parameter.values]
+        low, high = parameter.bounds()
+        return np.linspace(low, high, levels).tolist() if levels > 1 else [parameter.median()]
+
+    def _design_cases(self, names: list[str], parameters) -> Design:
+        medians = {name: parameters[name].nominal_value(None) for name in names}
+        matrix = np.array([[case.get(n, medians[n]) for n in names] for case in self.cases], dtype=float)
+        return Design(names, matrix.reshape(-1, len(names)), {"cases": len(self.cases)})
+
+    def analyse(self, outcome: Outcome, parameters) -> dict[str, Any]:
+        return {name: {"values": [float(v) if ok and np.isfinite(v) else None
+                                  for v, ok in zip(values, outcome.ok)]}
+                for name, values in outcome.values.items()}
+
+    def report(self, analysis, outcome, figures) -> str:
+        if outcome is None:
+            return ""
+        names = outcome.design.names
+        quantities = list(analysis["results"])
+        rows = [[*row, *(analysis["results"][q]["values"][i] for q in quantities)]
+                for i, row in enumerate(outcome.design.matrix.tolist()[:200])]
+        lines = ["## Sweep", "", table([*names, *quantities], rows), ""]
+        if outcome.design.matrix.shape[0] > 200:
+            lines += [f"(first 200 of {outcome.design.matrix.shape[0]} runs; all are in runs.csv)", ""]
+        if len(names) >= 1:
+            lines += draw_lines(outcome, analysis, figures)
+        return "\n".join(lines)
+
+
+def draw_lines(outcome: Outcome, analysis, figures) -> list[str]:
+    """Each quantity against the first parameter, one line per combination of the others."""
+    lines = []
+    x = outcome.design.matrix[:, 0]
+    others = outcome.design.matrix[:, 1:]
+    keys = [tuple(row) for row in others.tolist()]
+    for q, result in analysis["results"].items():
+        y = np.array([np.nan if v is None else v for v in result["values"]])
+        fig, ax = figures.new()
+        for key in list(dict.fromkeys(keys))[:12]:
+            mask = np.array([k == key for k in keys])
+            label = ", ".join(f"{n}={v:g}" for n, v in zip(outcome.design.names[1:], key))
+            ax.plot(x[mask], y[mask], marker="o", label=label or None)
+        ax.set(xlabel=outcome.design.names[0], ylabel=q, title=f"{q} across the sweep")
+        if others.shape[1]:
+            ax.legend(fontsize=7)
+        lines += [figures.save(fig, f"sweep-{q}", f"{q} across the sweep"), ""]
+    return lines

@@ -1,0 +1,262 @@
+"""The execute step: send a plan's unfinished runs to an executor in batches, record each batch.
+
+A short pilot in this process times the model; the batch size follows from it, and a study that
+would finish before a cluster could start never starts one. Every finished batch is committed to
+the store as it arrives, so a killed study loses at most the batches in flight.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ExecutionError
+from .executors import SyncExecutor, start_executor
+from .models.base import Evaluator, ModelOutput, RunContext
+from .models.python import describe
+from .plan import Plan
+from .progress import Progress
+from .quantities import Quantities
+from .store import Batch, RunStore
+
+PILOT_SECONDS = 0.25  # time spent timing the model in-process before choosing a batch size
+CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here
+TASK_SECONDS = 0.5  # target duration of one batch on a worker
+MAX_BATCH = 1 << 18  # runs per batch at most, to bound a worker's memory
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every batch of a study needs on a worker: the model, the quantities, where to work."""
+
+    evaluator: Evaluator
+    quantities: Quantities
+    workdir: str | None = None
+    keep_series: bool = False
+    retries: int = 0
+
+
+@dataclass
+class Settings:
+    """How to execute: the `execution` block after command-line overrides."""
+
+    scheduler: str = "local"
+    workers: int | None = None
+    batch_size: int | str = "auto"
+    retries: int = 0
+    on_failure: str = "abort"
+    quiet: bool = False
+
+
+@dataclass
+class Counts:
+    """What the execute step did, for analysis.json's `runs`."""
+
+    planned: int = 0
+    reused: int = 0
+    executed: int = 0
+    failed: int = 0
+    scheduler: str = "none"
+    batch_size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> dict:
+    """Evaluate one batch where it runs: model, quantities, retries of failed runs."""
+    start = time.perf_counter()
+    out = evaluate_model(job, inputs, run_ids)
+    values = job.quantities.evaluate(out, inputs)
+    for _ in range(job.retries):
+        failed = np.flatnonzero([e is not None for e in out.errors])
+        if not len(failed):
+            break
+        sub_inputs = {k: v[failed] for k, v in inputs.items()}
+        again = evaluate_model(job, sub_inputs, run_ids[failed])
+        again_values = job.quantities.evaluate(again, sub_inputs)
+        for j, i in enumerate(failed):
+            if again.errors[j] is None:
+                out.errors[i] = None
+                for name, array in again_values.items():
+                    values[name][i] = array[j]
+    return {
+        "ids": run_ids,
+        "errors": out.errors,
+        "values": values,
+        "duration": (time.perf_counter() - start) / max(len(run_ids), 1),
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "series": pack_series(out) if job.keep_series else None,
+    }
+
+
+def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> ModelOutput:
+    """The model's output for a batch; an exception escaping the model fails the whole batch."""
+    context = RunContext(run_ids=run_ids, workdir=None if job.workdir is None else Path(job.workdir))
+    try:
+        return job.evaluator(inputs, context)
+    except Exception as error:
+        return ModelOutput(len(run_ids), errors=[describe(error)] * len(run_ids))
+
+
+def pack_series(out: ModelOutput) -> list[bytes]:
+    """Each run's time series as npz bytes, for `keep: series`."""
+    blobs = []
+    for i in range(out.n):
+        buffer = io.BytesIO()
+        arrays = {name: values[i] for name, values in out.series.items()}
+        if out.time is not None:
+            arrays["time"] = out.time
+        np.savez(buffer, **arrays)
+        blobs.append(buffer.getvalue())
+    return blobs
+
+
+class Recorder:
+    """Turns batch results into store records, fixing the quantity columns on the first batch."""
+
+    def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress) -> None:
+        self.plan, self.store, self.settings, self.progress = plan, store, settings, progress
+        self.counts = Counts(planned=plan.size)
+
+    def record(self, rows: np.ndarray, result: dict) -> None:
+        if not self.store.quantities and self.store.meta("format") is None:
+            self.store.prepare(list(self.plan.design.names), list(result["values"]))
+        names = self.store.quantities
+        n = len(rows)
+        errors = list(result["errors"])
+        values = np.full((n, len(names)), np.nan)
+        for j, name in enumerate(names):
+            if name in result["values"]:
+                values[:, j] = result["values"][name]
+            else:
+                for i in range(n):
+                    errors[i] = errors[i] or f"the model gave no output {name!r}"
+        ok = np.array([e is None for e in errors])
+        self.store.write(Batch(ids=result["ids"], ok=ok, errors=errors,
+                               inputs=self.plan.design.matrix[rows], values=values,
+                               duration=result["duration"], worker=result["worker"],
+                               series=result["series"]))
+        failed = int((~ok).sum())
+        self.counts.executed += n
+        self.counts.failed += failed
+        self.progress.update(n, failed)
+        if failed and self.settings.on_failure == "abort":
+            first = int(np.flatnonzero(~ok)[0])
+            raise ExecutionError(
+                f"run {int(result['ids'][first]) & (2**64 - 1):016x} failed: {errors[first]}; "
+                f"{self.counts.executed} runs are recorded and will be reused. Set "
+                "execution.on_failure: continue to go on past failed runs")
+
+
+def execute(plan: Plan, store: RunStore, job: Job, settings: Settings) -> Counts:
+    """Run every planned run that the store does not already hold; return what happened."""
+    done = store.succeeded_ids()
+    pending = np.flatnonzero(~np.isin(plan.run_ids, done)) if len(done) else np.arange(plan.size)
+    progress = Progress(total=plan.size, already=plan.size - len(pending), enabled=not settings.quiet)
+    recorder = Recorder(plan, store, settings, progress)
+    recorder.counts.reused = plan.size - len(pending)
+    try:
+        if len(pending):
+            run_pending(plan, job, settings, pending, recorder)
+    finally:
+        progress.close()
+    return recorder.counts
+
+
+def run_pending(plan: Plan, job: Job, settings: Settings, pending: np.ndarray, recorder: Recorder) -> None:
+    """Pilot in-process when the batch size is automatic, then the rest on the chosen executor."""
+    counts = recorder.counts
+    if settings.batch_size == "auto":
+        seconds_per_run, used = run_pilot(plan, job, pending, recorder)
+        pending = pending[used:]
+        batch = choose_batch_size(seconds_per_run, len(pending), settings.workers or _cores())
+        in_process = settings.scheduler == "local" and seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
+        scheduler = "sync" if in_process else settings.scheduler
+        if in_process and len(pending):
+            counts.notes.append("ran in-process: the study was shorter than a cluster start-up")
+    else:
+        batch, scheduler = int(settings.batch_size), settings.scheduler
+    counts.batch_size, counts.scheduler = batch, scheduler
+    if not len(pending):
+        return
+    executor = SyncExecutor() if scheduler == "sync" else start_executor(scheduler, settings.workers)
+    try:
+        dispatch(executor, plan, job, list(plan.batches(pending, batch)), recorder, settings)
+    finally:
+        executor.close()
+
+
+def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder) -> tuple[float, int]:
+    """Run growing batches in-process until PILOT_SECONDS pass; return seconds per run and rows used."""
+    used, size, spent, per_run = 0, 1, 0.0, 0.0
+    while used < len(pending) and spent < PILOT_SECONDS:
+        rows = pending[used:used + size]
+        start = time.perf_counter()
+        result = run_batch(job, plan.inputs(rows), plan.run_ids[rows])
+        elapsed = time.perf_counter() - start
+        recorder.record(rows, result)
+        per_run = elapsed / len(rows)
+        spent += elapsed
+        used += len(rows)
+        size = min(size * 4, MAX_BATCH)
+    return per_run, used
+
+
+def choose_batch_size(seconds_per_run: float, remaining: int, workers: int) -> int:
+    """Batches of about TASK_SECONDS, but enough of them to keep every worker busy."""
+    by_time = math.ceil(TASK_SECONDS / max(seconds_per_run, 1e-9))
+    by_balance = math.ceil(remaining / (4 * workers)) if remaining else 1
+    return int(max(1, min(by_time, by_balance, MAX_BATCH)))
+
+
+def dispatch(executor, plan: Plan, job: Job, batches: list[np.ndarray], recorder: Recorder,
+             settings: Settings) -> None:
+    """Keep a few batches in flight per worker; record each as it completes; retry lost ones."""
+    limit = 2 * max(1, executor.workers) + 2
+    queue = list(reversed(batches))
+    in_flight: dict = {}
+    attempts: dict[int, int] = {}
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < limit:
+                rows = queue.pop()
+                future = executor.submit(run_batch, job, plan.inputs(rows), plan.run_ids[rows])
+                in_flight[future] = rows
+            done, _ = executor.wait_first(set(in_flight))
+            for future in done:
+                rows = in_flight.pop(future)
+                try:
+                    result = future.result()
+                except Exception as error:
+                    key = int(rows[0])
+                    attempts[key] = attempts.get(key, 0) + 1
+                    if attempts[key] > settings.retries:
+                        raise ExecutionError(lost_batch_message(executor, error)) from None
+                    queue.append(rows)
+                    continue
+                recorder.record(rows, result)
+    finally:
+        for future in in_flight:
+            try:
+                future.cancel()
+            except Exception:
+                pass
+
+
+def lost_batch_message(executor, error: Exception) -> str:
+    """Why a batch could not be computed, and what to do next."""
+    return (f"a batch failed on the {executor.name} executor: {type(error).__name__}: {error}. "
+            "The runs recorded so far are kept; run the study again to resume "
+            "(execution.retries re-sends lost batches)")
+
+
+def _cores() -> int:
+    from .executors import default_workers
+
+    return default_workers()

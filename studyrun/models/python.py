@@ -1,0 +1,195 @@
+"""The `python` model: a function `package.module:callable`, importable from the study's folder.
+
+A scalar function is called once per run with keyword arguments and returns a number (the output
+`value`), a dict of numbers, or time series as a dict of arrays with a `time` key. A vectorized
+function (`vectorized: true`) is called once per batch with arrays and returns arrays.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from ..errors import Problem
+from .base import ModelOutput, ModelSpec, RunContext
+
+_FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def import_function(reference: str, study_dir: Path) -> Callable[..., Any]:
+    """Import `module:callable` with the study's folder first on sys.path (cached per process)."""
+    key = (reference, str(study_dir))
+    if key not in _LOADED:
+        module_name, attribute = reference.split(":")
+        folder = str(study_dir)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        module = importlib.import_module(module_name)
+        _LOADED[key] = getattr(module, attribute)
+    return _LOADED[key]
+
+
+def module_source(reference: str, study_dir: Path) -> bytes:
+    """The bytes of the module's source file, so a run's identity changes when the code does."""
+    folder = str(study_dir)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.find_spec(reference.split(":")[0])
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        if added:
+            sys.path.remove(folder)
+    if spec is None or not spec.origin or not Path(spec.origin).is_file():
+        return b""
+    return Path(spec.origin).read_bytes()
+
+
+class Python(ModelSpec):
+    """A Python function as the model."""
+
+    type: Literal["python"]
+    function: str = Field(description="package.module:callable, importable from the study's folder")
+    vectorized: bool = Field(False, description="called once per batch with arrays")
+    constants: dict[str, float] = Field(default_factory=dict, description="fixed keyword arguments")
+
+    @field_validator("function")
+    @classmethod
+    def _check_reference(cls, value: str) -> str:
+        if not _FUNCTION.match(value):
+            raise ValueError(f"expected 'package.module:callable'; got {value!r}")
+        return value
+
+    def defaults(self) -> dict[str, float]:
+        return dict(self.constants)
+
+    def check(self, study_dir: Path) -> list[Problem]:
+        try:
+            function = import_function(self.function, study_dir)
+        except Exception as error:  # an import runs user code: any failure is the user's to see
+            return [Problem(f"cannot import {self.function!r}: {type(error).__name__}: {error}",
+                            path="function")]
+        if not callable(function):
+            return [Problem(f"{self.function!r} is not callable", path="function")]
+        return []
+
+    def identity(self, study_dir: Path) -> bytes:
+        """What a run's identity depends on beyond the spec: the module's source."""
+        return module_source(self.function, study_dir)
+
+    def build(self, study_dir: Path) -> "PythonEvaluator":
+        return PythonEvaluator(self.function, self.vectorized, str(study_dir))
+
+
+@dataclass(frozen=True)
+class PythonEvaluator:
+    """Calls the user's function per run (or once per batch when vectorized)."""
+
+    function: str
+    vectorized: bool
+    study_dir: str
+
+    def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
+        function = import_function(self.function, Path(self.study_dir))
+        n = len(context.run_ids)
+        if self.vectorized:
+            return call_vectorized(function, inputs, n)
+        return call_per_run(function, inputs, n)
+
+
+def describe(error: BaseException) -> str:
+    """A one-line message for a failed run: the exception and where in user code it came from."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:
+    """Loop over the batch; collect numbers, dicts of numbers, or series with a `time` key."""
+    names = list(inputs)
+    columns = [np.broadcast_to(inputs[name], (n,)).tolist() for name in names]
+    results: list[Any] = [None] * n
+    out = ModelOutput(n)
+    rows = zip(*columns) if columns else [()] * n
+    for i, row in enumerate(rows):
+        try:
+            results[i] = function(**dict(zip(names, row)))
+        except Exception as error:
+            out.errors[i] = describe(error)
+    gather_results(results, out)
+    return out
+
+
+def gather_results(results: list[Any], out: ModelOutput) -> None:
+    """Turn per-run return values into batch arrays; a run of the wrong shape fails alone."""
+    scalars: dict[str, np.ndarray] = {}
+    series: dict[str, list] = {}
+    for i, result in enumerate(results):
+        if out.errors[i] is not None:
+            continue
+        if not isinstance(result, dict):
+            result = {"value": result}
+        try:
+            time = result.get("time")
+            if time is not None:
+                time = np.asarray(time, dtype=float)
+                if out.time is None:
+                    out.time = time
+                elif time.shape != out.time.shape or not np.array_equal(time, out.time):
+                    raise ValueError("its time grid differs from the other runs'; return series on "
+                                     "a fixed grid (for solve_ivp, pass t_eval)")
+            for key, value in result.items():
+                if key == "time":
+                    continue
+                array = np.asarray(value, dtype=float)
+                if array.ndim == 0:
+                    scalars.setdefault(key, np.full(out.n, np.nan))[i] = array
+                elif time is not None and array.shape == time.shape:
+                    series.setdefault(key, [None] * out.n)[i] = array
+                else:
+                    raise ValueError(f"output {key!r} has shape {array.shape}; expected a number "
+                                     "or a series as long as 'time'")
+        except (TypeError, ValueError) as error:
+            out.errors[i] = f"bad return value: {error}"
+    out.scalars = scalars
+    for key, rows in series.items():
+        filler = np.full(len(out.time), np.nan)
+        out.series[key] = np.array([filler if row is None else row for row in rows])
+
+
+def call_vectorized(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:
+    """One call for the whole batch; an exception fails every run of the batch."""
+    out = ModelOutput(n)
+    try:
+        result = function(**{k: np.broadcast_to(v, (n,)) for k, v in inputs.items()})
+        if not isinstance(result, dict):
+            result = {"value": result}
+        time = result.get("time")
+        out.time = None if time is None else np.asarray(time, dtype=float)
+        for key, value in result.items():
+            if key == "time":
+                continue
+            array = np.asarray(value, dtype=float)
+            if array.ndim <= 1:
+                out.scalars[key] = np.broadcast_to(array, (n,)).copy()
+            elif array.shape[0] == n and out.time is not None and array.shape[1] == len(out.time):
+                out.series[key] = array
+            else:
+                raise ValueError(f"output {key!r} has shape {array.shape}; expected ({n},) or "
+                                 f"({n}, len(time))")
+    except Exception as error:
+        message = describe(error)
+        out.errors = [message] * n
+    return out

@@ -1,0 +1,190 @@
+"""The whole path of a study: load, plan, execute, analyse, report; one function per step.
+
+`run_study()` reads as those steps. Every step leaves an artefact in the results folder, so the
+late steps (analyse, report) can be redone from the folder without running a model again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from .analyses.base import Outcome
+from .errors import StudyError
+from .execute import Counts, Job, Settings, execute
+from .load import Source, include_files, read_yaml, validate
+from .params import varied
+from .plan import Plan, make_plan
+from .provenance import collect, now
+from .quantities import Quantities
+from .spec import Study, check_study
+from .store import RunStore
+
+
+@dataclass
+class Loaded:
+    """A validated study and where it came from."""
+
+    study: Study
+    path: Path
+    source: Source
+
+    @property
+    def folder(self) -> Path:
+        return self.path.resolve().parent
+
+
+def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None = None) -> Loaded:
+    """Read, validate and cross-check a study file; every problem is in one StudyError."""
+    path = Path(path)
+    source = include_files(read_yaml(path))
+    study = validate(Study, source)
+    loaded = Loaded(study, path, source)
+    if check:
+        problems = [source.problem(where, message)
+                    for where, message in check_study(study, study_dir or loaded.folder)]
+        if problems:
+            raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
+    return loaded
+
+
+def plan_study(loaded: Loaded) -> Plan:
+    """The runs the study's analysis asks for, with their identities."""
+    study = loaded.study
+    parameters = varied(study.parameters)
+    seed = np.random.SeedSequence(study.seed)
+    design = study.analysis.design(parameters, seed)
+    defaults = study.model.defaults()
+    fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
+             if name not in parameters}
+    context = {"model": study.model.model_dump(mode="json"), "quantities": study.quantities,
+               "code": hashlib.sha256(model_identity(loaded)).hexdigest()}
+    return make_plan(design, fixed, context)
+
+
+def model_identity(loaded: Loaded) -> bytes:
+    """Bytes a run's identity depends on beyond the spec (a python model's source code)."""
+    identity = getattr(loaded.study.model, "identity", None)
+    return identity(loaded.folder) if identity else b""
+
+
+def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,
+                 quiet: bool = False) -> Settings:
+    """The execution settings: the study's, overridden by the command line."""
+    execution = study.execution
+    return Settings(scheduler=scheduler or execution.scheduler, workers=workers or execution.workers,
+                    batch_size=execution.batch_size, retries=execution.retries,
+                    on_failure=execution.on_failure, quiet=quiet)
+
+
+def make_job(loaded: Loaded, folder: Path) -> Job:
+    """What each batch needs on a worker."""
+    study = loaded.study
+    model = study.model
+    if study.execution.timeout is not None and getattr(model, "timeout", "absent") is None:
+        model = model.model_copy(update={"timeout": study.execution.timeout})
+    quantities = Quantities(study.quantities)
+    keep = (study.execution.keep == "series" or bool(quantities.series_names)
+            or bool(study.analysis.needs_series()))
+    return Job(evaluator=model.build(loaded.folder), quantities=quantities,
+               workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
+
+
+def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
+              workers: int | None = None, fresh: bool = False, quiet: bool = False) -> dict[str, Any]:
+    """Load, plan, execute, analyse and report a study; return analysis.json's content."""
+    started = now()
+    loaded = load_study(path)
+    plan = plan_study(loaded)
+    folder = Path(out) if out else Path("results") / loaded.study.name
+    job = make_job(loaded, folder.resolve())
+    with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:
+        write_study_copy(loaded, folder)
+        if loaded.study.quantities is not None:
+            store.prepare(list(plan.design.names), job.quantities.names())
+        counts = execute(plan, store, job, settings_for(loaded.study, scheduler, workers, quiet))
+        outcome = read_outcome(plan, store, job.quantities)
+        store.export_csv(folder / "runs.csv", plan.run_ids)
+    analysis = analyse(loaded, plan, outcome, counts)
+    analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
+    write_json(folder / "analysis.json", analysis)
+    write_report(folder, loaded.study, analysis, outcome)
+    return analysis
+
+
+def write_study_copy(loaded: Loaded, folder: Path) -> None:
+    """study.yaml in the results folder: the study as run, its model file inlined."""
+    text = yaml.safe_dump(loaded.source.data, sort_keys=False, allow_unicode=True)
+    (folder / "study.yaml").write_text(f"# run from {loaded.path.resolve()}\n{text}")
+
+
+def read_outcome(plan: Plan, store: RunStore, quantities: Quantities) -> Outcome:
+    """The planned runs' quantities from the store, in plan order."""
+    found, ok, values = store.read(plan.run_ids)
+    outcome = Outcome(design=plan.design, ok=ok,
+                      values={name: values[:, j] for j, name in enumerate(store.quantities)})
+    for name in quantities.series_names:
+        output = next(iter(quantities.compiled[name].names))
+        rows = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
+        first = next((r for r in rows if r is not None), None)
+        if first is None:
+            continue
+        outcome.time = first["time"]
+        outcome.series[name] = np.array([r[output] if r is not None else
+                                         np.full(len(outcome.time), np.nan) for r in rows])
+    return outcome
+
+
+def analyse(loaded: Loaded, plan: Plan, outcome: Outcome, counts: Counts) -> dict[str, Any]:
+    """analysis.json's content but provenance: runs, results, design facts."""
+    study = loaded.study
+    results = study.analysis.analyse(outcome, varied(study.parameters))
+    return {
+        "study": study.name,
+        "analysis": study.analysis.type,
+        "runs": {"planned": plan.size, "succeeded": int(outcome.ok.sum()),
+                 "failed": int(plan.size - outcome.ok.sum()), "reused": counts.reused},
+        "results": results,
+        "design": {"runs": plan.size, **plan.design.info},
+        "execution": {"scheduler": counts.scheduler, "batch_size": counts.batch_size,
+                      "executed": counts.executed, "notes": counts.notes},
+    }
+
+
+def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:
+    """report.md and figures/ from the analysis and the runs."""
+    from .report.build import build_report
+
+    (folder / "report.md").write_text(build_report(folder, study, analysis, outcome))
+
+
+def jsonable(value: Any) -> Any:
+    """Numbers as plain JSON: numpy scalars unwrapped, NaN and inf as null."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write JSON atomically: a reader never sees half a file."""
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
+    temporary.replace(path)

@@ -1,0 +1,66 @@
+"""Provenance for analysis.json: versions, the study file's hash, git state, seed and times."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("numpy", "scipy", "SALib", "statsmodels", "pandas", "dask", "distributed", "pydantic",
+            "PyYAML", "matplotlib", "pydoe")
+
+
+def now() -> str:
+    """The current UTC time in ISO 8601."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the libraries a result depends on (without importing them)."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def studyrun_version() -> str:
+    try:
+        return metadata.version("studyrun")
+    except metadata.PackageNotFoundError:
+        return "0.1.0"
+
+
+def git_state(folder: Path) -> dict:
+    """The commit of the repository holding `folder`, and whether its work tree is dirty."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def collect(study_file: Path, seed: int, started: str) -> dict:
+    """The provenance block of analysis.json."""
+    return {
+        "studyrun": studyrun_version(),
+        "python": platform.python_version(),
+        "packages": package_versions(),
+        "study_file": str(study_file.resolve()),
+        "study_sha256": hashlib.sha256(study_file.read_bytes()).hexdigest(),
+        "git": git_state(study_file.resolve().parent),
+        "seed": seed,
+        "started": started,
+        "finished": now(),
+    }

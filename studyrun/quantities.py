@@ -1,0 +1,138 @@
+"""Quantities of interest: one number per run, reduced from a model's scalar and series outputs.
+
+`final(x)`, `initial(x)`, `max(x)`, `min(x)`, `mean(x)`, `integral(x)` (each but `final` with an
+optional window `(x, T0, T1)`), `at(x, T)`, bare names of scalar outputs, and arithmetic between
+them, in the safe expression language of `expr.py`. `series(x)` keeps a whole time series as a
+quantity, for time-resolved analyses.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
+from .models.base import ModelOutput
+
+
+def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The part of series x (runs, T) whose times lie in [T0, T1]."""
+    x = _as_series(x, time)
+    if not bounds:
+        return x, time
+    t0, t1 = (float(np.ravel(b)[0]) for b in bounds)
+    keep = (time >= t0) & (time <= t1)
+    if not keep.any():
+        raise ValueError(f"the window [{t0:g}, {t1:g}] holds no output time "
+                         f"(outputs run from {time[0]:g} to {time[-1]:g})")
+    return x[:, keep], time[keep]
+
+
+def _as_series(x, time) -> np.ndarray:
+    array = np.asarray(x, dtype=float)
+    if time is None or np.ndim(time) != 1 or array.ndim != 2 or array.shape[1] != len(time):
+        raise ValueError("expects a time series output of the model (a name whose value changes "
+                         "over time)")
+    return array
+
+
+def _reduction(name: str, reduce, min_args: int = 1, max_args: int = 3) -> FunctionDef:
+    def impl(x, *bounds, time=None):
+        if len(bounds) == 1:
+            raise ValueError(f"{name}() takes (x) or a window (x, T0, T1)")
+        values, grid = _window(x, time, bounds)
+        return reduce(values, grid)
+
+    return FunctionDef(name, min_args, max_args, impl, takes_time=True)
+
+
+def _at(x, when, time=None):
+    values = _as_series(x, time)
+    when = float(np.ravel(when)[0])
+    if not time[0] <= when <= time[-1]:
+        raise ValueError(f"at(x, {when:g}) lies outside the outputs' time span "
+                         f"[{time[0]:g}, {time[-1]:g}]")
+    right = int(np.clip(np.searchsorted(time, when), 1, len(time) - 1))
+    left = right - 1
+    share = (when - time[left]) / (time[right] - time[left])
+    return values[:, left] * (1 - share) + values[:, right] * share
+
+
+def _final(x, time=None):
+    return _as_series(x, time)[:, -1]
+
+
+def _series(x, time=None):
+    return _as_series(x, time)
+
+
+REDUCTIONS: dict[str, FunctionDef] = {
+    "final": FunctionDef("final", 1, 1, _final, takes_time=True),
+    "initial": _reduction("initial", lambda v, t: v[:, 0]),
+    "max": _reduction("max", lambda v, t: v.max(axis=1)),
+    "min": _reduction("min", lambda v, t: v.min(axis=1)),
+    "mean": _reduction("mean", lambda v, t: v.mean(axis=1)),
+    "integral": _reduction("integral", lambda v, t: np.trapezoid(v, t, axis=1)),
+    "at": FunctionDef("at", 2, 2, _at, takes_time=True),
+    "series": FunctionDef("series", 1, 1, _series, takes_time=True),
+}
+FUNCTIONS: dict[str, FunctionDef] = {**BUILTINS, **REDUCTIONS}
+
+
+def parse_quantity(text: str) -> Expr:
+    """Parse one quantity definition (raises ExprError with the offending part)."""
+    return parse(text, functions=FUNCTIONS)
+
+
+class Quantities:
+    """The study's quantities, compiled once and evaluated on each batch's model output."""
+
+    def __init__(self, definitions: Mapping[str, str] | None) -> None:
+        self.definitions = dict(definitions) if definitions is not None else None
+        self.compiled = {name: parse_quantity(str(text))
+                         for name, text in (self.definitions or {}).items()}
+        self.series_names = [name for name, expr in self.compiled.items()
+                             if "series" in expr.calls]
+
+    def names(self, out: ModelOutput | None = None) -> list[str]:
+        """Scalar quantity names (all scalar outputs when the study defines none)."""
+        if self.definitions is None:
+            return sorted(out.scalars) if out is not None else []
+        return [name for name in self.compiled if name not in self.series_names]
+
+    def evaluate(self, out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each quantity for every run of the batch; marks runs failed on NaN, inf or errors."""
+        if self.definitions is None:
+            values = {name: np.asarray(out.scalars[name], dtype=float) for name in sorted(out.scalars)}
+        else:
+            env = {**inputs, **out.scalars, **out.series}
+            if out.time is not None:
+                env["time"] = out.time
+            values = {name: self._evaluate_one(name, expr, env, out) for name, expr in self.compiled.items()}
+        for name, array in values.items():
+            if name in self.series_names:
+                continue
+            for i in np.flatnonzero(~np.isfinite(array)):
+                out.fail(int(i), f"quantity {name!r} is {array[i]}")
+        return values
+
+    def _evaluate_one(self, name: str, expr: Expr, env: dict, out: ModelOutput) -> np.ndarray:
+        missing = sorted(n for n in expr.names if n not in env)
+        try:
+            if missing:
+                available = ", ".join(sorted(set(out.scalars) | set(out.series))) or "none"
+                raise ValueError(f"the model gave no output {missing[0]!r} (outputs: {available})")
+            with np.errstate(all="ignore"):
+                value = np.asarray(expr(env), dtype=float)
+            if name in self.series_names:
+                return value
+            if value.ndim > 1:
+                raise ValueError("is a time series; reduce it with final(), max(), mean(), ... "
+                                 "or keep it whole with series()")
+            return np.broadcast_to(value, (out.n,)).astype(float)
+        except (ValueError, ExprError, ArithmeticError) as error:
+            message = f"quantity {name!r}: {getattr(error, 'message', None) or error}"
+            for i in range(out.n):
+                out.fail(i, message)
+            return np.full(out.n, np.nan)

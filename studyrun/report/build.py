@@ -1,0 +1,41 @@
+"""report.md: the study, its runs, the analysis's own sections, failures and provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..analyses.base import Outcome
+from .figures import Figures
+from .markdown import table
+
+
+def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> str:
+    """The whole Markdown report for a results folder."""
+    runs = analysis["runs"]
+    lines = [f"# {study.name}", ""]
+    if study.description:
+        lines += [study.description.strip(), ""]
+    lines += [f"Analysis: **{analysis['analysis']}** with a **{study.model.type}** model.", "",
+              table(["planned", "succeeded", "failed", "reused"],
+                    [[runs["planned"], runs["succeeded"], runs["failed"], runs["reused"]]]), ""]
+    lines += ["## Parameters", "", table(["name", "specification"],
+              [[name, describe_parameter(p)] for name, p in study.parameters.items()]), ""]
+    if study.quantities:
+        lines += ["## Quantities", "", table(["name", "definition"],
+                  [[name, f"`{text}`"] for name, text in study.quantities.items()]), ""]
+    lines += [study.analysis.report(analysis, outcome, Figures(folder / "figures")), ""]
+    provenance = analysis.get("provenance", {})
+    if provenance:
+        git = provenance.get("git", {})
+        lines += ["## Provenance", "",
+                  f"studyrun {provenance.get('studyrun')}, Python {provenance.get('python')}, "
+                  f"seed {provenance.get('seed')}, study sha256 `{provenance.get('study_sha256', '')[:16]}…`, "
+                  f"git {str(git.get('commit'))[:12]}{' (dirty)' if git.get('dirty') else ''}; "
+                  f"{provenance.get('started')} to {provenance.get('finished')}.", ""]
+    return "\n".join(lines)
+
+
+def describe_parameter(parameter) -> str:
+    """A parameter's specification in one short line."""
+    data = parameter.model_dump(exclude_none=True) if hasattr(parameter, "model_dump") else parameter
+    return ", ".join(f"{k}={v}" for k, v in data.items()) if isinstance(data, dict) else str(data)

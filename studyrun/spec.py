@@ -1,0 +1,146 @@
+"""The load step's result: the `Study` model, its unions, and the checks that span sections.
+
+The registry of model and analysis types is the discriminated unions below; a new type adds its
+class here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
+
+from .analyses.montecarlo import Montecarlo
+from .analyses.sobol import Sobol
+from .analyses.sweep import Sweep
+from .errors import Problem
+from .expr import ExprError
+from .models.command import Command
+from .models.python import Python
+from .params import ParameterSpec, varied
+from .quantities import parse_quantity
+from .store import FIXED_COLUMNS
+
+ModelUnion = Annotated[Union[Python, Command], Field(discriminator="type")]
+AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol], Field(discriminator="type")]
+
+RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SCHEDULER = re.compile(r"^(local|threads|sync|(tcp|tls|ucx|inproc)://\S+)$")
+
+
+class Execution(BaseModel):
+    """How the runs are executed; the command line overrides any of these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduler: str = Field("local", description="local | threads | sync | tcp://host:port")
+    workers: PositiveInt | None = Field(None, description="worker processes (default: one per core)")
+    batch_size: PositiveInt | Literal["auto"] = "auto"
+    retries: NonNegativeInt = Field(0, description="re-runs of failed runs and lost batches")
+    timeout: float | None = Field(None, gt=0, description="seconds per run (command models)")
+    on_failure: Literal["abort", "continue"] = "abort"
+    keep: Literal["quantities", "series"] = Field(
+        "quantities", description="series: keep every run's time series in the store too")
+
+    @field_validator("scheduler")
+    @classmethod
+    def _check_scheduler(cls, value: str) -> str:
+        if not _SCHEDULER.match(value):
+            raise ValueError(f"expected local, threads, sync or a scheduler address such as "
+                             f"tcp://127.0.0.1:8786; got {value!r}")
+        return value
+
+
+class Study(BaseModel):
+    """A whole study file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                      description="identifier; results go to results/<name>/")
+    description: str = ""
+    seed: NonNegativeInt = Field(0, description="every random choice derives from this")
+    model: ModelUnion
+    parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
+    quantities: dict[str, str] | None = Field(
+        None, description="name -> expression; without it every scalar output is a quantity")
+    analysis: AnalysisUnion
+    execution: Execution = Field(default_factory=Execution)
+
+    @field_validator("quantities", mode="before")
+    @classmethod
+    def _quantities_as_text(cls, value):
+        if isinstance(value, dict):
+            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                    for k, v in value.items()}
+        return value
+
+
+def suggest(word: str, choices) -> str:
+    """' ; did you mean 'x'?' when a close choice exists, else ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
+    """Problems that span sections, as (key path, message) pairs."""
+    problems: list[tuple[tuple, str]] = []
+    problems += [(("model", *split_path(p.path)), p.message) for p in study.model.check(study_dir)]
+    problems += check_parameters(study)
+    problems += check_quantities(study)
+    problems += [(("analysis", *split_path(p.path)), p.message)
+                 for p in study.analysis.check(dict(varied(study.parameters)))]
+    return problems
+
+
+def split_path(path: str) -> tuple:
+    """'rates.x' -> ('rates', 'x'); 'run[1]' -> ('run', 1)."""
+    parts: list = []
+    for piece in filter(None, re.split(r"\.", path)):
+        name, *indices = re.split(r"\[(\d+)\]", piece)
+        parts += [name] if name else []
+        parts += [int(i) for i in indices if i]
+    return tuple(parts)
+
+
+def check_parameters(study: Study) -> list[tuple[tuple, str]]:
+    problems = []
+    inputs = study.model.input_names()
+    for name in study.parameters:
+        if not _NAME.match(name) or name in RESERVED:
+            problems.append((("parameters", name), f"{name!r} cannot name a parameter: use letters, "
+                             f"digits and _ (not one of {', '.join(sorted(RESERVED))})"))
+        elif inputs is not None and name not in inputs:
+            problems.append((("parameters", name), f"the model has no input {name!r}"
+                             f"{suggest(name, inputs)} (inputs: {', '.join(sorted(inputs)) or 'none'})"))
+    if not varied(study.parameters):
+        problems.append((("parameters",), "no parameter is varied; give at least one a "
+                         "distribution or bounds"))
+    return problems
+
+
+def check_quantities(study: Study) -> list[tuple[tuple, str]]:
+    problems = []
+    outputs = study.model.output_names()
+    known = None if outputs is None else (set(outputs) | set(study.parameters)
+                                          | set(study.model.defaults()) | {"time"})
+    for name, text in (study.quantities or {}).items():
+        where = ("quantities", name)
+        if not _NAME.match(name) or name in RESERVED:
+            problems.append((where, f"{name!r} cannot name a quantity: use letters, digits and _"))
+            continue
+        if name in study.parameters:
+            problems.append((where, f"{name!r} is a parameter too; give the quantity another name"))
+        try:
+            expr = parse_quantity(text)
+        except ExprError as error:
+            problems.append(((*where, "<value>"), f"{error.message} in {text!r}"))
+            continue
+        for unknown in sorted(expr.names - known) if known is not None else []:
+            problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
+                             f"{suggest(unknown, known)}"))
+    return problems

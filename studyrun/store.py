@@ -1,0 +1,249 @@
+"""The run store: every run of a study in one SQLite file, written a batch per transaction.
+
+One process at a time holds a study's store (an exclusive lock file, released by the operating
+system even when the process is killed), so a second process gets a clear error instead of a
+corrupted file. WAL journaling makes each committed batch survive a SIGKILL of the driver.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .errors import StoreError
+
+FIXED_COLUMNS = ("id", "status", "error", "duration", "worker")
+FORMAT = "1"
+
+
+def quote(name: str) -> str:
+    """A column name as an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class Batch:
+    """The finished runs of one batch, as they are written to the store."""
+
+    ids: np.ndarray  # int64 (n,)
+    ok: np.ndarray  # bool (n,)
+    errors: list[str | None]
+    inputs: np.ndarray  # (n, parameters)
+    values: np.ndarray  # (n, quantities), NaN where failed
+    duration: float  # seconds per run
+    worker: str
+    series: list[bytes] | None = None  # per run, npz bytes of the series kept
+
+
+class RunStore:
+    """The runs.sqlite of one results folder; open it with `RunStore.open`."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, lock) -> None:
+        self.path = path
+        self.db = connection
+        self._lock = lock
+        self.parameters: list[str] = []
+        self.quantities: list[str] = []
+
+    @classmethod
+    def open(cls, path: Path, *, fresh: bool = False, lock: bool = True) -> "RunStore":
+        """Open (or create) the store at `path`, holding its lock; `fresh` deletes old runs."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = acquire_lock(path) if lock else None
+        except OSError as error:
+            raise StoreError(f"{path.parent}: cannot write the results folder: {error.strerror}") from None
+        if fresh:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            check_integrity(db, path)
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{path}: the run store is corrupted or not a run store ({error}); "
+                             "move it away, or start over with --fresh") from None
+        store = cls(path, db, handle)
+        store._read_columns()
+        return store
+
+    def close(self) -> None:
+        self.db.close()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def meta(self, key: str, default=None):
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set_meta(self, **values) -> None:
+        with self.transaction():
+            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                [(k, json.dumps(v)) for k, v in values.items()])
+
+    def _read_columns(self) -> None:
+        self.parameters = self.meta("parameters", [])
+        self.quantities = self.meta("quantities", [])
+
+    def prepare(self, parameters: list[str], quantities: list[str]) -> None:
+        """Create the runs table for these columns, or check that an old one has them."""
+        if self.meta("format") is not None:
+            if (self.parameters, self.quantities) != (parameters, quantities):
+                raise StoreError(
+                    f"{self.path}: holds runs of a study with parameters {self.parameters} and "
+                    f"quantities {self.quantities}, not {parameters} and {quantities}; run with "
+                    "--fresh to start over, or --out to write elsewhere")
+            return
+        columns = ", ".join(f"{quote(n)} REAL" for n in parameters + quantities)
+        with self.transaction():
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
+                f"error TEXT, duration REAL, worker TEXT{', ' + columns if columns else ''})")
+            self.db.execute("CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, data BLOB)")
+        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities)
+        self.parameters, self.quantities = parameters, quantities
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    def write(self, batch: Batch) -> None:
+        """Record a finished batch in one transaction: all of it or, after a crash, none."""
+        n_columns = 5 + len(self.parameters) + len(self.quantities)
+        marks = ", ".join("?" * n_columns)
+        status = np.where(batch.ok, "ok", "failed").tolist()
+        values = np.where(np.isfinite(batch.values), batch.values, np.nan)
+        rows = zip(batch.ids.tolist(), status, batch.errors, [batch.duration] * len(status),
+                   [batch.worker] * len(status),
+                   *np.asarray(batch.inputs, dtype=float).T.tolist(), *values.T.tolist())
+        rows = ((*row[:5], *(None if v != v else v for v in row[5:])) for row in rows)
+        try:
+            with self.transaction():
+                self.db.executemany(f"INSERT OR REPLACE INTO runs VALUES ({marks})", rows)
+                if batch.series is not None:
+                    self.db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)",
+                                        zip(batch.ids.tolist(), batch.series))
+        except sqlite3.OperationalError as error:
+            raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
+                             "before are intact, free space and run again to resume") from None
+
+    def succeeded_ids(self) -> np.ndarray:
+        """Identities of every run that finished successfully."""
+        rows = self.db.execute("SELECT id FROM runs WHERE status = 'ok'").fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def read(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(found, ok, values) for the given runs, in their order; values NaN where absent."""
+        columns = "".join(f", {quote(q)}" for q in self.quantities)
+        rows = self.db.execute(f"SELECT id, status = 'ok'{columns} FROM runs").fetchall()
+        stored = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        table = np.array([r[1:] for r in rows], dtype=float).reshape(len(rows), 1 + len(self.quantities))
+        del rows
+        found = np.zeros(len(run_ids), dtype=bool)
+        values = np.full((len(run_ids), len(self.quantities)), np.nan)
+        if not len(stored):
+            return found, found.copy(), values
+        order = np.argsort(stored)
+        position = np.clip(np.searchsorted(stored, run_ids, sorter=order), 0, len(stored) - 1)
+        match = order[position]
+        found = stored[match] == run_ids
+        ok = found & (table[match, 0] == 1)
+        values[found] = table[match[found], 1:]
+        return found, ok, values
+
+    def read_series(self, run_id: int) -> dict[str, np.ndarray] | None:
+        row = self.db.execute("SELECT data FROM series WHERE id = ?", (int(run_id),)).fetchone()
+        if row is None:
+            return None
+        import io
+
+        with np.load(io.BytesIO(row[0])) as data:
+            return {key: data[key] for key in data.files}
+
+    def counts(self) -> dict[str, int]:
+        rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
+        return {status: count for status, count in rows}
+
+    def iter_rows(self, where: str = "", chunk: int = 10000) -> Iterator[tuple]:
+        """Every stored run as a tuple of its columns, streamed."""
+        cursor = self.db.execute(f"SELECT * FROM runs {where} ORDER BY rowid")
+        while rows := cursor.fetchmany(chunk):
+            yield from rows
+
+    def columns(self) -> list[str]:
+        return [row[1] for row in self.db.execute("PRAGMA table_info(runs)")]
+
+    def export_csv(self, path: Path, run_ids: np.ndarray | None = None) -> None:
+        """runs.csv: one row per run, streamed; in plan order when the plan's ids are given."""
+        with open(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["run", *self.columns()])
+            if run_ids is None:
+                for index, row in enumerate(self.iter_rows()):
+                    writer.writerow((index, *row))
+                return
+            for start in range(0, len(run_ids), 10000):
+                chunk = run_ids[start:start + 10000]
+                marks = ",".join("?" * len(chunk))
+                found = {row[0]: row for row in self.db.execute(
+                    f"SELECT * FROM runs WHERE id IN ({marks})", chunk.tolist())}
+                for offset, run_id in enumerate(chunk.tolist()):
+                    if run_id in found:
+                        writer.writerow((start + offset, *found[run_id]))
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind, value, tb):
+        self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def acquire_lock(path: Path):
+    """Hold an exclusive lock next to the store, or fail at once with who holds it."""
+    lock_path = Path(f"{path}.lock")
+    handle = open(lock_path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise StoreError(f"{path.parent}: another studyrun ({holder}) is using this results "
+                         "folder; wait for it to finish, or use --out to write elsewhere") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def check_integrity(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a store whose pages SQLite finds damaged."""
+    result = db.execute("PRAGMA quick_check").fetchone()[0]
+    if result != "ok":
+        raise StoreError(f"{path}: the run store is corrupted ({result}); move it away, or start "
+                         "over with --fresh")
