@@ -1,0 +1,76 @@
+"""The `ode` model: states, rates, auxiliaries, lookups and constants, integrated over a batch.
+
+Compiles to the shared core in :mod:`studyrun.models.equations`. The output grid is
+``time: {start, stop, step}``; fixed-step methods (euler, rk4) integrate at ``time.dt`` when
+given (it must divide ``step``), else at ``step``. Adaptive methods (RK45 by default, DOP853,
+LSODA, Radau, BDF, RK23) use ``rtol``/``atol``. Every state and auxiliary is an output series on
+the grid; every constant can be a study parameter; a state's initial value may be an expression
+of constants.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import Problem
+from ..expr import check_names
+from .equations import EquationModel, EquationSystem, Expression, TimeGrid
+
+
+class OdeTime(BaseModel):
+    """The output grid, and optionally the fixed integration step ``dt``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: float = 0.0
+    stop: float
+    step: float = Field(gt=0)
+    dt: float | None = Field(default=None, gt=0)
+
+
+class Ode(EquationModel):
+    """``type: ode``: d state / dt = rate, one rate per state."""
+
+    type: Literal["ode"]
+    states: dict[str, Expression | None]  # name -> initial value
+    rates: dict[str, Expression]
+    time: OdeTime
+
+    def spec_problems(self) -> list[Problem]:
+        problems = []
+        for name in self.rates:
+            if name not in self.states:
+                hint = check_names_hint(name, list(self.states))
+                problems.append(Problem(f"rate of {name!r}, which is not a state{hint}",
+                                        f"rates.{name}"))
+        for name in self.states:
+            if name not in self.rates:
+                problems.append(Problem(f"state {name!r} has no rate", f"states.{name}"))
+        return problems
+
+    def to_system(self) -> EquationSystem:
+        grid = TimeGrid(self.time.start, self.time.stop, self.time.dt or self.time.step,
+                        self.time.step)
+        paths = {("initial", s): f"states.{s}" for s in self.states}
+        paths.update({("derivative", s): f"rates.{s}" for s in self.states})
+        paths.update({("variable", a): f"auxiliaries.{a}" for a in self.auxiliaries})
+        paths.update({("lookup", k): f"lookups.{k}" for k in self.lookups})
+        paths.update({("constant", k): f"constants.{k}" for k in self.constants})
+        return EquationSystem(
+            initial=dict(self.states),
+            derivatives={s: self.rates.get(s, 0.0) for s in self.states},
+            variables=dict(self.auxiliaries),
+            lookups=self.lookup_tables(),
+            constants=dict(self.constants),
+            grid=grid, method=self.method, rtol=self.rtol, atol=self.atol, paths=paths,
+        )
+
+
+def check_names_hint(name: str, candidates: list[str]) -> str:
+    """"; did you mean 'x'?" when a candidate is close, else ""."""
+    from ..expr import parse
+
+    messages = check_names(parse(name), candidates) if name.isidentifier() else []
+    return messages[0][messages[0].index(";"):] if messages and ";" in messages[0] else ""
