@@ -361,7 +361,7 @@ def test_literal_with_did_you_mean(tmp_path):
 def test_plain_union_reports_one_problem(tmp_path):
     problem = only(problems_of(tmp_path, GOOD + "workers: many\n"))
     assert problem.path == "workers"
-    assert problem.message == "expected a whole number or one of auto, got 'many'"
+    assert problem.message == "expected a whole number or 'auto', got 'many'"
 
 
 def test_several_errors_at_once_sorted_by_line(tmp_path):

@@ -1,0 +1,277 @@
+"""Pipeline step *load*, first half: a YAML file to plain data that remembers where each key stands.
+
+`read_yaml` composes the YAML node tree with PyYAML's safe loader and converts it itself, so every
+key and value keeps its FILE:LINE:COL; every mistake in the file is a `StudyError` with a position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from .errors import Problem, StudyError
+
+VALUE = "<value>"  # a path suffix: the position of a key's value rather than of the key
+MAX_ALIAS_GROWTH = 100_000  # aliases may add at most this many nodes (billion laughs guard)
+MAX_DEPTH = 100  # nesting deeper than this is a mistake, not a study
+EMPTY = "the file is empty; a study needs at least model, parameters and analysis"
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+ABSENT = object()  # a value that is not in the data at all
+
+
+@dataclass
+class Source:
+    """Plain data read from YAML plus where each key and value stands."""
+
+    data: Any
+    positions: dict[tuple, tuple[str, int, int]]
+    file: str = ""  # the file the data was read from (its top level)
+    includes: dict[str, str] = field(default_factory=dict)  # key -> path of the spliced-in file
+
+    def where(self, path: Sequence[str | int]) -> tuple[str, int | None, int | None]:
+        """The deepest recorded position along `path` (walking back to the nearest ancestor)."""
+        path = tuple(path)
+        for end in range(len(path), -1, -1):
+            if path[:end] in self.positions:
+                return self.positions[path[:end]]
+        return (self.file or "<study>", None, None)
+
+    def problem(self, path: Sequence[str | int], message: str) -> Problem:
+        """A Problem at `path`, with its dotted name (`cases[2].x`) and position."""
+        file, line, col = self.where(path)
+        return Problem(message, path=format_path(path), file=file, line=line, col=col)
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """`('cases', 2, 'x')` -> `cases[2].x`; the `<value>` marker is left out."""
+    text = ""
+    for part in path:
+        if part == VALUE:
+            continue
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def sort_key(problem: Problem) -> tuple:
+    """Problems in file, line, column order."""
+    return (problem.file or "", problem.line or 0, problem.col or 0, problem.path)
+
+
+def format_problems(problems: Sequence[Problem]) -> str:
+    """One `FILE:LINE:COL: path: message` line per problem."""
+    return "\n".join(str(p) for p in problems)
+
+
+def describe(value: Any) -> str:
+    if value is None or value is ABSENT:
+        return "nothing (an empty value)"
+    """A value as a message shows it: 'abc', 5, true, a list, nothing (an empty value)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+
+def read_yaml(path: Path) -> Source:
+    """Read a YAML file safely into a `Source`; every mistake is a StudyError with its position.
+
+    Mapping keys are always strings, as written (`on:` stays "on", `1:` stays "1"); values are
+    what `yaml.safe_load` gives. Duplicate keys are errors, and aliases may not blow up the data.
+    """
+    name = str(path)
+    text = _read_text(Path(path), name)
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        raise StudyError([_syntax_problem(exc, name)]) from None
+    except yaml.YAMLError as exc:  # a ReaderError: a character YAML does not allow
+        line, col = _line_col(text, getattr(exc, "position", 0))
+        raise StudyError(f"not a valid YAML text: {exc}".split("\n")[0], file=name, line=line, col=col) from None
+    except RecursionError:
+        raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)", file=name, line=1, col=1) from None
+    if root is None or (isinstance(root, yaml.ScalarNode) and root.value == "" and root.style is None):
+        raise StudyError(EMPTY, file=name, line=1, col=1)  # nothing, or only `---`
+    return _convert_document(root, loader, name)
+
+
+def _read_text(path: Path, name: str) -> str:
+    """The file's text, or a StudyError for a missing, unreadable or binary file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise StudyError("file not found", file=name, line=1, col=1) from None
+    except IsADirectoryError:
+        raise StudyError("is a folder, not a file", file=name, line=1, col=1) from None
+    except OSError as exc:
+        raise StudyError(f"cannot read the file: {exc.strerror or exc}", file=name, line=1, col=1) from None
+    if b"\x00" in raw:
+        line, col = _line_col(raw, raw.index(b"\x00"))
+        raise StudyError("not a text file (it contains NUL bytes); save it as UTF-8 text", file=name, line=line, col=col)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(raw, exc.start)
+        raise StudyError(f"not a text file (byte 0x{raw[exc.start]:02x} is not UTF-8); save it as UTF-8 text",
+                         file=name, line=line, col=col) from None
+    if not text.strip():
+        raise StudyError(EMPTY, file=name, line=1, col=1)
+    return text
+
+
+def _line_col(text: str | bytes, offset: int) -> tuple[int, int]:
+    newline = "\n" if isinstance(text, str) else b"\n"
+    before = text[:offset]
+    return before.count(newline) + 1, offset - (before.rfind(newline) + 1) + 1
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, name: str) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    message = exc.problem or exc.context or "invalid YAML"
+    if exc.context and exc.problem:
+        message = f"{exc.problem} ({exc.context}"
+        if exc.context_mark is not None and exc.context_mark is not mark:
+            message += f" at line {exc.context_mark.line + 1}"
+        message += ")"
+    if "'\\t'" in message:
+        message += "; indent with spaces, not tabs"
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    return Problem(f"YAML syntax error: {message}", file=name, line=line, col=col)
+
+
+def _convert_document(root: yaml.Node, loader: yaml.SafeLoader, name: str) -> Source:
+    """Check the node tree's size and shape, then convert it to a Source (or raise all problems)."""
+    _check_alias_growth(root, name)
+    converter = _Converter(loader, name)
+    data = converter.convert(root, ())
+    if not isinstance(data, dict) and not converter.problems:
+        kind = "a list" if isinstance(data, list) else f"a single value ({describe(data)})"
+        converter.problems.append(Problem(
+            f"the top level must be a mapping of keys (model, parameters, analysis, ...); got {kind}",
+            file=name, line=root.start_mark.line + 1, col=root.start_mark.column + 1))
+    if converter.problems:
+        raise StudyError(sorted(converter.problems, key=sort_key))
+    converter.positions.setdefault((), (name, 1, 1))
+    return Source(data, converter.positions, file=name)
+
+
+def _check_alias_growth(root: yaml.Node, name: str) -> None:
+    """Refuse recursive aliases and aliases that expand the data far beyond what is written."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(node: yaml.Node, depth: int) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in busy:
+            m = node.start_mark
+            raise StudyError("an alias refers to a node that contains it (a recursive structure)",
+                             file=name, line=m.line + 1, col=m.column + 1)
+        if depth > MAX_DEPTH:
+            m = node.start_mark
+            raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)",
+                             file=name, line=m.line + 1, col=m.column + 1)
+        busy.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        busy.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded = size(root, 0)
+    if expanded > len(sizes) + MAX_ALIAS_GROWTH:
+        raise StudyError(f"aliases expand this file to {expanded:,} values (more than {MAX_ALIAS_GROWTH:,} "
+                         "beyond what is written); is it an alias bomb?", file=name, line=1, col=1)
+
+
+class _Converter:
+    """Turns a composed node tree into plain data, recording positions and collecting problems."""
+
+    def __init__(self, loader: yaml.SafeLoader, name: str) -> None:
+        self.loader, self.name = loader, name
+        self.positions: dict[tuple, tuple[str, int, int]] = {}
+        self.problems: list[Problem] = []
+
+    def at(self, node: yaml.Node) -> tuple[str, int, int]:
+        return (self.name, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def fail(self, node: yaml.Node, path: tuple, message: str) -> None:
+        _, line, col = self.at(node)
+        self.problems.append(Problem(message, path=format_path(path), file=self.name, line=line, col=col))
+
+    def convert(self, node: yaml.Node, path: tuple) -> Any:
+        self.positions[path + (VALUE,)] = self.at(node)
+        if isinstance(node, yaml.ScalarNode):
+            return self.convert_scalar(node, path)
+        if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
+            items = []
+            for index, child in enumerate(node.value):
+                self.positions[path + (index,)] = self.at(child)
+                items.append(self.convert(child, path + (index,)))
+            return items
+        if isinstance(node, yaml.MappingNode) and node.tag == _MAP:
+            return self.convert_mapping(node, path)
+        self.fail(node, path, f"unsupported YAML tag {_short_tag(node.tag)}")
+        return None
+
+    def convert_scalar(self, node: yaml.ScalarNode, path: tuple) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError:
+            self.fail(node, path, f"unsupported YAML tag {_short_tag(node.tag)}")
+        except Exception:  # noqa: BLE001 - e.g. `!!int abc`: PyYAML raises ValueError and others
+            self.fail(node, path, f"cannot read {node.value!r} as {_short_tag(node.tag)}")
+        return None
+
+    def convert_mapping(self, node: yaml.MappingNode, path: tuple) -> dict:
+        result: dict[str, Any] = {}
+        for key_node, value_node, explicit in self.pairs(node, path):
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.fail(key_node, path, "a key must be a plain name, not a list or a mapping")
+                continue
+            key = key_node.value
+            if key in result:
+                if explicit:
+                    _, first, _ = self.positions[path + (key,)]
+                    self.fail(key_node, path + (key,), f"duplicate key '{key}' (first at line {first}); "
+                              "YAML would silently keep only the last one")
+                continue
+            self.positions[path + (key,)] = self.at(key_node)
+            result[key] = self.convert(value_node, path + (key,))
+        return result
+
+    def pairs(self, node: yaml.MappingNode, path: tuple):
+        """(key, value, explicit) node pairs: the mapping's own first, then `<<: *merged` ones."""
+        merges: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                merges.extend(value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node])
+            else:
+                yield key_node, value_node, True
+        for merged in merges:
+            if isinstance(merged, yaml.MappingNode) and merged.tag == _MAP:
+                yield from ((k, v, False) for k, v, _ in self.pairs(merged, path))
+            else:
+                self.fail(merged, path, "a merge key (<<) needs a mapping or a list of mappings")
+
+
+def _short_tag(tag: str) -> str:
+    return "'!!" + tag[len("tag:yaml.org,2002:"):] + "'" if tag.startswith("tag:yaml.org,2002:") else repr(tag)

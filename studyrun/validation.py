@@ -1,0 +1,325 @@
+"""Pipeline step *load*, second half: pydantic validation errors mapped back to the lines to fix.
+
+Each error's `loc` is walked through the data and the model's types together, so that union tags
+and validator names are skipped, unknown keys get a "did you mean", and the branches of a plain
+union collapse into one problem per mistake.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from pydantic import BaseModel
+
+from .errors import Problem
+from .source import ABSENT, VALUE, Source, describe, sort_key
+
+
+@dataclass
+class _Located:
+    """One pydantic error walked through the data and the model's types."""
+
+    error: dict
+    path: tuple  # the keys/indices present in the data
+    parent_type: Any  # the type of the mapping holding the last key of `path`
+    end_type: tuple  # (type, discriminator) the error is about
+    union: tuple | None  # (where, branch) when the error came from a branch of a plain union
+    data: Any  # the data at `path`
+
+
+_UNKNOWN = object()
+ABSENT = object()
+
+
+def problems_from(errors: list[dict], model_cls: type, source: Source) -> list[Problem]:
+    located = _collapse_unions([_locate(err, model_cls, source.data) for err in errors])
+    typo_targets = {(loc.path[:-1], _suggest(loc.path[-1], _allowed_keys(loc.parent_type)))
+                    for loc in located if loc.error["type"] == "extra_forbidden" and loc.path}
+    problems = []
+    for loc in located:
+        if loc.error["type"] == "missing" and (loc.path, str(loc.error["loc"][-1])) in typo_targets:
+            continue  # `smaples: 1` is one mistake, reported as the unknown key
+        problem = _to_problem(loc, source)
+        if "[key]" in loc.error["loc"] and loc.path:  # a mapping's key, not its value, is wrong
+            problem = replace(problem, message=f"the key '{loc.path[-1]}': {problem.message}")
+        if problem not in problems:
+            problems.append(problem)
+    main = source.file
+    return sorted(problems, key=lambda p: (p.file != main,) + sort_key(p))
+
+
+def _locate(err: dict, model_cls: type, data: Any) -> _Located:
+    path: list = []
+    tp, parent, union = (model_cls, None), (None, None), None
+    for index, item in enumerate(err["loc"]):
+        tp = _unwrap(tp)
+        member = _member_for(tp, item) if _is_union(tp[0]) else None
+        if _is_union(tp[0]) and (member is not None or not _is_key(data, item)):
+            if tp[1] is None and union is None:
+                union = (tuple(err["loc"][:index]), item)
+            tp = (member, None) if member is not None else (_UNKNOWN, None)
+            continue
+        if _is_key(data, item):
+            path.append(item)
+            parent, tp, data = tp, _step(tp[0], item), data[item]
+        elif _is_model(tp[0]) and isinstance(item, str) and _field(tp[0], item) is not None:
+            parent, tp, data = tp, _step(tp[0], item), ABSENT  # a missing field
+    return _Located(err, tuple(path), _unwrap(parent)[0], _unwrap(tp), union, data)
+
+
+def _is_key(data: Any, item: Any) -> bool:
+    if isinstance(data, dict):
+        return isinstance(item, str) and item in data
+    return isinstance(data, list) and isinstance(item, int) and 0 <= item < len(data)
+
+
+def _collapse_unions(located: list[_Located]) -> list[_Located]:
+    """Keep, for each plain union, only the branch whose errors reach deepest into the data."""
+    groups: dict[tuple, dict[Any, list[_Located]]] = {}
+    for loc in located:
+        if loc.union is not None:
+            groups.setdefault(loc.union[0], {}).setdefault(loc.union[1], []).append(loc)
+    keep: set[int] = set()
+    merged: dict[int, _Located] = {}
+    for branches in groups.values():
+        depth = {b: max(len(x.path) for x in errs) for b, errs in branches.items()}
+        best = [b for b in branches if depth[b] == max(depth.values())]
+        if len(best) > 1 and all(len(branches[b]) == 1 for b in best):
+            first = branches[best[0]][0]
+            expected = [_expectation(branches[b][0]) for b in best]
+            if all(expected):
+                merged[id(first)] = _Located({**first.error, "type": "studyrun_any_of", "expected": expected},
+                                             first.path, first.parent_type, first.end_type, None, first.data)
+        keep.update(id(x) for x in branches[best[0]])
+    return [merged.get(id(x), x) for x in located if x.union is None or id(x) in keep]
+
+
+# ---------------------------------------------------------------------------------- types
+
+
+def _unwrap(tp: tuple) -> tuple:
+    """Strip Annotated (keeping a discriminator) and Optional; return (type, discriminator)."""
+    annotation, discriminator = tp
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            args = typing.get_args(annotation)
+            for meta in args[1:]:
+                found = getattr(meta, "discriminator", None)
+                discriminator = found if found is not None else discriminator
+            annotation = args[0]
+        elif _is_union(annotation):
+            members = [m for m in typing.get_args(annotation) if m is not type(None)]
+            if len(members) != 1:
+                return annotation, discriminator
+            annotation = members[0]
+        else:
+            return annotation, discriminator
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _field(model: type[BaseModel], key: str):
+    for name, info in model.model_fields.items():
+        if key in (name, info.alias, info.validation_alias):
+            return info
+    return None
+
+
+def _step(tp: Any, item: Any) -> tuple:
+    """The type inside `tp` at key or index `item`."""
+    if _is_model(tp):
+        info = _field(tp, item) if isinstance(item, str) else None
+        return (info.annotation, info.discriminator) if info is not None else (_UNKNOWN, None)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (dict, typing.Mapping) or (isinstance(origin, type) and issubclass(origin, dict)):
+        return (args[1] if len(args) == 2 else _UNKNOWN, None)
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return (args[0], None)
+        return (args[item], None) if isinstance(item, int) and item < len(args) else (_UNKNOWN, None)
+    if origin in (list, set, frozenset, typing.Sequence) or (isinstance(origin, type) and issubclass(origin, (list,))):
+        return (args[0] if args else _UNKNOWN, None)
+    return (_UNKNOWN, None)
+
+
+def _member_tags(member: Any, discriminator: Any) -> list[str]:
+    """The labels pydantic uses for a union member: its Tag, its literal tag value, its name."""
+    tags = []
+    if typing.get_origin(member) is typing.Annotated:
+        tags += [m.tag for m in typing.get_args(member)[1:] if type(m).__name__ == "Tag"]
+        member = typing.get_args(member)[0]
+    if _is_model(member):
+        if isinstance(discriminator, str) and _field(member, discriminator) is not None:
+            annotation = _field(member, discriminator).annotation
+            tags += [str(v) for v in typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal]
+        tags.append(member.__name__)
+    return tags
+
+
+def _union_tags(tp: tuple) -> list[str]:
+    """The tags a discriminated union accepts, in order."""
+    annotation, discriminator = _unwrap(tp)
+    if not _is_union(annotation):
+        return []
+    return [_member_tags(m, discriminator)[0] for m in typing.get_args(annotation)
+            if m is not type(None) and _member_tags(m, discriminator)]
+
+
+def _member_for(tp: tuple, item: Any) -> Any:
+    annotation, discriminator = tp
+    for member in typing.get_args(annotation):
+        if item in _member_tags(member, discriminator):
+            return member
+    return None
+
+
+def _allowed_keys(model: Any) -> list[str]:
+    if not _is_model(model):
+        return []
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def _suggest(word: Any, choices: Sequence[str]) -> str | None:
+    if not isinstance(word, str):
+        return None
+    by_case = [c for c in choices if c.lower() == word.lower()]
+    close = by_case or difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+# ---------------------------------------------------------------------------------- messages
+
+
+_EXPECTED = {
+    "int": "a whole number", "float": "a number", "bool": "true or false", "string": "a text value",
+    "list": "a list", "tuple": "a list", "set": "a list", "dict": "a mapping of keys",
+    "model": "a mapping of keys", "model_attributes": "a mapping of keys", "date": "a date",
+    "datetime": "a date and time", "url": "a URL", "path": "a path", "decimal": "a number",
+    "complex": "a number", "bytes": "a text value", "none": "nothing (null)",
+}
+_YAML_KINDS = {"bool": "true or false", "int": "a number", "float": "a number", "date": "a date",
+               "datetime": "a date and time", "bytes": "binary data"}
+_BOUNDS = {"greater_than": ("gt", "greater than"), "greater_than_equal": ("ge", "at least"),
+           "less_than": ("lt", "less than"), "less_than_equal": ("le", "at most"),
+           "multiple_of": ("multiple_of", "a multiple of")}
+
+
+def _expectation(loc: _Located) -> str | None:
+    kind = loc.error["type"]
+    for suffix in ("_type", "_parsing", "_from_float"):
+        if kind.endswith(suffix) and kind[: -len(suffix)] in _EXPECTED:
+            return _EXPECTED[kind[: -len(suffix)]]
+    ctx = loc.error.get("ctx") or {}
+    if kind == "literal_error":
+        choices = [f"'{c}'" for c in _quoted(ctx.get("expected", ""))]
+        return choices[0] if len(choices) == 1 else "one of " + ", ".join(choices)
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return f"a number {words} {describe(ctx.get(key))}"
+    return None
+
+
+def _quoted(text: str) -> list[str]:
+    return re.findall(r"'((?:[^'\\]|\\.)*)'", text) or ([text] if text else [])
+
+
+def _name_of(path: tuple) -> str:
+    names = [p for p in path if isinstance(p, str)]
+    return names[-1] if names else "value"
+
+
+def _choice_message(found: Any, choices: list[str], what: str) -> str:
+    allowed = ", ".join(choices)
+    hint = _suggest(found, choices)
+    head = f"unknown {what} {describe(found)}" if isinstance(found, str) else f"expected {what}, got {describe(found)}"
+    return f"{head}; did you mean '{hint}'? allowed: {allowed}" if hint else f"{head}; allowed: {allowed}"
+
+
+def _to_problem(loc: _Located, source: Source) -> Problem:
+    err, path = loc.error, loc.path
+    kind, ctx, found = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "missing":
+        return _missing_problem(loc, source)
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc.parent_type)
+        hint = _suggest(path[-1] if path else None, allowed)
+        key = path[-1] if path else err["loc"][-1]
+        if hint:
+            return source.problem(path, f"unknown key '{key}'; did you mean '{hint}'?")
+        return source.problem(path, f"unknown key '{key}'" + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        return _tag_problem(loc, source)
+    if kind == "studyrun_any_of":
+        return source.problem(path, f"expected {' or '.join(dict.fromkeys(err['expected']))}, got {describe(found)}")
+    if kind in ("literal_error", "enum"):
+        choices = _quoted(ctx.get("expected", ""))
+        return source.problem(path, _choice_message(found, choices, "value"))
+    if kind in ("value_error", "assertion_error"):
+        message = str(err["msg"])
+        for prefix in ("Value error, ", "Assertion failed, "):
+            message = message.removeprefix(prefix)
+        return source.problem(path, message)
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return source.problem(path, f"must be {words} {describe(ctx.get(key))}, got {describe(found)}")
+    if kind in ("too_short", "too_long"):
+        limit = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
+        return source.problem(path, f"expected {'at least' if kind == 'too_short' else 'at most'} {limit} "
+                                    f"item{'s' if limit != 1 else ''}, got {ctx.get('actual_length')}")
+    if kind == "int_from_float":
+        return source.problem(path, f"expected a whole number, got {describe(found)}")
+    if kind == "string_pattern_mismatch":
+        return source.problem(path, f"must match the pattern {ctx.get('pattern')}, got {describe(found)}")
+    expected = _expectation(loc)
+    if kind == "string_type" and found is not None and not isinstance(found, (dict, list)):
+        return source.problem(path, f"expected a text value, got {describe(found)} (YAML reads this as "
+                                    f"{_YAML_KINDS.get(type(found).__name__, 'a value')}; put it in quotes for text)")
+    if expected:
+        return source.problem(path, f"expected {expected}, got {describe(found)}")
+    message = str(err["msg"]).replace("Input should be", "must be")
+    return source.problem(path, f"{message}, got {describe(found)}" if "got" not in message else message)
+
+
+def _missing_problem(loc: _Located, source: Source) -> Problem:
+    path, name = loc.path, loc.error["loc"][-1] if loc.error["loc"] else "?"
+    if isinstance(name, int):
+        count = len(loc.data) if isinstance(loc.data, list) else 0
+        return source.problem(path, f"too few items: expected at least {name + 1}, got {count}")
+    file = source.where(path)[0]
+    value_at = source.positions.get(path + (VALUE,))
+    if path and value_at is not None and value_at[0] != file:  # e.g. the top of an included file
+        return replace(source.problem(path, f"missing required key '{name}'"),
+                       file=value_at[0], line=value_at[1], col=value_at[2])
+    return source.problem(path, f"missing required key '{name}'")
+
+
+def _tag_problem(loc: _Located, source: Source) -> Problem:
+    err, path, data = loc.error, loc.path, loc.data
+    ctx = err.get("ctx") or {}
+    choices = _union_tags(loc.end_type) or _quoted(ctx.get("expected_tags", ""))
+    discriminator = str(ctx.get("discriminator", "")).strip("'")
+    field_key = discriminator if isinstance(data, dict) and discriminator in data else None
+    if field_key is None and isinstance(data, dict) and "tag" in ctx:
+        field_key = next((k for k, v in data.items() if v == ctx["tag"]), None)  # a callable's tag
+    if err["type"] == "union_tag_not_found":
+        if discriminator.endswith("()") or not discriminator:  # a callable discriminator
+            return source.problem(path, f"cannot tell what kind of {_name_of(path)} this is (it can be: "
+                                        f"{', '.join(choices)}); got {describe(data)}")
+        if not isinstance(data, dict):
+            return source.problem(path, f"expected a mapping of keys, got {describe(data)}")
+        return source.problem(path, f"missing required key '{discriminator}' (one of: {', '.join(choices)})")
+    what = f"{_name_of(path)} type" if field_key in (None, "type") else field_key
+    where = path + (field_key,) if field_key is not None else path
+    return source.problem(where, _choice_message(ctx.get("tag"), choices, what))
