@@ -71,8 +71,11 @@ def map_to_natural(unit: np.ndarray, parameters: Mapping[str, "ParameterSpec"],
 
 
 def group_labels(names: Sequence[str], groups: Mapping[str, list[str]] | None,
-                 path: str = "analysis.groups") -> list[str] | None:
-    """Each parameter's group (SALib's `groups` list); ungrouped parameters form their own."""
+                 path: str = "groups") -> list[str] | None:
+    """Each parameter's group (SALib's `groups` list); ungrouped parameters form their own.
+
+    Raises StudyError with `path` relative to the `analysis` block.
+    """
     if not groups:
         return None
     label: dict[str, str] = {}

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from ..errors import Problem, StudyError
 from .base import AnalysisSpec, Design, Outcome
 from .salib import (MIN_BLOCKS, by_factor, check_power_of_two, check_unit_interval,
-                    constant_output, derive_seed, dropped_warning, error_entry, failed_rows,
+                    constant_output, dropped_warning, error_entry, failed_rows,
                     group_labels, keep_whole_blocks, map_to_natural, to_float, unique_labels,
                     unit_problem)
 
@@ -30,7 +31,7 @@ WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
 class Sobol(AnalysisSpec):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
 
-    type: Literal["sobol"] = "sobol"
+    type: Literal["sobol"]
     samples: int = Field(1024, description="base samples N (a power of 2); runs = N (D + 2), "
                                            "or N (2D + 2) with second_order")
     second_order: bool = False
@@ -50,6 +51,14 @@ class Sobol(AnalysisSpec):
     @classmethod
     def _confidence_in_unit_interval(cls, value: float) -> float:
         return check_unit_interval(value)
+
+    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
+        """Groups must name varied parameters, each at most once."""
+        try:
+            group_labels(list(parameters), self.groups)
+        except StudyError as error:
+            return error.problems
+        return []
 
     def needs_series(self) -> list[str]:
         return list(self.outputs)

@@ -10,35 +10,14 @@ from pydantic import ValidationError
 
 from studyrun.analyses.base import Outcome
 from studyrun.analyses.sobol import Sobol
+from studyrun.params import Uniform
 
 ISHIGAMI_S1 = [0.3139, 0.4424, 0.0]
 ISHIGAMI_ST = [0.5576, 0.4424, 0.2437]
 
 
-class StandInUniform:
-    """A uniform parameter with the ppf/bounds interface of studyrun.params."""
-
-    def __init__(self, low: float, high: float) -> None:
-        self.low, self.high = low, high
-
-    def ppf(self, u):
-        return self.low + (self.high - self.low) * np.asarray(u)
-
-    def bounds(self):
-        return (self.low, self.high)
-
-
-def uniform(low: float, high: float):
-    """The real studyrun.params.Uniform when it exists and fits, else a stand-in."""
-    try:
-        from studyrun.params import Uniform
-
-        parameter = Uniform(distribution="uniform", low=low, high=high)
-        if hasattr(parameter, "ppf"):
-            return parameter
-    except Exception:  # params.py not there yet, or another constructor
-        pass
-    return StandInUniform(low, high)
+def uniform(low: float, high: float) -> Uniform:
+    return Uniform(distribution="uniform", low=low, high=high)
 
 
 def ishigami(x, a=7.0, b=0.1):
@@ -57,9 +36,9 @@ def run(spec, parameters, model, seed=20261202, **quantities):
 
 def test_ishigami_indices_match_analytic_values():
     parameters = ishigami_parameters()
-    outcome = run(Sobol(samples=8192), parameters, ishigami)
+    outcome = run(Sobol(type="sobol", samples=8192), parameters, ishigami)
     assert outcome.design.matrix.shape == (8192 * 5, 3)
-    result = Sobol(samples=8192).analyse(outcome, parameters)["y"]
+    result = Sobol(type="sobol", samples=8192).analyse(outcome, parameters)["y"]
     for name, s1, st in zip(parameters, ISHIGAMI_S1, ISHIGAMI_ST):
         assert result["S1"][name] == pytest.approx(s1, abs=0.03)
         assert result["ST"][name] == pytest.approx(st, abs=0.03)
@@ -72,7 +51,7 @@ def test_ishigami_indices_match_analytic_values():
 def test_linear_model_first_order_are_squared_normalised_coefficients():
     c = np.array([1.0, 2.0, 3.0, 0.5])
     parameters = {f"p{i}": uniform(0.0, 1.0) for i in range(len(c))}
-    spec = Sobol(samples=4096)
+    spec = Sobol(type="sobol", samples=4096)
     result = spec.analyse(run(spec, parameters, lambda x: x @ c), parameters)["y"]
     expected = c**2 / np.sum(c**2)
     for name, value in zip(parameters, expected):
@@ -82,7 +61,7 @@ def test_linear_model_first_order_are_squared_normalised_coefficients():
 
 def test_failed_runs_drop_whole_blocks_and_indices_stay_close():
     parameters = ishigami_parameters()
-    spec = Sobol(samples=8192)
+    spec = Sobol(type="sobol", samples=8192)
     outcome = run(spec, parameters, ishigami)
     rng = np.random.default_rng(1)
     failed = rng.choice(len(outcome.ok), size=300, replace=False)
@@ -100,7 +79,7 @@ def test_failed_runs_drop_whole_blocks_and_indices_stay_close():
 
 def test_too_few_surviving_blocks_is_an_error_entry():
     parameters = ishigami_parameters()
-    spec = Sobol(samples=8)
+    spec = Sobol(type="sobol", samples=8)
     outcome = run(spec, parameters, ishigami)
     outcome.values["y"][::5] = np.nan
     result = spec.analyse(outcome, parameters)["y"]
@@ -109,14 +88,22 @@ def test_too_few_surviving_blocks_is_an_error_entry():
 
 def test_samples_must_be_a_power_of_two():
     with pytest.raises(ValidationError, match=r"must be a power of 2 for sobol; got 1000 \(try 1024\)"):
-        Sobol(samples=1000)
+        Sobol(type="sobol", samples=1000)
     with pytest.raises(ValidationError):
-        Sobol(samples=1024, extra_key=1)
+        Sobol(type="sobol", samples=1024, extra_key=1)
+    with pytest.raises(ValidationError, match="strictly between 0 and 1"):
+        Sobol(type="sobol", confidence=95)
+
+
+def test_groups_must_name_varied_parameters():
+    spec = Sobol(type="sobol", groups={"g": ["x1", "nope"]})
+    problems = spec.check(ishigami_parameters())
+    assert problems and problems[0].path == "groups" and "'nope'" in problems[0].message
 
 
 def test_design_is_deterministic_and_second_order_blocks():
     parameters = ishigami_parameters()
-    spec = Sobol(samples=256, second_order=True)
+    spec = Sobol(type="sobol", samples=256, second_order=True)
     first = spec.design(parameters, np.random.SeedSequence(5))
     second = spec.design(parameters, np.random.SeedSequence(5))
     np.testing.assert_array_equal(first.matrix, second.matrix)
@@ -126,7 +113,7 @@ def test_design_is_deterministic_and_second_order_blocks():
 
 def test_second_order_ishigami_interaction():
     parameters = ishigami_parameters()
-    spec = Sobol(samples=4096, second_order=True)
+    spec = Sobol(type="sobol", samples=4096, second_order=True)
     result = spec.analyse(run(spec, parameters, ishigami), parameters)["y"]
     assert result["S2"]["x1"]["x3"] == pytest.approx(0.2437, abs=0.06)
     assert abs(result["S2"]["x1"]["x2"]) < 0.06
@@ -135,7 +122,7 @@ def test_second_order_ishigami_interaction():
 
 def test_groups_give_indices_per_group():
     parameters = ishigami_parameters()
-    spec = Sobol(samples=4096, groups={"g13": ["x1", "x3"]})
+    spec = Sobol(type="sobol", samples=4096, groups={"g13": ["x1", "x3"]})
     result = spec.analyse(run(spec, parameters, ishigami), parameters)["y"]
     assert set(result["S1"]) == {"g13", "x2"}
     assert result["S1"]["x2"] == pytest.approx(0.4424, abs=0.03)
@@ -144,7 +131,7 @@ def test_groups_give_indices_per_group():
 
 def test_time_resolved_indices():
     parameters = {"a": uniform(0.0, 1.0), "b": uniform(0.0, 1.0)}
-    spec = Sobol(samples=1024, outputs=["x"])
+    spec = Sobol(type="sobol", samples=1024, outputs=["x"])
     design = spec.design(parameters, np.random.SeedSequence(3))
     time = np.linspace(0.0, 1.0, 5)
     # x(t) = a (1 - t) + b t: a alone at the start, b alone at the end, half each midway
@@ -163,7 +150,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     from studyrun.report.figures import Figures
 
     parameters = ishigami_parameters()
-    spec = Sobol(samples=512)
+    spec = Sobol(type="sobol", samples=512)
     outcome = run(spec, parameters, ishigami)
     analysis = {"analysis": "sobol", "results": spec.analyse(outcome, parameters)}
     text = spec.report(analysis, outcome, Figures(tmp_path / "figures"))
@@ -175,7 +162,7 @@ def test_report_draws_time_resolved_indices(tmp_path):
     from studyrun.report.figures import Figures
 
     parameters = {"a": uniform(0.0, 1.0), "b": uniform(0.0, 1.0)}
-    spec = Sobol(samples=64, outputs=["x"])
+    spec = Sobol(type="sobol", samples=64, outputs=["x"])
     design = spec.design(parameters, np.random.SeedSequence(3))
     time = np.linspace(0.0, 1.0, 4)
     series = (design.matrix[:, :1] + 2 * design.matrix[:, 1:]) * time  # zero at t = 0

@@ -1,0 +1,169 @@
+"""Morris elementary effects screening (plan and analyse steps), through SALib.
+
+Design: `SALib.sample.morris` trajectories on a `levels`-level grid of the unit cube (Morris
+1991; optimised trajectories as in Campolongo et al. 2007 with `optimal_trajectories`), each
+column mapped through its parameter's ppf. Analysis: `SALib.analyze.morris` (mu, mu_star,
+sigma and a bootstrap interval for mu_star).
+
+Units: SALib divides each output change by the step as a fraction of the grid (delta =
+levels / (2 (levels - 1))), not by the change in natural units, so mu, mu_star and sigma are
+in units of the quantity, per whole range of the parameter on its quantile (unit) scale. For a
+uniform parameter that is exactly what SALib gives with `bounds: [low, high]`. SALib reads the
+design only for the direction of each step, so the natural-unit design matrix is passed as it
+is (a monotone ppf keeps every direction).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from ..errors import StudyError
+from .base import AnalysisSpec, Design, Outcome
+from .salib import (MIN_BLOCKS, by_factor, check_unit_interval, constant_output,
+                    dropped_warning, error_entry, failed_rows, keep_whole_blocks, map_to_natural,
+                    unit_problem)
+from .salib_report import facts_line, figure_name, index_table, nan, warnings_block
+
+if TYPE_CHECKING:
+    from ..params import ParameterSpec
+    from ..report.figures import Figures
+
+KEYS = ("mu", "mu_star", "sigma", "mu_star_conf")
+
+
+class Morris(AnalysisSpec):
+    """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
+
+    type: Literal["morris"]
+    trajectories: int = Field(10, ge=2, description="trajectories (candidates when optimising)")
+    levels: int = Field(4, ge=2, description="grid levels per parameter (even)")
+    optimal_trajectories: int | None = Field(
+        None, description="keep this many of `trajectories`, spread out (Campolongo 2007)")
+    local_optimization: bool = True
+    confidence: float = 0.95
+    resamples: int = Field(100, ge=2, description="bootstrap resamples for mu_star_conf")
+
+    @field_validator("levels")
+    @classmethod
+    def _levels_even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(f"must be even for morris; got {value} (try {value + 1})")
+        return value
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence_in_unit_interval(cls, value: float) -> float:
+        return check_unit_interval(value)
+
+    @model_validator(mode="after")
+    def _optimal_below_trajectories(self) -> "Morris":
+        k = self.optimal_trajectories
+        if k is not None and not 2 <= k < self.trajectories:
+            raise ValueError(f"optimal_trajectories must be between 2 and trajectories - 1 "
+                             f"({self.trajectories - 1}); got {k}")
+        return self
+
+    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+        """Morris trajectories on the unit grid, mapped through each parameter's ppf."""
+        from SALib.sample import morris as morris_sample
+
+        names = list(parameters)
+        sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
+        unit = morris_sample.sample(unit_problem(names), self.trajectories,
+                                    num_levels=self.levels,
+                                    optimal_trajectories=self.optimal_trajectories,
+                                    local_optimization=self.local_optimization, seed=sample_seed)
+        matrix = map_to_natural(unit, parameters, names)
+        check_steps(unit, matrix, names)
+        info = {"method": "morris", "trajectories": len(unit) // (len(names) + 1),
+                "block": len(names) + 1, "levels": self.levels,
+                "bootstrap_seed": bootstrap_seed or 1}
+        return Design(names, matrix, info)
+
+    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+        """mu, mu_star, sigma, mu_star_conf per quantity, on trajectories without failures."""
+        return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
+                                            outcome.design)
+                for name, values in outcome.values.items()}
+
+    def analyse_quantity(self, values: np.ndarray, bad: np.ndarray, design: Design) -> dict[str, Any]:
+        """One quantity: drop trajectories with a failed run, then SALib's Morris analysis."""
+        from SALib.analyze import morris as morris_analyze
+
+        info, names = design.info, design.names
+        keep, dropped = keep_whole_blocks(bad, info["block"])
+        kept = info["trajectories"] - dropped
+        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped}
+        if kept < MIN_BLOCKS:
+            return error_entry(f"only {kept} of {info['trajectories']} trajectories have every "
+                               f"run succeeded; at least {MIN_BLOCKS} are needed", **facts)
+        notes = [dropped_warning(dropped, "trajectories", kept)] if dropped else []
+        y = values[keep]
+        if constant_output(y):
+            zeros = dict.fromkeys(names, 0.0)
+            return {key: zeros for key in KEYS} | facts | {
+                "warnings": notes + ["the quantity is the same in every run: every effect is 0"]}
+        si = morris_analyze.analyze(unit_problem(names), design.matrix[keep], y,
+                                    num_resamples=self.resamples, conf_level=self.confidence,
+                                    num_levels=self.levels, seed=info["bootstrap_seed"])
+        entry = {key: by_factor(names, si[key]) for key in KEYS}
+        return entry | facts | {"warnings": notes + check_effects(entry)}
+
+    def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
+        parts = ["## Morris elementary effects",
+                 "mu_star (mean absolute effect) ranks the parameters; sigma large against "
+                 "mu_star means interactions or non-linearity."]
+        for name, entry in analysis.get("results", {}).items():
+            parts.append(f"### {name}")
+            parts += [facts_line(entry), index_table(entry, KEYS)]
+            if "mu_star" in entry:
+                parts.append(draw_mu_star_sigma(name, entry, figures))
+            parts.append(warnings_block(entry))
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def check_steps(unit: np.ndarray, matrix: np.ndarray, names: list[str]) -> None:
+    """Every Morris step must move its parameter in natural units (not so for a coarse discrete)."""
+    moved_unit = np.diff(unit.reshape(-1, len(names) + 1, len(names)), axis=1) != 0
+    moved = np.diff(matrix.reshape(moved_unit.shape[0], -1, len(names)), axis=1) != 0
+    stuck = (moved_unit & ~moved).any(axis=(0, 1))
+    if stuck.any():
+        which = ", ".join(n for n, s in zip(names, stuck) if s)
+        raise StudyError(f"neighbouring Morris levels give the same value of {which} (a discrete "
+                         f"parameter with fewer values than levels?); use fewer levels",
+                         path="levels")
+
+
+def check_effects(entry: dict[str, Any]) -> list[str]:
+    """A warning when an influential parameter's mu_star interval is wider than half of it."""
+    stars = {f: v for f, v in entry["mu_star"].items() if v is not None}
+    top = max(stars.values(), default=0.0)
+    wide = [f for f, v in stars.items() if v > 0.1 * top
+            and (entry["mu_star_conf"][f] or 0.0) > 0.5 * v]
+    if not wide:
+        return []
+    return [f"wide confidence intervals: mu_star_conf exceeds half of mu_star for "
+            f"{', '.join(wide)}; increase trajectories"]
+
+
+def draw_mu_star_sigma(name: str, entry: dict[str, Any], figures: "Figures") -> str:
+    """The mu*-sigma plane (Morris 1991), with sigma / mu* = 0.1, 0.5 and 1 guide lines."""
+    fig, ax = figures.new(size=(5.5, 4.2))
+    factors = list(entry["mu_star"])
+    x = np.array([nan(entry["mu_star"][f]) for f in factors])
+    y = np.array([nan(entry["sigma"][f]) for f in factors])
+    xerr = [nan(entry["mu_star_conf"][f]) for f in factors]
+    ax.errorbar(x, y, xerr=xerr, fmt="o", capsize=3)
+    for f, xi, yi in zip(factors, x, y):
+        ax.annotate(f, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize="small")
+    top = float(np.nanmax(x)) if np.isfinite(x).any() else 1.0
+    for ratio in (0.1, 0.5, 1.0):
+        ax.plot([0, top * 1.1], [0, ratio * top * 1.1], color="grey", linewidth=0.6,
+                linestyle=":")
+    ax.set_xlabel("mu* (mean |elementary effect|)")
+    ax.set_ylabel("sigma")
+    ax.set_title(f"Morris: {name}")
+    return figures.save(fig, figure_name("morris", name), f"Morris mu*-sigma: {name}")
