@@ -389,3 +389,39 @@ def test_works_with_real_parameter_specs():
     design = Doe(design="ccd").design(params, np.random.SeedSequence(0))
     lo, hi = params["b"].bounds()
     assert design.matrix[:, 1].min() == pytest.approx(lo) and design.matrix[:, 1].max() == pytest.approx(hi)
+
+
+# ---- plan and report --------------------------------------------------------------------------
+
+
+def test_describe_design_lists_coded_and_natural_units():
+    design = Doe(design="ccd").design(PARAMS3, None)
+    text = describe_design(design)
+    assert "doe design: ccd, 15 runs, 3 factors" in text
+    assert "x2 (b) = b: coded -1..1 = [10, 20]" in text
+    assert "| run | x1 | x2 | x3 | a | b | c |" in text
+    assert "| 0 | -1 | -1 | -1 | 0 | 10 | -1 |" in text
+
+
+def test_report_has_tables_and_figures(tmp_path):
+    from studyrun.report.figures import Figures
+
+    def noisy(x):
+        return quadratic(x) + np.random.default_rng(4).normal(0, 0.1, len(x))
+
+    doe = Doe(design="ccd", center=4, pareto={"y": "min", "z": "max"})
+    design = doe.design(PARAMS3, None)
+    x = coded_matrix(design)
+    outcome = Outcome(design=design, values={"y": noisy(x), "z": x[:, 1] - x[:, 0] ** 2},
+                      ok=np.ones(len(x), bool))
+    analysis = json.loads(json.dumps({"design": design.info,
+                                      "results": doe.analyse(outcome, PARAMS3)}, allow_nan=False))
+    text = doe.report(analysis, outcome, Figures(tmp_path / "figures"))
+    assert "| term | estimate | std error | t | p |" in text
+    assert "| source | df | SS | MS | F | p |" in text and "pure error" in text
+    assert "### Pareto front" in text and "None" not in text
+    for name in ("doe_y_main_effects", "doe_y_interactions", "doe_y_contour", "doe_pareto"):
+        assert f"figures/{name}.png" in text
+        assert (tmp_path / "figures" / f"{name}.png").exists()
+    # the report is rebuilt from analysis.json alone, without the runs
+    assert "doe_y_contour" in doe.report(analysis, None, Figures(tmp_path / "again"))

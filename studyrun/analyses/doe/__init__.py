@@ -25,7 +25,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from ...errors import StudyError
 from ..base import AnalysisSpec, Design, Outcome
 from .designs import build_design, coded_matrix, describe_design
-from .interpret import build_pareto, compute_interactions, compute_main_effects
+from .interpret import build_pareto, compute_interactions, compute_main_effects, rank_factors
 from .surface import find_stationary_point, fit_surface, predict
 from .terms import read_coding, select_terms, to_coded
 
@@ -172,14 +172,3 @@ def analyse_quantity(coded: np.ndarray, values: np.ndarray, ok: np.ndarray, term
     if use.sum() < len(values):
         result["notes"].append(f"{int(len(values) - use.sum())} failed runs left out of the fit")
     return result
-
-
-def rank_factors(result: dict[str, Any], names: list[str]) -> list[str]:
-    """Factors by influence: the sum of |coefficient| over every fitted term they appear in."""
-    weight = dict.fromkeys(names, 0.0)
-    for term, entry in result["coefficients"].items():
-        if term == "1":
-            continue
-        for factor in term.split("*"):
-            weight[names[int(factor.split("^")[0][1:]) - 1]] += abs(entry["estimate"])
-    return sorted(names, key=lambda n: -weight[n])

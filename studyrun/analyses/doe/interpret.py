@@ -83,3 +83,14 @@ def build_pareto(values: dict[str, np.ndarray], senses: dict[str, str], names: l
     return {"senses": dict(senses), "runs": front,
             "values": {q: [float(values[q][i]) for i in front] for q in senses},
             "parameters": {n: [float(natural[i, j]) for i in front] for j, n in enumerate(names)}}
+
+
+def rank_factors(result: dict[str, Any], names: list[str]) -> list[str]:
+    """Factors by influence: the sum of |coefficient| over every fitted term they appear in."""
+    weight = dict.fromkeys(names, 0.0)
+    for term, entry in result["coefficients"].items():
+        if term == "1":
+            continue
+        for factor in term.split("*"):
+            weight[names[int(factor.split("^")[0][1:]) - 1]] += abs(entry["estimate"])
+    return sorted(names, key=lambda n: -weight[n])

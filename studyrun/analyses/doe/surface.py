@@ -59,6 +59,9 @@ def fit_surface(coded: np.ndarray, y: np.ndarray, terms: Sequence[Term]) -> dict
         notes.append("the response is constant over the runs: R² is undefined")
     if df_resid == 0:
         notes.append(NO_DF_NOTE)
+    elif sst > 0 and ssr <= 1e-20 * sst:
+        notes.append("the surface fits the runs exactly (to rounding): standard errors, t, F and "
+                     "p reflect rounding noise only")
     result["anova"] = build_anova(X, y, [terms[j] for j in kept], result["terms"], scale)
     result["lack_of_fit"] = test_lack_of_fit(coded, y, ssr, df_resid)
     result["residuals"] = summarise_residuals(model.resid)
@@ -177,11 +180,14 @@ def find_stationary_point(result: dict[str, Any], k: int, centers: np.ndarray,
     x_s = -0.5 * np.linalg.solve(B, b)
     kind = "maximum" if np.all(eigenvalues < 0) else "minimum" if np.all(eigenvalues > 0) else "saddle"
     predicted = coefs.get("1", 0.0) + 0.5 * float(x_s @ b)
+    inside = bool(np.all(np.abs(x_s) <= 1.0 + 1e-12))
+    note = None if inside else ("It lies outside the bounds, so it is an extrapolation; a "
+                                "near-zero eigenvalue suggests a ridge rather than one optimum.")
     return {"coded": {f"x{i + 1}": float(v) for i, v in enumerate(x_s)},
             "natural": {n: float(c + h * v) for n, c, h, v in zip(names, centers, halves, x_s)},
             "kind": kind, "eigenvalues": eigenvalues.tolist(),
             "eigenvectors": eigenvectors.T.tolist(), "predicted": predicted,
-            "inside_region": bool(np.all(np.abs(x_s) <= 1.0 + 1e-12))}
+            "inside_region": inside, "note": note}
 
 
 def parse_term(name: str, k: int) -> Term:
