@@ -99,9 +99,13 @@ def read_yaml(path: Path) -> Source:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         raise StudyError([_syntax_problem(exc, name)]) from None
-    except yaml.YAMLError as exc:  # a ReaderError: a character YAML does not allow
-        line, col = _line_col(text, getattr(exc, "position", 0))
-        raise StudyError(f"not a valid YAML text: {exc}".split("\n")[0], file=name, line=line, col=col) from None
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        line, col = _line_col(text, exc.position)
+        code = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        raise StudyError(f"not a text file (it contains the control character {code}, which YAML does "
+                         "not allow)", file=name, line=line, col=col) from None
+    except yaml.YAMLError as exc:  # none other is known while loading; kept as a safety net
+        raise StudyError(f"not a valid YAML file: {str(exc).splitlines()[0]}", file=name, line=1, col=1) from None
     except RecursionError:
         raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)", file=name, line=1, col=1) from None
     if root is None or (isinstance(root, yaml.ScalarNode) and root.value == "" and root.style is None):
@@ -119,9 +123,12 @@ def _read_text(path: Path, name: str) -> str:
         raise StudyError("is a folder, not a file", file=name, line=1, col=1) from None
     except OSError as exc:
         raise StudyError(f"cannot read the file: {exc.strerror or exc}", file=name, line=1, col=1) from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise StudyError("not a UTF-8 text file (it is UTF-16); save it as UTF-8 text", file=name, line=1, col=1)
     if b"\x00" in raw:
         line, col = _line_col(raw, raw.index(b"\x00"))
-        raise StudyError("not a text file (it contains NUL bytes); save it as UTF-8 text", file=name, line=line, col=col)
+        raise StudyError("not a text file (it contains NUL bytes); save it as UTF-8 text",
+                         file=name, line=line, col=col)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

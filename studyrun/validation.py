@@ -45,6 +45,8 @@ def problems_from(errors: list[dict], model_cls: type, source: Source) -> list[P
         if loc.error["type"] == "missing" and (loc.path, str(loc.error["loc"][-1])) in typo_targets:
             continue  # `smaples: 1` is one mistake, reported as the unknown key
         problem = _to_problem(loc, source)
+        if "\n" in problem.message:
+            problem = replace(problem, message=problem.message.replace("\n", " "))
         if "[key]" in loc.error["loc"] and loc.path:  # a mapping's key, not its value, is wrong
             problem = replace(problem, message=f"the key '{loc.path[-1]}': {problem.message}")
         if problem not in problems:
@@ -270,7 +272,9 @@ def _to_problem(loc: _Located, source: Source) -> Problem:
         message = str(err["msg"])
         for prefix in ("Value error, ", "Assertion failed, "):
             message = message.removeprefix(prefix)
-        return source.problem(path, message)
+        if kind == "assertion_error":
+            message = message.split("\n")[0]  # below: the assert's own introspection, if any
+        return source.problem(path, " ".join(message.split()))  # one line per problem
     if kind in _BOUNDS:
         key, words = _BOUNDS[kind]
         return source.problem(path, f"must be {words} {describe(ctx.get(key))}, got {describe(found)}")

@@ -502,3 +502,75 @@ def test_source_is_plain_data():
     source = Source({"a": 1}, {("a",): ("f.yaml", 1, 1)}, file="f.yaml")
     assert source.where(("a", "b")) == ("f.yaml", 1, 1)
     assert source.where(("z",)) == ("f.yaml", None, None)
+
+
+def test_control_characters_and_utf16_are_not_text(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_bytes(b"name: x\nseed: \x07\n")
+    with pytest.raises(StudyError) as caught:
+        read_yaml(path)
+    problem = only(caught.value.problems)
+    assert (problem.line, problem.col) == (2, 7) and "control character U+0007" in problem.message
+    path.write_bytes("name: x\n".encode("utf-16"))
+    with pytest.raises(StudyError) as caught:
+        read_yaml(path)
+    assert "UTF-16" in only(caught.value.problems).message
+
+
+def test_a_utf8_bom_is_fine(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_bytes("\ufeffname: x\n".encode("utf-8"))
+    assert read_yaml(path).positions[("name",)] == (str(path), 1, 1)
+
+
+class Mixed(Strict):
+    values: int | list[int] = 0
+    labels: dict[int, str] = {}
+    title: str = ""
+    high: float = 1.0
+
+    @field_validator("high")
+    @classmethod
+    def check_high(cls, value: float) -> float:
+        assert value < 100, "high must be below 100"
+        return value
+
+
+def test_the_union_branch_that_reaches_deepest_is_reported(tmp_path):
+    problem = only(problems_of(tmp_path, "values: [1, 2, x]\n", Mixed))
+    assert (problem.path, problem.col, problem.message) == ("values[2]", 16, "expected a whole number, got 'x'")
+
+
+def test_a_wrong_key_of_a_mapping_says_so(tmp_path):
+    problem = only(problems_of(tmp_path, "labels: {1: one, x: two}\n", Mixed))
+    assert problem.path == "labels.x" and problem.message == "the key 'x': expected a whole number, got 'x'"
+
+
+@pytest.mark.parametrize("value, reads_as", [("2026-12-02", "a date"), ("yes", "true or false"), ("1e3", None)])
+def test_text_that_yaml_reads_as_something_else_gets_a_hint(tmp_path, value, reads_as):
+    problems = problems_of(tmp_path, f"title: {value}\n", Mixed) if reads_as else None
+    if reads_as is None:  # YAML 1.1 reads 1e3 (no dot) as text: fine for a text field
+        assert validate(Mixed, read_yaml(write(tmp_path, f"title: {value}\n"))).title == "1e3"
+        return
+    assert f"YAML reads this as {reads_as}; put it in quotes" in only(problems).message
+
+
+def test_assertion_in_a_validator_has_no_prefix(tmp_path):
+    assert only(problems_of(tmp_path, "high: 200\n", Mixed)).message == "high must be below 100"
+
+
+def test_a_whole_model_check_points_at_the_top(tmp_path):
+    from pydantic import model_validator
+
+    class Whole(Strict):
+        low: float
+        high: float
+
+        @model_validator(mode="after")
+        def check_order(self):
+            if self.low >= self.high:
+                raise ValueError("low must be below high")
+            return self
+
+    problem = only(problems_of(tmp_path, "# bounds\nlow: 2\nhigh: 1\n", Whole))
+    assert str(problem) == f"{tmp_path / 'study.yaml'}:1:1: low must be below high"
