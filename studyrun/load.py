@@ -26,12 +26,14 @@ def include_files(source: Source, key: str = "model") -> Source:
     if not (isinstance(value, dict) and list(value) == ["file"]):
         return source
     target = value["file"]
+    where = (key, "file", VALUE)
     if not isinstance(target, str) or not target.strip():
-        raise StudyError([source.problem((key, "file", VALUE), f"expected the path of a YAML file, got {describe(target)}")])
-    path = Path(source.file).parent / target
+        raise StudyError([source.problem(where, f"expected the path of a YAML file, got {describe(target)}")])
+    folder = Path(source.file).parent
+    path = folder / target
     if not path.is_file():
         what = "is a folder, not a file" if path.is_dir() else "file not found"
-        raise StudyError([source.problem((key, "file", VALUE), f"{what}: {target} (relative to {Path(source.file).parent}/)")])
+        raise StudyError([source.problem(where, f"{what}: {target} (relative to {folder}/)")])
     included = read_yaml(path)
     positions = {p: pos for p, pos in source.positions.items() if not (len(p) > 1 and p[0] == key)}
     for p, pos in included.positions.items():

@@ -67,6 +67,7 @@ def format_problems(problems: Sequence[Problem]) -> str:
 
 
 def describe(value: Any) -> str:
+    """A value as a message shows it: 'abc' (quoted text), 5, true, a list, nothing (empty)."""
     if value is None or value is ABSENT:
         return "nothing (an empty value)"
     """A value as a message shows it: 'abc', 5, true, a list, nothing (an empty value)."""
@@ -105,9 +106,11 @@ def read_yaml(path: Path) -> Source:
         raise StudyError(f"not a text file (it contains the control character {code}, which YAML does "
                          "not allow)", file=name, line=line, col=col) from None
     except yaml.YAMLError as exc:  # none other is known while loading; kept as a safety net
-        raise StudyError(f"not a valid YAML file: {str(exc).splitlines()[0]}", file=name, line=1, col=1) from None
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StudyError(f"not a valid YAML file: {message}", file=name, line=1, col=1) from None
     except RecursionError:
-        raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)", file=name, line=1, col=1) from None
+        raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)",
+                         file=name, line=1, col=1) from None
     if root is None or (isinstance(root, yaml.ScalarNode) and root.value == "" and root.style is None):
         raise StudyError(EMPTY, file=name, line=1, col=1)  # nothing, or only `---`
     return _convert_document(root, loader, name)
@@ -124,7 +127,8 @@ def _read_text(path: Path, name: str) -> str:
     except OSError as exc:
         raise StudyError(f"cannot read the file: {exc.strerror or exc}", file=name, line=1, col=1) from None
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise StudyError("not a UTF-8 text file (it is UTF-16); save it as UTF-8 text", file=name, line=1, col=1)
+        raise StudyError("not a UTF-8 text file (it is UTF-16); save it as UTF-8 text",
+                         file=name, line=1, col=1)
     if b"\x00" in raw:
         line, col = _line_col(raw, raw.index(b"\x00"))
         raise StudyError("not a text file (it contains NUL bytes); save it as UTF-8 text",
@@ -243,7 +247,10 @@ class _Converter:
         try:
             return self.loader.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError:
-            self.fail(node, path, f"unsupported YAML tag {_short_tag(node.tag)}")
+            if node.tag == "tag:yaml.org,2002:value":  # a bare `=`
+                self.fail(node, path, f"{node.value!r} alone is not a YAML value; put it in quotes")
+            else:
+                self.fail(node, path, f"unsupported YAML tag {_short_tag(node.tag)}")
         except Exception:  # noqa: BLE001 - e.g. `!!int abc`: PyYAML raises ValueError and others
             self.fail(node, path, f"cannot read {node.value!r} as {_short_tag(node.tag)}")
         return None
@@ -281,4 +288,5 @@ class _Converter:
 
 
 def _short_tag(tag: str) -> str:
-    return "'!!" + tag[len("tag:yaml.org,2002:"):] + "'" if tag.startswith("tag:yaml.org,2002:") else repr(tag)
+    prefix = "tag:yaml.org,2002:"
+    return f"'!!{tag[len(prefix):]}'" if tag.startswith(prefix) else repr(tag)

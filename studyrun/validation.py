@@ -32,8 +32,7 @@ class _Located:
     data: Any  # the data at `path`
 
 
-_UNKNOWN = object()
-ABSENT = object()
+_UNKNOWN = object()  # a type the walk could not follow
 
 
 def problems_from(errors: list[dict], model_cls: type, source: Source) -> list[Problem]:
@@ -151,7 +150,7 @@ def _step(tp: Any, item: Any) -> tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return (args[0], None)
         return (args[item], None) if isinstance(item, int) and item < len(args) else (_UNKNOWN, None)
-    if origin in (list, set, frozenset, typing.Sequence) or (isinstance(origin, type) and issubclass(origin, (list,))):
+    if origin in (list, set, frozenset, typing.Sequence) or (isinstance(origin, type) and issubclass(origin, list)):
         return (args[0] if args else _UNKNOWN, None)
     return (_UNKNOWN, None)
 
@@ -165,7 +164,8 @@ def _member_tags(member: Any, discriminator: Any) -> list[str]:
     if _is_model(member):
         if isinstance(discriminator, str) and _field(member, discriminator) is not None:
             annotation = _field(member, discriminator).annotation
-            tags += [str(v) for v in typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal]
+            if typing.get_origin(annotation) is typing.Literal:
+                tags += [str(v) for v in typing.get_args(annotation)]
         tags.append(member.__name__)
     return tags
 
@@ -245,55 +245,60 @@ def _name_of(path: tuple) -> str:
 def _choice_message(found: Any, choices: list[str], what: str) -> str:
     allowed = ", ".join(choices)
     hint = _suggest(found, choices)
-    head = f"unknown {what} {describe(found)}" if isinstance(found, str) else f"expected {what}, got {describe(found)}"
+    head = (f"unknown {what} {describe(found)}" if isinstance(found, str)
+            else f"expected {what}, got {describe(found)}")
     return f"{head}; did you mean '{hint}'? allowed: {allowed}" if hint else f"{head}; allowed: {allowed}"
 
 
 def _to_problem(loc: _Located, source: Source) -> Problem:
-    err, path = loc.error, loc.path
-    kind, ctx, found = err["type"], err.get("ctx") or {}, err.get("input")
+    """The problem for one error: where (key, parent mapping or tag) and a user-facing message."""
+    kind, path = loc.error["type"], loc.path
     if kind == "missing":
         return _missing_problem(loc, source)
-    if kind == "extra_forbidden":
-        allowed = _allowed_keys(loc.parent_type)
-        hint = _suggest(path[-1] if path else None, allowed)
-        key = path[-1] if path else err["loc"][-1]
-        if hint:
-            return source.problem(path, f"unknown key '{key}'; did you mean '{hint}'?")
-        return source.problem(path, f"unknown key '{key}'" + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         return _tag_problem(loc, source)
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc.parent_type)
+        key = path[-1] if path else loc.error["loc"][-1]
+        hint = _suggest(key, allowed)
+        if hint:
+            return source.problem(path, f"unknown key '{key}'; did you mean '{hint}'?")
+        listed = f"; allowed: {', '.join(allowed)}" if allowed else ""
+        return source.problem(path, f"unknown key '{key}'{listed}")
+    return source.problem(path, _value_message(loc))
+
+
+def _value_message(loc: _Located) -> str:
+    """What is wrong with a value: expected this, got that (and a hint where one helps)."""
+    err = loc.error
+    kind, ctx, found = err["type"], err.get("ctx") or {}, err.get("input")
     if kind == "studyrun_any_of":
-        return source.problem(path, f"expected {' or '.join(dict.fromkeys(err['expected']))}, got {describe(found)}")
+        return f"expected {' or '.join(dict.fromkeys(err['expected']))}, got {describe(found)}"
     if kind in ("literal_error", "enum"):
-        choices = _quoted(ctx.get("expected", ""))
-        return source.problem(path, _choice_message(found, choices, "value"))
+        return _choice_message(found, _quoted(ctx.get("expected", "")), "value")
     if kind in ("value_error", "assertion_error"):
-        message = str(err["msg"])
-        for prefix in ("Value error, ", "Assertion failed, "):
-            message = message.removeprefix(prefix)
+        message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if kind == "assertion_error":
             message = message.split("\n")[0]  # below: the assert's own introspection, if any
-        return source.problem(path, " ".join(message.split()))  # one line per problem
+        return " ".join(message.split())  # one line per problem
     if kind in _BOUNDS:
         key, words = _BOUNDS[kind]
-        return source.problem(path, f"must be {words} {describe(ctx.get(key))}, got {describe(found)}")
+        return f"must be {words} {describe(ctx.get(key))}, got {describe(found)}"
     if kind in ("too_short", "too_long"):
         limit = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
-        return source.problem(path, f"expected {'at least' if kind == 'too_short' else 'at most'} {limit} "
-                                    f"item{'s' if limit != 1 else ''}, got {ctx.get('actual_length')}")
-    if kind == "int_from_float":
-        return source.problem(path, f"expected a whole number, got {describe(found)}")
+        return (f"expected {'at least' if kind == 'too_short' else 'at most'} {limit} "
+                f"item{'s' if limit != 1 else ''}, got {ctx.get('actual_length')}")
     if kind == "string_pattern_mismatch":
-        return source.problem(path, f"must match the pattern {ctx.get('pattern')}, got {describe(found)}")
-    expected = _expectation(loc)
+        return f"must match the pattern {ctx.get('pattern')}, got {describe(found)}"
     if kind == "string_type" and found is not None and not isinstance(found, (dict, list)):
-        return source.problem(path, f"expected a text value, got {describe(found)} (YAML reads this as "
-                                    f"{_YAML_KINDS.get(type(found).__name__, 'a value')}; put it in quotes for text)")
+        reads_as = _YAML_KINDS.get(type(found).__name__, "a value")
+        return (f"expected a text value, got {describe(found)} "
+                f"(YAML reads this as {reads_as}; put it in quotes for text)")
+    expected = _expectation(loc)
     if expected:
-        return source.problem(path, f"expected {expected}, got {describe(found)}")
+        return f"expected {expected}, got {describe(found)}"
     message = str(err["msg"]).replace("Input should be", "must be")
-    return source.problem(path, f"{message}, got {describe(found)}" if "got" not in message else message)
+    return message if "got" in message else f"{message}, got {describe(found)}"
 
 
 def _missing_problem(loc: _Located, source: Source) -> Problem:

@@ -574,3 +574,11 @@ def test_a_whole_model_check_points_at_the_top(tmp_path):
 
     problem = only(problems_of(tmp_path, "# bounds\nlow: 2\nhigh: 1\n", Whole))
     assert str(problem) == f"{tmp_path / 'study.yaml'}:1:1: low must be below high"
+
+
+def test_values_yaml_cannot_read_are_located(tmp_path):
+    with pytest.raises(StudyError) as caught:
+        read_yaml(write(tmp_path, "seed: !!int abc\nsign: =\nok: 1\n"))
+    first, second = caught.value.problems
+    assert (first.line, first.path, first.message) == (1, "seed", "cannot read 'abc' as '!!int'")
+    assert (second.line, second.path) == (2, "sign") and "put it in quotes" in second.message
