@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from ...errors import StudyError
+from ...errors import Problem, StudyError
 from ..base import AnalysisSpec, Design, Outcome
 from .designs import build_design, coded_matrix, describe_design
 from .interpret import build_pareto, compute_interactions, compute_main_effects, rank_factors
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ...params import ParameterSpec
     from ...report.figures import Figures
 
-__all__ = ["Doe", "describe_design", "predict"]
+__all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
 
 _TERM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\^[0-9]+)?)"
 _FORMULA = re.compile(rf"^\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*)(?:\s*\+\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*))*\s*$")
@@ -44,8 +44,8 @@ _DEFAULT_RESPONSE = {"full": "interaction", "fractional": "linear", "plackett_bu
 class Doe(AnalysisSpec):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
-    type: Literal["doe"] = "doe"
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    type: Literal["doe"]
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     # YAML `design:`; named `kind` here because `design()` is the plug-in method
     kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv"] = Field(
@@ -116,6 +116,38 @@ class Doe(AnalysisSpec):
                                       else max(self.levels.values(), default=2)) > 2:
             return "quadratic"
         return _DEFAULT_RESPONSE[self.kind]
+
+    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
+        """Problems that need the varied parameters: their number, bounds and the keys naming them."""
+        problems = []
+        try:
+            read_coding(list(parameters), parameters)
+        except StudyError as error:
+            problems += [Problem(f"{p.path.removeprefix('parameters.')}: {p.message}", path="design")
+                         for p in error.problems]
+        least = {"fractional": 2, "plackett_burman": 2, "ccd": 2, "bbd": 3}.get(self.kind, 1)
+        if len(parameters) < least:
+            problems.append(Problem(f"design {self.kind} needs at least {least} varied parameters; "
+                                    f"got {len(parameters)}", path="design"))
+        if isinstance(self.levels, dict):
+            unknown = sorted(set(self.levels) - set(parameters))
+            if unknown:
+                problems.append(Problem(f"levels names parameters that are not varied: {unknown}; "
+                                        f"varied: {list(parameters)}", path="levels"))
+        if self.generators and len(self.generators.split()) != len(parameters):
+            problems.append(Problem(f"generators must have one word per varied parameter "
+                                    f"({len(parameters)}, letters a, b, ... in order); got "
+                                    f"{len(self.generators.split())}", path="generators"))
+        if self.response and self.response not in ("linear", "interaction", "quadratic"):
+            try:
+                select_terms(self.response, list(parameters))
+            except StudyError as error:
+                problems += [Problem(p.message, path="response") for p in error.problems]
+        return problems
+
+    def describe_design(self, design: Design) -> str:
+        """`studyrun plan`: the design in coded and natural units, with a fraction's aliases."""
+        return describe_design(design)
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """The coded design mapped onto the parameters' bounds."""
