@@ -439,3 +439,18 @@ def test_report_has_tables_and_figures(tmp_path):
         assert (tmp_path / "figures" / f"{name}.png").exists()
     # the report is rebuilt from analysis.json alone, without the runs
     assert "doe_y_contour" in doe.report(analysis, None, Figures(tmp_path / "again"))
+
+
+@pytest.mark.parametrize("k, alpha, runs", [(5, "face", 27), (6, "rotatable", 45)])
+def test_ccd_uses_a_resolution_five_cube_from_five_factors(k, alpha, runs):
+    params = {f"p{i}": Box(-2.0, 4.0) for i in range(k)}
+    rng = np.random.default_rng(k)
+    terms = standard_terms(k, "quadratic")
+    coefs = {name_term(t): float(v) for t, v in zip(terms, rng.normal(size=len(terms)))}
+    _, outcome, results = run({"design": "ccd", "alpha": alpha}, params, lambda x: quadratic(x, coefs))
+    assert outcome.design.info["runs"] == runs and "resolution V" in outcome.design.info["factorial"]
+    assert np.all(np.abs(coded_matrix(outcome.design)) <= 1 + 1e-12)
+    fit = results["y"]
+    assert fit["dropped_terms"] == []
+    for term, value in coefs.items():
+        assert fit["coefficients"][term]["estimate"] == pytest.approx(value, abs=1e-8)

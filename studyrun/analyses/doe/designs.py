@@ -160,7 +160,9 @@ def build_ccd(spec: Any, k: int) -> tuple[np.ndarray, dict]:
     """Central composite: face-centred, or rotatable/orthogonal scaled to stay inside the bounds.
 
     Rotatable and orthogonal designs are inscribed (pydoe 'cci'): the axial points sit on the
-    bounds and the factorial points at ±1/alpha, so no run leaves the parameters' box.
+    bounds and the factorial points at ±1/alpha, so no run leaves the parameters' box. From five
+    factors the factorial part is the smallest resolution V fraction (Myers & Montgomery), which
+    still estimates every quadratic term, instead of the full 2^k.
     """
     import pydoe
 
@@ -168,13 +170,29 @@ def build_ccd(spec: Any, k: int) -> tuple[np.ndarray, dict]:
     alpha = spec.alpha or "face"
     center = 1 if spec.center is None else spec.center
     blocks = (center - center // 2, center // 2)
-    if alpha == "face":
-        coded = pydoe.ccdesign(k, center=blocks, face="ccf")
-        value = 1.0
+    cube = pydoe.ff2n(k) if k < 5 else pydoe.fracfact_by_res(k, 5)
+    if len(cube) == 2 ** k:
+        face = "ccf" if alpha == "face" else "cci"
+        coded = pydoe.ccdesign(k, center=blocks, alpha="o" if alpha == "face" else alpha, face=face)
+        value = 1.0 if alpha == "face" else float(1.0 / np.max(np.abs(coded[: 2 ** k])))
+        info = {}
     else:
-        coded = pydoe.ccdesign(k, center=blocks, alpha=alpha, face="cci")
-        value = float(1.0 / np.max(np.abs(coded[: 2 ** k])))
-    return coded, {"alpha": alpha, "alpha_value": value, "center": center}
+        value = axial_distance(alpha, k, len(cube), blocks)
+        axial, _ = pydoe.star(k)
+        coded = pydoe.union(pydoe.union(cube, pydoe.repeat_center(k, blocks[0])),
+                            pydoe.union(axial * value, pydoe.repeat_center(k, blocks[1])))
+        coded = coded / value
+        info = {"factorial": f"2^({k}-{k - int(round(math.log2(len(cube))))}) resolution V"}
+    return coded, {"alpha": alpha, "alpha_value": value, "center": center} | info
+
+
+def axial_distance(alpha: str, k: int, cube_runs: int, blocks: tuple[int, int]) -> float:
+    """Axial distance in factorial units: 1 (face), F^(1/4) (rotatable), or pydoe's orthogonal one."""
+    if alpha == "face":
+        return 1.0
+    if alpha == "rotatable":
+        return float(cube_runs ** 0.25)
+    return float(np.sqrt(k * (1 + blocks[1] / (2 * k)) / (1 + blocks[0] / cube_runs)))
 
 
 def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
