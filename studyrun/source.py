@@ -21,6 +21,7 @@ EMPTY = "the file is empty; a study needs at least model, parameters and analysi
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 ABSENT = object()  # a value that is not in the data at all
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml composes ~4x faster, same nodes
 
 
 @dataclass
@@ -93,13 +94,13 @@ def read_yaml(path: Path) -> Source:
     name = str(path)
     text = _read_text(Path(path), name)
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _LOADER(text)
         try:
             root = loader.get_single_node()
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        raise StudyError([_syntax_problem(exc, name)]) from None
+        raise StudyError([_syntax_problem(exc, name, text)]) from None
     except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
         line, col = _line_col(text, exc.position)
         code = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
@@ -111,7 +112,7 @@ def read_yaml(path: Path) -> Source:
     except RecursionError:
         raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)",
                          file=name, line=1, col=1) from None
-    if root is None or (isinstance(root, yaml.ScalarNode) and root.value == "" and root.style is None):
+    if root is None or (isinstance(root, yaml.ScalarNode) and root.tag.endswith(":null") and not root.value):
         raise StudyError(EMPTY, file=name, line=1, col=1)  # nothing, or only `---`
     return _convert_document(root, loader, name)
 
@@ -150,17 +151,18 @@ def _line_col(text: str | bytes, offset: int) -> tuple[int, int]:
     return before.count(newline) + 1, offset - (before.rfind(newline) + 1) + 1
 
 
-def _syntax_problem(exc: yaml.MarkedYAMLError, name: str) -> Problem:
+def _syntax_problem(exc: yaml.MarkedYAMLError, name: str, text: str) -> Problem:
     mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     message = exc.problem or exc.context or "invalid YAML"
     if exc.context and exc.problem:
         message = f"{exc.problem} ({exc.context}"
-        if exc.context_mark is not None and exc.context_mark is not mark:
+        if exc.context_mark is not None and exc.context_mark.line + 1 != line:
             message += f" at line {exc.context_mark.line + 1}"
         message += ")"
-    if "'\\t'" in message:
+    lines = text.splitlines()
+    if "'\\t'" in message or (line <= len(lines) and lines[line - 1][col - 1:col] == "\t"):
         message += "; indent with spaces, not tabs"
-    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     return Problem(f"YAML syntax error: {message}", file=name, line=line, col=col)
 
 
