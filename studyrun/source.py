@@ -19,7 +19,7 @@ MAX_ALIAS_GROWTH = 100_000  # aliases may add at most this many nodes (billion l
 MAX_DEPTH = 100  # nesting deeper than this is a mistake, not a study
 EMPTY = "the file is empty; a study needs at least model, parameters and analysis"
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
-_MERGE = "tag:yaml.org,2002:merge"
+_MERGE, _STR = "tag:yaml.org,2002:merge", "tag:yaml.org,2002:str"
 ABSENT = object()  # a value that is not in the data at all
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml composes ~4x faster, same nodes
 
@@ -246,6 +246,8 @@ class _Converter:
         return None
 
     def convert_scalar(self, node: yaml.ScalarNode, path: tuple) -> Any:
+        if node.tag == _STR:
+            return node.value  # what SafeConstructor gives, without its overhead
         try:
             return self.loader.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError:

@@ -581,3 +581,23 @@ def test_values_yaml_cannot_read_are_located(tmp_path):
     first, second = caught.value.problems
     assert (first.line, first.path, first.message) == (1, "seed", "cannot read 'abc' as '!!int'")
     assert (second.line, second.path) == (2, "sign") and "put it in quotes" in second.message
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("name: x\nanalysis:\n\ttype: sobol\n", 3, "tabs"),
+    ("a: [1, 2\nb: 3\n", 2, "YAML syntax error"),
+    ("a: " + "[" * 300 + "]" * 300 + "\n", 1, "nested too deeply"),
+    ("a: 1\n---\nb: 2\n", 2, "YAML syntax error"),
+])
+def test_pure_python_yaml_gives_the_same_errors(tmp_path, monkeypatch, text, line, words):
+    import yaml
+
+    from studyrun import source
+
+    path = write(tmp_path, text)
+    for loader in (yaml.SafeLoader, source._LOADER):
+        monkeypatch.setattr(source, "_LOADER", loader)
+        with pytest.raises(StudyError) as caught:
+            read_yaml(path)
+        problem = only(caught.value.problems)
+        assert problem.line == line and words in problem.message, (loader, problem)
