@@ -10,14 +10,20 @@ Analysis: The Primer, 2008, sec. 1.2.3).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+import warnings
+from contextlib import contextmanager
+from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, Iterable, Iterator, Literal, Mapping,
+                    Sequence)
 
 import numpy as np
+from pydantic import AfterValidator, Field
 
 from ..errors import StudyError
+from .base import AnalysisSpec, Design
 
 if TYPE_CHECKING:
     from ..params import ParameterSpec
+    from ..report.figures import Figures
     from .base import Outcome
 
 # Unit samples are clipped into [UNIT_MARGIN, 1 - UNIT_MARGIN] before the inverse CDF, so a
@@ -49,6 +55,11 @@ def check_unit_interval(value: float) -> float:
     if not 0.0 < value < 1.0:
         raise ValueError(f"must be strictly between 0 and 1; got {value}")
     return value
+
+
+Confidence = Annotated[float, AfterValidator(check_unit_interval),
+                      Field(description="confidence level of the bootstrap intervals")]
+Resamples = Annotated[int, Field(ge=2, description="bootstrap resamples for the intervals")]
 
 
 def unit_problem(names: Sequence[str], groups: Sequence[str] | None = None) -> dict[str, Any]:
@@ -142,7 +153,7 @@ def error_entry(message: str, **facts: Any) -> dict[str, Any]:
 
 
 def dropped_warning(dropped: int, unit: str, kept: int) -> str:
-    """The warning every method gives when failed runs were left out."""
+    """The warning the block-design methods give when blocks with failed runs were dropped."""
     return (f"{dropped} {unit} dropped because a run in them failed; indices use the remaining "
             f"{kept}. If failures depend on the parameters, the indices describe only the "
             f"region where the model runs")
@@ -152,3 +163,81 @@ def constant_output(values: np.ndarray) -> bool:
     """True when an output does not vary over the runs (no variance to apportion)."""
     return values.size == 0 or float(np.ptp(values)) <= np.finfo(float).eps * max(
         1.0, float(np.max(np.abs(values))))
+
+
+class SalibAnalysis(AnalysisSpec):
+    """Base of the SALib methods analysed one quantity at a time with one SALib call, whose
+    per-parameter arrays become maps (FAST, RBD-FAST, delta, PAWN).
+
+    Subclasses set `title`, `keys` (for tables), `bars` (for charts), `design` and `call_salib`.
+    """
+
+    title: ClassVar[str] = ""
+    keys: ClassVar[tuple[str, ...]] = ()
+    bars: ClassVar[tuple[str, ...]] = ()
+
+    def analyse(self, outcome: "Outcome", parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+        return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
+                                            outcome.design)
+                for name, values in outcome.values.items()}
+
+    def analyse_quantity(self, values: np.ndarray, bad: np.ndarray, design: Design) -> dict[str, Any]:
+        """Leave out failed runs, then call SALib once and convert its result to JSON."""
+        kept, dropped = int((~bad).sum()), int(bad.sum())
+        facts: dict[str, Any] = {"effective_N": kept, "dropped_runs": dropped}
+        if kept < MIN_RUNS:
+            return error_entry(f"only {kept} of {len(values)} runs succeeded; at least "
+                               f"{MIN_RUNS} are needed", **facts)
+        notes = [f"{dropped} failed runs were left out; indices use the remaining {kept}. If "
+                 f"failures depend on the parameters, the indices describe only the region "
+                 f"where the model runs"] if dropped else []
+        y, x = values[~bad], design.matrix[~bad]
+        if constant_output(y):
+            return error_entry("the quantity is the same in every run: there is nothing to "
+                               "apportion", **facts)
+        result = self.call_salib(unit_problem(design.names), x, y, design.info["analysis_seed"])
+        salib_notes = sorted({str(n) for n in result.get("notes", []) if str(n).strip()})
+        entry = convert_indices(result, design.names)
+        return entry | facts | {"warnings": notes + [f"SALib: {n}" for n in salib_notes]}
+
+    def call_salib(self, problem: dict[str, Any], x: np.ndarray, y: np.ndarray,
+                   seed: int) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def report(self, analysis: dict[str, Any], outcome: "Outcome | None", figures: "Figures") -> str:
+        from .salib_report import generic_section
+
+        return generic_section(self.title, analysis, figures, self.keys, self.bars)
+
+
+class GivenDataAnalysis(SalibAnalysis):
+    """Methods that read indices from any sample ("given data", Plischke 2013): RBD-FAST, delta,
+    PAWN. `samples` unit-cube points (`sampling`), mapped through each ppf; a failed run is
+    simply left out."""
+
+    samples: int = Field(1024, ge=MIN_RUNS, description="runs")
+    sampling: Literal["random", "lhs", "sobol"] = Field(
+        "lhs", description="unit-cube points: random, Latin hypercube or scrambled Sobol'")
+
+    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+        from ..params import sample_unit
+
+        names = list(parameters)
+        unit = sample_unit(self.samples, len(names), self.sampling, seed)
+        info = {"method": self.type, "sampling": self.sampling,  # type: ignore[attr-defined]
+                "analysis_seed": derive_seed(seed) or 1}  # bootstraps; SALib skips a seed of 0
+        return Design(names, map_to_natural(unit, parameters, names), info)
+
+
+@contextmanager
+def salib_side_effects_contained() -> Iterator[None]:
+    """Undo what some SALib analyses do to global state: `np.random.seed()` (delta, pawn) and
+    `warnings.formatwarning` / `simplefilter("once")` (delta)."""
+    state = np.random.get_state()
+    formatwarning = warnings.formatwarning
+    try:
+        with warnings.catch_warnings():
+            yield
+    finally:
+        warnings.formatwarning = formatwarning
+        np.random.set_state(state)
