@@ -80,7 +80,12 @@ def _is_key(data: Any, item: Any) -> bool:
 
 
 def _collapse_unions(located: list[_Located]) -> list[_Located]:
-    """Keep, for each plain union, only the branch whose errors reach deepest into the data."""
+    """Keep, for each plain union, the branch the data fits best.
+
+    Best: the fewest unknown keys (a sign of the wrong branch), then the fewest errors, then the
+    errors reaching deepest into the data (`[1, x]` is a list with a bad item, not a bad number).
+    Branches that tie with one type error each merge into "expected A or B".
+    """
     groups: dict[tuple, dict[Any, list[_Located]]] = {}
     for loc in located:
         if loc.union is not None:
@@ -88,8 +93,9 @@ def _collapse_unions(located: list[_Located]) -> list[_Located]:
     keep: set[int] = set()
     merged: dict[int, _Located] = {}
     for branches in groups.values():
-        depth = {b: max(len(x.path) for x in errs) for b, errs in branches.items()}
-        best = [b for b in branches if depth[b] == max(depth.values())]
+        score = {b: (sum(x.error["type"] == "extra_forbidden" for x in errs), len(errs),
+                     -max(len(x.path) for x in errs)) for b, errs in branches.items()}
+        best = [b for b in branches if score[b] == min(score.values())]
         if len(best) > 1 and all(len(branches[b]) == 1 for b in best):
             first = branches[best[0]][0]
             expected = [_expectation(branches[b][0]) for b in best]

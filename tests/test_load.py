@@ -601,3 +601,26 @@ def test_pure_python_yaml_gives_the_same_errors(tmp_path, monkeypatch, text, lin
             read_yaml(path)
         problem = only(caught.value.problems)
         assert problem.line == line and words in problem.message, (loader, problem)
+
+
+class Range(Strict):
+    low: float
+    high: float
+
+
+class Box(Strict):
+    bounds: tuple[float, float]
+
+
+class Either(Strict):
+    span: Range | Box
+
+
+@pytest.mark.parametrize("text, path, message", [
+    ("span: {low: 1}\n", "span", "missing required key 'high'"),
+    ("span: {bounds: [1, x]}\n", "span.bounds[1]", "expected a number, got 'x'"),
+    ("span: 3\n", "span", "expected a mapping of keys, got 3"),
+])
+def test_a_union_of_models_reports_the_branch_the_data_fits(tmp_path, text, path, message):
+    problem = only(problems_of(tmp_path, text, Either))
+    assert (problem.path, problem.message) == (path, message)
