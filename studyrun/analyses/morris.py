@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from ..errors import StudyError
+from ..errors import Problem, StudyError
 from .base import AnalysisSpec, Design, Outcome
-from .salib import (MIN_BLOCKS, by_factor, check_unit_interval, constant_output,
-                    dropped_warning, error_entry, failed_rows, keep_whole_blocks, map_to_natural,
-                    unit_problem)
+from .salib import (MIN_BLOCKS, Confidence, Resamples, by_factor, check_varied,
+                    constant_output, dropped_warning, error_entry, failed_rows,
+                    keep_whole_blocks, map_to_natural, unit_problem)
 from .salib_report import facts_line, figure_name, index_table, nan, warnings_block
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ class Morris(AnalysisSpec):
     optimal_trajectories: int | None = Field(
         None, description="keep this many of `trajectories`, spread out (Campolongo 2007)")
     local_optimization: bool = True
-    confidence: float = 0.95
-    resamples: int = Field(100, ge=2, description="bootstrap resamples for mu_star_conf")
+    confidence: Confidence = 0.95
+    resamples: Resamples = 100
 
     @field_validator("levels")
     @classmethod
@@ -53,11 +53,6 @@ class Morris(AnalysisSpec):
             raise ValueError(f"must be even for morris; got {value} (try {value + 1})")
         return value
 
-    @field_validator("confidence")
-    @classmethod
-    def _confidence_in_unit_interval(cls, value: float) -> float:
-        return check_unit_interval(value)
-
     @model_validator(mode="after")
     def _optimal_below_trajectories(self) -> "Morris":
         k = self.optimal_trajectories
@@ -65,6 +60,9 @@ class Morris(AnalysisSpec):
             raise ValueError(f"optimal_trajectories must be between 2 and trajectories - 1 "
                              f"({self.trajectories - 1}); got {k}")
         return self
+
+    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
+        return check_varied(parameters, "morris")
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """Morris trajectories on the unit grid, mapped through each parameter's ppf."""

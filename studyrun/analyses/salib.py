@@ -18,7 +18,7 @@ from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, Iterable, Iterator,
 import numpy as np
 from pydantic import AfterValidator, Field
 
-from ..errors import StudyError
+from ..errors import Problem, StudyError
 from .base import AnalysisSpec, Design
 
 if TYPE_CHECKING:
@@ -60,6 +60,14 @@ def check_unit_interval(value: float) -> float:
 Confidence = Annotated[float, AfterValidator(check_unit_interval),
                       Field(description="confidence level of the bootstrap intervals")]
 Resamples = Annotated[int, Field(ge=2, description="bootstrap resamples for the intervals")]
+
+
+def check_varied(parameters: Mapping[str, Any], method: str) -> list[Problem]:
+    """A sensitivity analysis needs at least one varied parameter."""
+    if parameters:
+        return []
+    return [Problem(f"{method} needs at least one varied parameter; every parameter is fixed "
+                    f"(give one a distribution or bounds)", path="type")]
 
 
 def unit_problem(names: Sequence[str], groups: Sequence[str] | None = None) -> dict[str, Any]:
@@ -175,6 +183,9 @@ class SalibAnalysis(AnalysisSpec):
     title: ClassVar[str] = ""
     keys: ClassVar[tuple[str, ...]] = ()
     bars: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
+        return check_varied(parameters, self.type)  # type: ignore[attr-defined]
 
     def analyse(self, outcome: "Outcome", parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
         return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),

@@ -16,8 +16,8 @@ from pydantic import Field, field_validator
 
 from ..errors import Problem, StudyError
 from .base import AnalysisSpec, Design, Outcome
-from .salib import (MIN_BLOCKS, by_factor, check_power_of_two, check_unit_interval,
-                    constant_output, dropped_warning, error_entry, failed_rows,
+from .salib import (MIN_BLOCKS, Confidence, Resamples, by_factor, check_power_of_two,
+                    check_varied, constant_output, dropped_warning, error_entry, failed_rows,
                     group_labels, keep_whole_blocks, map_to_natural, to_float, unique_labels,
                     unit_problem)
 
@@ -35,8 +35,8 @@ class Sobol(AnalysisSpec):
     samples: int = Field(1024, description="base samples N (a power of 2); runs = N (D + 2), "
                                            "or N (2D + 2) with second_order")
     second_order: bool = False
-    confidence: float = 0.95
-    resamples: int = Field(100, ge=2, description="bootstrap resamples for the intervals")
+    confidence: Confidence = 0.95
+    resamples: Resamples = 100
     groups: dict[str, list[str]] | None = Field(
         None, description="group name -> parameter names; indices are then per group")
     outputs: list[str] = Field(
@@ -47,13 +47,10 @@ class Sobol(AnalysisSpec):
     def _samples_power_of_two(cls, value: int) -> int:
         return check_power_of_two(value, "sobol")
 
-    @field_validator("confidence")
-    @classmethod
-    def _confidence_in_unit_interval(cls, value: float) -> float:
-        return check_unit_interval(value)
-
     def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
-        """Groups must name varied parameters, each at most once."""
+        """At least one varied parameter; groups must name varied parameters, each once."""
+        if not parameters:
+            return check_varied(parameters, "sobol")
         try:
             group_labels(list(parameters), self.groups)
         except StudyError as error:

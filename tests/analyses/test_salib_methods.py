@@ -126,3 +126,15 @@ def test_generic_report(tmp_path):
                                                                  parameters)}
     text = spec.report(analysis, None, Figures(tmp_path / "figures"))
     assert "| x2 |" in text and "figures/rbd_fast-y.png" in text
+
+
+def test_every_method_needs_a_varied_parameter():
+    from studyrun.analyses.morris import Morris
+
+    for spec in (Sobol(type="sobol"), Morris(type="morris"), Fast(type="fast"),
+                 RbdFast(type="rbd_fast"), Delta(type="delta"), Pawn(type="pawn")):
+        problems = spec.check({})
+        assert problems and "at least one varied parameter" in problems[0].message
+        assert spec.check(ishigami_parameters()) == []
+    with pytest.raises(ValidationError, match="strictly between 0 and 1"):
+        RbdFast(type="rbd_fast", confidence=1.5)
