@@ -105,7 +105,7 @@ def start_executor(scheduler: str, workers: int | None):
 
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=":0", silence_logs=logging.ERROR)
         return DaskExecutor(Client(cluster), cluster, "local")
     try:
         client = Client(scheduler, timeout="10s")

@@ -146,6 +146,8 @@ class RunStore:
 
     def succeeded_ids(self) -> np.ndarray:
         """Identities of every run that finished successfully."""
+        if self.meta("format") is None:
+            return np.zeros(0, dtype=np.int64)
         rows = self.db.execute("SELECT id FROM runs WHERE status = 'ok'").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 

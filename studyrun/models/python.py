@@ -8,7 +8,7 @@ function (`vectorized: true`) is called once per batch with arrays and returns a
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import importlib.machinery
 import re
 import sys
 import traceback
@@ -27,31 +27,43 @@ _LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
 def import_function(reference: str, study_dir: Path) -> Callable[..., Any]:
-    """Import `module:callable` with the study's folder first on sys.path (cached per process)."""
+    """Import `module:callable`, the study's folder first on sys.path (cached per process).
+
+    A module of the same name imported earlier from another folder (another study in the same
+    process) is replaced, so each study runs its own code.
+    """
     key = (reference, str(study_dir))
     if key not in _LOADED:
         module_name, attribute = reference.split(":")
         folder = str(study_dir)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+        spec = locate_module(module_name, study_dir)
+        loaded = sys.modules.get(module_name)
+        if spec is not None and loaded is not None and getattr(loaded, "__file__", None) != spec.origin:
+            for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+                del sys.modules[name]
         module = importlib.import_module(module_name)
         _LOADED[key] = getattr(module, attribute)
     return _LOADED[key]
 
 
+def locate_module(module_name: str, study_dir: Path):
+    """The spec of `module_name` as found from the study's folder first, ignoring sys.modules."""
+    search = [str(study_dir), *sys.path]
+    spec = None
+    for part in module_name.split("."):
+        spec = importlib.machinery.PathFinder.find_spec(part, search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    return spec
+
+
 def module_source(reference: str, study_dir: Path) -> bytes:
     """The bytes of the module's source file, so a run's identity changes when the code does."""
-    folder = str(study_dir)
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
-    try:
-        spec = importlib.util.find_spec(reference.split(":")[0])
-    except (ImportError, ValueError):
-        spec = None
-    finally:
-        if added:
-            sys.path.remove(folder)
+    spec = locate_module(reference.split(":")[0], study_dir)
     if spec is None or not spec.origin or not Path(spec.origin).is_file():
         return b""
     return Path(spec.origin).read_bytes()

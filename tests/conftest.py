@@ -1,0 +1,94 @@
+"""Shared fixtures: study files written on the fly, the CLI in a subprocess, a real Dask cluster."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+STUDIES = REPO / "studies"
+
+LINEAR_MODEL = '''
+import numpy as np
+
+def linear(a, b, c=0.0):
+    """y = 2a - 3b + c: moments known exactly for independent inputs."""
+    return {"y": 2 * np.asarray(a) - 3 * np.asarray(b) + c, "a_squared": np.asarray(a) ** 2}
+
+def scalar_linear(a, b, c=0.0):
+    return {"y": 2 * a - 3 * b + c, "a_squared": a * a}
+
+def flaky(a, b):
+    if a > 0.8:
+        raise ValueError("a is too large")
+    if b > 0.9:
+        return float("nan")
+    return a + b
+'''
+
+
+@pytest.fixture
+def study_dir(tmp_path: Path) -> Path:
+    """A folder holding a small python model module, `linear.py`."""
+    (tmp_path / "linear.py").write_text(LINEAR_MODEL)
+    return tmp_path
+
+
+def write_study(folder: Path, text: str, name: str = "study.yaml") -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`studyrun ARGS` as a user runs it: a real subprocess."""
+    return subprocess.run([sys.executable, "-m", "studyrun", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """A real `dask scheduler` with two `dask worker` processes on 127.0.0.1."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    scheduler = subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, env=env)
+    workers = [subprocess.Popen(["dask", "worker", address, "--nthreads", "1", "--no-dashboard",
+                                 "--name", f"w{i}"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env) for i in range(2)]
+    from distributed import Client
+
+    deadline = time.time() + 60
+    while True:
+        try:
+            with Client(address, timeout="2s") as client:
+                if len(client.scheduler_info()["workers"]) == 2:
+                    break
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError("dask scheduler did not start")
+        time.sleep(0.5)
+    yield address
+    for process in [*workers, scheduler]:
+        process.terminate()
+    for process in [*workers, scheduler]:
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()

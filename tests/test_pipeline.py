@@ -1,0 +1,206 @@
+"""The whole path from study file to results folder, with known answers and real executors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import studyrun
+from conftest import run_cli, write_study
+
+LINEAR_MC = """
+name: linear-mc
+seed: 42
+model: {type: python, function: "linear:linear", vectorized: true}
+parameters:
+  a: {distribution: uniform, low: 0, high: 1}
+  b: {distribution: normal, mean: 1, std: 0.5}
+  c: 4
+quantities: {y: y, a2: a_squared}
+analysis: {type: montecarlo, samples: 20000, sampling: sobol}
+"""
+
+
+def test_montecarlo_of_a_linear_model_matches_its_moments(study_dir):
+    result = studyrun.run(write_study(study_dir, LINEAR_MC), study_dir / "out")
+    y = result.results["y"]
+    # y = 2a - 3b + 4 with a ~ U(0,1), b ~ N(1, 0.5): mean 2, variance 4/12 + 9/4
+    assert y["mean"] == pytest.approx(2.0, abs=0.02)
+    assert y["std"] == pytest.approx(math.sqrt(4 / 12 + 9 * 0.25), rel=0.01)
+    assert result.results["a2"]["mean"] == pytest.approx(1 / 3, abs=0.005)
+    assert y["correlations"]["b"] < -0.9
+    assert result.analysis["runs"] == {"planned": 20000, "succeeded": 20000, "failed": 0, "reused": 0}
+    frame = result.runs
+    assert len(frame) == 20000 and {"a", "b", "y", "status"} <= set(frame.columns)
+    assert (study_dir / "out" / "report.md").read_text().count("figures/") >= 2
+
+
+def test_rerun_reuses_every_run_and_fresh_starts_over(study_dir):
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "500"))
+    first = studyrun.run(path, study_dir / "out")
+    again = studyrun.run(path, study_dir / "out")
+    assert again.analysis["runs"]["reused"] == 500
+    assert again.results == first.results
+    fresh = studyrun.run(path, study_dir / "out", fresh=True)
+    assert fresh.analysis["runs"]["reused"] == 0 and fresh.results == first.results
+
+
+def test_more_samples_reuse_the_runs_already_made(study_dir):
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "256").replace("sobol", "random"))
+    studyrun.run(path, study_dir / "out")
+    write_study(study_dir, LINEAR_MC.replace("20000", "512").replace("sobol", "random"))
+    bigger = studyrun.run(path, study_dir / "out")
+    assert bigger.analysis["runs"]["reused"] == 256
+
+
+SCALAR = """
+name: scalar
+seed: 3
+model: {type: python, function: "linear:scalar_linear"}
+parameters:
+  a: {bounds: [0, 1]}
+  b: {distribution: triangular, low: 0, mode: 0.2, high: 1}
+quantities: {y: y}
+analysis: {type: montecarlo, samples: 300, sampling: lhs}
+execution: {batch_size: BATCH, scheduler: SCHEDULER, workers: 2}
+"""
+
+
+def run_scalar(study_dir, scheduler, batch, out):
+    text = SCALAR.replace("BATCH", str(batch)).replace("SCHEDULER", scheduler)
+    return studyrun.run(write_study(study_dir, text, f"{out}.yaml"), study_dir / out)
+
+
+def test_results_do_not_depend_on_scheduler_or_batch_size(study_dir, dask_scheduler):
+    reference = run_scalar(study_dir, "sync", "auto", "sync")
+    for scheduler, batch in [("threads", 7), ("local", 50), (dask_scheduler, 13)]:
+        other = run_scalar(study_dir, scheduler, batch, f"out-{batch}")
+        assert other.results == reference.results, scheduler
+        assert other.analysis["execution"]["scheduler"] == scheduler
+        ids = other.runs.sort_values("run")["id"].tolist()
+        assert ids == reference.runs.sort_values("run")["id"].tolist()
+
+
+def test_vectorized_model_receives_whole_batches(study_dir):
+    text = LINEAR_MC.replace("20000", "1000") + "execution: {batch_size: 250, scheduler: sync}\n"
+    result = studyrun.run(write_study(study_dir, text), study_dir / "out")
+    assert result.runs["worker"].nunique() == 1
+    assert result.analysis["execution"]["batch_size"] == 250
+
+
+FLAKY = """
+name: flaky
+model: {type: python, function: "linear:flaky"}
+parameters:
+  a: {bounds: [0, 1]}
+  b: {bounds: [0, 1]}
+analysis: {type: sweep, levels: 11}
+execution: {on_failure: ON_FAILURE}
+"""
+
+
+def test_failed_runs_are_recorded_and_the_study_goes_on(study_dir):
+    result = studyrun.run(write_study(study_dir, FLAKY.replace("ON_FAILURE", "continue")), study_dir / "out")
+    frame = result.runs
+    a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
+    expected_failed = (a > 0.8) | (b > 0.9)
+    assert (frame["status"].eq("failed").to_numpy() == expected_failed).all()
+    errors = frame.loc[frame["status"] == "failed", "error"]
+    assert errors.str.contains("ValueError: a is too large").any()
+    assert errors.str.contains("is nan").any()
+    values = result.results["value"]["values"]
+    assert [v is None for v in values] == expected_failed.tolist()
+    assert result.analysis["runs"]["failed"] == int(expected_failed.sum())
+
+
+def test_abort_stops_cleanly_with_the_failed_run(study_dir):
+    path = write_study(study_dir, FLAKY.replace("ON_FAILURE", "abort"))
+    done = run_cli("run", path, "--out", study_dir / "out", "--quiet")
+    assert done.returncode == 1
+    assert "failed" in done.stderr and "on_failure: continue" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_second_process_on_the_same_folder_gets_a_clear_error(study_dir):
+    from studyrun.errors import StoreError
+    from studyrun.store import RunStore
+
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "10"))
+    with RunStore.open(study_dir / "out" / "runs.sqlite"):
+        with pytest.raises(StoreError, match="another studyrun"):
+            studyrun.run(path, study_dir / "out")
+
+
+def test_analysis_json_has_the_contracted_keys(study_dir):
+    result = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
+    data = json.loads((study_dir / "out" / "analysis.json").read_text())
+    assert data["study"] == "linear-mc" and data["analysis"] == "montecarlo"
+    assert set(data["results"]["y"]) >= {"mean", "std", "min", "max", "percentiles"}
+    assert set(data["results"]["y"]["percentiles"]) == {"5", "50", "95"}
+    provenance = data["provenance"]
+    assert set(provenance) >= {"studyrun", "python", "packages", "study_sha256", "git", "seed",
+                               "started", "finished"}
+    assert provenance["seed"] == 42 and len(provenance["study_sha256"]) == 64
+    assert result.analysis["results"] == data["results"]
+
+
+def test_report_rebuilds_from_the_results_folder(study_dir):
+    studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
+    report = study_dir / "out" / "report.md"
+    report.unlink()
+    done = run_cli("report", study_dir / "out")
+    assert done.returncode == 0, done.stderr
+    assert "Monte Carlo" in report.read_text()
+
+
+def test_plan_shows_runs_and_writes_a_csv(study_dir):
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "64"))
+    done = run_cli("plan", path, "--csv", study_dir / "design.csv")
+    assert done.returncode == 0, done.stderr
+    assert "runs: 64" in done.stdout
+    lines = (study_dir / "design.csv").read_text().splitlines()
+    assert lines[0] == "run,id,a,b" and len(lines) == 65
+    assert not (study_dir / "results").exists()
+
+
+def test_open_results_reads_a_folder_back(study_dir):
+    studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
+    results = studyrun.open_results(study_dir / "out")
+    assert results.analysis["runs"]["planned"] == 64 and len(results.runs) == 64
+    assert isinstance(studyrun.load(study_dir / "study.yaml").seed, int)
+
+
+def test_quantities_reduce_series(study_dir):
+    (study_dir / "decay.py").write_text(
+        "import numpy as np\nT = np.linspace(0, 10, 101)\n"
+        "def decay(k):\n    y = 100 * np.exp(-k * T)\n    return {'time': T, 'y': y}\n")
+    text = """
+    name: reductions
+    model: {type: python, function: "decay:decay"}
+    parameters: {k: {bounds: [0.5, 0.5]}}
+    quantities:
+      final: final(y)
+      first: initial(y)
+      peak: max(y)
+      low: min(y, 0, 5)
+      average: mean(y)
+      area: integral(y)
+      window: integral(y, 2, 4)
+      at3: at(y, 3.05)
+      ratio: max(y) / final(y)
+    analysis: {type: sweep, cases: [{k: 0.5}]}
+    """
+    result = studyrun.run(write_study(study_dir, text.replace("bounds: [0.5, 0.5]", "bounds: [0.4, 0.6]")),
+                          study_dir / "out")
+    r = {name: v["values"][0] for name, v in result.results.items()}
+    assert r["final"] == pytest.approx(100 * math.exp(-5))
+    assert r["first"] == pytest.approx(100) and r["peak"] == pytest.approx(100)
+    assert r["low"] == pytest.approx(100 * math.exp(-2.5))
+    assert r["area"] == pytest.approx(200 * (1 - math.exp(-5)), rel=1e-3)
+    assert r["window"] == pytest.approx(200 * (math.exp(-1) - math.exp(-2)), rel=1e-3)
+    assert r["at3"] == pytest.approx(100 * math.exp(-1.525), rel=1e-3)
+    assert r["ratio"] == pytest.approx(math.exp(5))
+    assert r["average"] == pytest.approx(np.mean(100 * np.exp(-0.5 * np.linspace(0, 10, 101))))

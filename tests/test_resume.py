@@ -1,0 +1,71 @@
+"""A study killed with SIGKILL and started again loses at most the batches in flight."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import studyrun
+from conftest import write_study
+
+SLOW = """
+name: slow
+seed: 11
+model: {type: python, function: "slow:model"}
+parameters:
+  a: {bounds: [0, 1]}
+  b: {distribution: normal, mean: 0, std: 1}
+quantities: {y: y}
+analysis: {type: montecarlo, samples: 300}
+execution: {batch_size: 10, scheduler: SCHEDULER, workers: 2}
+"""
+
+
+def count_runs(path) -> int:
+    try:
+        with sqlite3.connect(path, timeout=1) as db:
+            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def kill_midway(study, out, threshold: int) -> int:
+    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out", str(out),
+                                "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while count_runs(out / "runs.sqlite") < threshold:
+        assert process.poll() is None, process.stderr.read().decode()
+        assert time.time() < deadline
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    return count_runs(out / "runs.sqlite")
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(study_dir):
+    (study_dir / "slow.py").write_text(
+        "import time\ndef model(a, b):\n    time.sleep(0.01)\n    return {'y': a * a + b}\n")
+    study = write_study(study_dir, SLOW.replace("SCHEDULER", "sync"))
+    recorded = kill_midway(study, study_dir / "out", threshold=60)
+    assert 60 <= recorded < 300
+    resumed = studyrun.run(study, study_dir / "out")
+    assert resumed.analysis["runs"]["reused"] == recorded
+    assert resumed.analysis["runs"]["succeeded"] == 300
+    assert resumed.analysis["execution"]["executed"] == 300 - recorded
+    uninterrupted = studyrun.run(study, study_dir / "fresh")
+    assert resumed.results == uninterrupted.results
+
+
+def test_sigkill_of_a_driver_using_a_local_cluster(study_dir):
+    (study_dir / "slow.py").write_text(
+        "import time\ndef model(a, b):\n    time.sleep(0.02)\n    return {'y': a - b}\n")
+    study = write_study(study_dir, SLOW.replace("SCHEDULER", "local"))
+    recorded = kill_midway(study, study_dir / "out", threshold=40)
+    assert recorded < 300
+    resumed = studyrun.run(study, study_dir / "out", scheduler="sync")
+    assert resumed.analysis["runs"]["reused"] == recorded
+    assert resumed.results == studyrun.run(study, study_dir / "fresh", scheduler="sync").results

@@ -1,0 +1,48 @@
+"""Every study in studies/ loads and plans; the small ones run end to end from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import STUDIES, run_cli
+
+ALL = sorted(STUDIES.glob("*.yaml"))
+SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command"]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_study_validates_and_plans(path):
+    assert path.read_text().startswith("# yaml-language-server: $schema=../schemas/study.schema.json")
+    done = run_cli("plan", path)
+    assert done.returncode == 0, done.stderr
+    assert "runs:" in done.stdout
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_study_runs(tmp_path, name):
+    done = run_cli("run", STUDIES / f"{name}.yaml", "--out", tmp_path / name, "--quiet")
+    assert done.returncode == 0, done.stderr
+    analysis = json.loads((tmp_path / name / "analysis.json").read_text())
+    assert analysis["runs"]["failed"] == 0
+    assert (tmp_path / name / "report.md").exists() and (tmp_path / name / "runs.csv").exists()
+
+
+def test_command_study_gives_the_simulators_exact_answers(tmp_path):
+    import math
+
+    import pandas
+
+    done = run_cli("run", STUDIES / "decay-command.yaml", "--out", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stderr
+    runs = pandas.read_csv(tmp_path / "runs.csv")
+    assert (runs["half_life"] - math.log(2) / runs["k"]).abs().max() < 1e-9
+    assert (runs["final_y"] - runs["y0"] * (-runs["k"] * 10).map(math.exp)).abs().max() < 1e-6
+
+
+def test_schema_file_is_current():
+    from studyrun.schema import study_schema
+
+    committed = json.loads((STUDIES.parent / "schemas" / "study.schema.json").read_text())
+    assert committed == study_schema(), "regenerate: studyrun schema > schemas/study.schema.json"
