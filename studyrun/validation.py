@@ -30,6 +30,7 @@ class _Located:
     end_type: tuple  # (type, discriminator) the error is about
     union: tuple | None  # (where, branch) when the error came from a branch of a plain union
     data: Any  # the data at `path`
+    tagged: tuple | None = None  # the last discriminated union passed: (type, discriminator)
 
 
 _UNKNOWN = object()  # a type the walk could not follow
@@ -56,13 +57,14 @@ def problems_from(errors: list[dict], model_cls: type, source: Source) -> list[P
 
 def _locate(err: dict, model_cls: type, data: Any) -> _Located:
     path: list = []
-    tp, parent, union = (model_cls, None), (None, None), None
+    tp, parent, union, tagged = (model_cls, None), (None, None), None, None
     for index, item in enumerate(err["loc"]):
         tp = _unwrap(tp)
         member = _member_for(tp, item) if _is_union(tp[0]) else None
         if _is_union(tp[0]) and (member is not None or not _is_key(data, item)):
             if tp[1] is None and union is None:
                 union = (tuple(err["loc"][:index]), item)
+            tagged = tp if tp[1] is not None else tagged
             tp = (member, None) if member is not None else (_UNKNOWN, None)
             continue
         if _is_key(data, item):
@@ -70,7 +72,7 @@ def _locate(err: dict, model_cls: type, data: Any) -> _Located:
             parent, tp, data = tp, _step(tp[0], item), data[item]
         elif _is_model(tp[0]) and isinstance(item, str) and _field(tp[0], item) is not None:
             parent, tp, data = tp, _step(tp[0], item), ABSENT  # a missing field
-    return _Located(err, tuple(path), _unwrap(parent)[0], _unwrap(tp), union, data)
+    return _Located(err, tuple(path), _unwrap(parent)[0], _unwrap(tp), union, data, tagged)
 
 
 def _is_key(data: Any, item: Any) -> bool:
@@ -193,6 +195,18 @@ def _member_for(tp: tuple, item: Any) -> Any:
     return None
 
 
+def _other_members_with(key: Any, loc: _Located) -> str:
+    """' (it is a key of sobol)' when another member of the union just passed has `key`."""
+    if loc.tagged is None or not isinstance(key, str):
+        return ""
+    owners = []
+    for member in typing.get_args(loc.tagged[0]):
+        model, tags = _unwrap((member, None))[0], _member_tags(member, loc.tagged[1])
+        if tags and model is not loc.parent_type and key in _allowed_keys(model):
+            owners.append(tags[0])
+    return f" (it is a key of {' and '.join(owners)})" if owners else ""
+
+
 def _allowed_keys(model: Any) -> list[str]:
     if not _is_model(model):
         return []
@@ -270,7 +284,7 @@ def _to_problem(loc: _Located, source: Source) -> Problem:
         if hint:
             return source.problem(path, f"unknown key '{key}'; did you mean '{hint}'?")
         listed = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        return source.problem(path, f"unknown key '{key}'{listed}")
+        return source.problem(path, f"unknown key '{key}'{listed}{_other_members_with(key, loc)}")
     return source.problem(path, _value_message(loc))
 
 

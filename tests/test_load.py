@@ -624,3 +624,10 @@ class Either(Strict):
 def test_a_union_of_models_reports_the_branch_the_data_fits(tmp_path, text, path, message):
     problem = only(problems_of(tmp_path, text, Either))
     assert (problem.path, problem.message) == (path, message)
+
+
+def test_a_key_of_another_union_member_says_whose_it_is(tmp_path):
+    text = GOOD.replace("type: sobol\n  samples: 1024", "type: morris\n  samples: 1024")
+    problem = only(problems_of(tmp_path, text))
+    assert problem.path == "analysis.samples"
+    assert problem.message == "unknown key 'samples'; allowed: type, trajectories, levels (it is a key of sobol)"
