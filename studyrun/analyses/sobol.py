@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..report.figures import Figures
 
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
+SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 
 
 class Sobol(AnalysisSpec):
@@ -184,9 +185,13 @@ def analyse_series(series: np.ndarray, time: np.ndarray | None, bad: np.ndarray,
     if kept < MIN_BLOCKS:
         return error_entry(f"only {kept} base samples have every run of their block succeeded; "
                            f"at least {MIN_BLOCKS} are needed", **facts)
+    blocks = series[keep].reshape(kept, block, -1)
+    width = max(1, SERIES_CHUNK // blocks[:, :, 0].size)  # output times per pass, to bound memory
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        s1, st = estimate_indices(series[keep].reshape(kept, block, -1), len(factors))
+        parts = [estimate_indices(blocks[:, :, t:t + width], len(factors))
+                 for t in range(0, blocks.shape[2], width)]
+    s1, st = (np.concatenate([part[i] for part in parts], axis=-1) for i in (0, 1))
     return {"time": [float(t) for t in steps],
             "S1": {f: [to_float(v) for v in s1[j]] for j, f in enumerate(factors)},
             "ST": {f: [to_float(v) for v in st[j]] for j, f in enumerate(factors)},
