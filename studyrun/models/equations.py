@@ -41,6 +41,7 @@ Method = Literal["euler", "rk4", "RK45", "RK23", "DOP853", "LSODA", "Radau", "BD
 Expression = float | str  # a number or the text of an expression
 RESERVED = frozenset({"time"})
 MAX_STEPS = 200_000  # accepted + rejected attempts per member for RK45
+MAX_EVALUATIONS = 100_000  # rate evaluations per member for solve_ivp methods
 
 
 def normalize_method(value: Any) -> Any:
@@ -641,13 +642,15 @@ def integrate_each(compiled: CompiledSystem, base: Mapping[str, Any], y0: np.nda
     span = (float(times[0]), float(times[-1]))
     for m in range(n):
         member = {k: (float(v[m]) if isinstance(v, np.ndarray) else v) for k, v in base.items()}
-
-        def fun(t: float, y: np.ndarray, member: dict[str, Any] = member) -> np.ndarray:
-            return _rhs(compiled, member, t, y)
-
+        fun = _BudgetedRates(compiled, member)
         try:
             sol = solve_ivp(fun, span, y0[:, m], method=method, t_eval=times, rtol=rtol,
                             atol=atol, vectorized=True)
+        except _OverBudget:
+            errors[m] = (f"{method}: more than {MAX_EVALUATIONS} evaluations of the rates before "
+                         f"time {fun.last_time:g} (the solution may blow up, or the problem be "
+                         f"too stiff for this method)")
+            continue
         except ExprError:
             raise
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -659,6 +662,25 @@ def integrate_each(compiled: CompiledSystem, base: Mapping[str, Any], y0: np.nda
         elif not np.isfinite(sol.y).all():
             errors[m] = f"{method}: the solution is not finite"
     return out, errors
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class _BudgetedRates:
+    """The rates of one member for solve_ivp, giving up after MAX_EVALUATIONS calls (LSODA can
+    creep towards a singularity for ever)."""
+
+    def __init__(self, compiled: CompiledSystem, member: dict[str, Any]):
+        self.compiled, self.member, self.calls, self.last_time = compiled, member, 0, 0.0
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        self.last_time = t
+        if self.calls > MAX_EVALUATIONS:
+            raise _OverBudget
+        return _rhs(self.compiled, self.member, t, y)
 
 
 # ---------------------------------------------------------------- the spec base
