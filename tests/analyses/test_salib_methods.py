@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from studyrun.analyses.base import Outcome
 from studyrun.analyses.delta import Delta
+from studyrun.analyses.dgsm import Dgsm
 from studyrun.analyses.fast import Fast
 from studyrun.analyses.pawn import Pawn
 from studyrun.analyses.rbd_fast import RbdFast
@@ -110,7 +111,8 @@ def test_unbounded_parameters_give_finite_designs():
 def test_designs_are_deterministic():
     parameters = ishigami_parameters()
     for spec in (Fast(type="fast", samples=128), RbdFast(type="rbd_fast", samples=128),
-                 Delta(type="delta", samples=128, sampling="sobol"), Pawn(type="pawn")):
+                 Delta(type="delta", samples=128, sampling="sobol"), Pawn(type="pawn"),
+                 Dgsm(type="dgsm", samples=64)):
         first = spec.design(parameters, np.random.SeedSequence(9))
         second = spec.design(parameters, np.random.SeedSequence(9))
         np.testing.assert_array_equal(first.matrix, second.matrix)
@@ -132,9 +134,29 @@ def test_every_method_needs_a_varied_parameter():
     from studyrun.analyses.morris import Morris
 
     for spec in (Sobol(type="sobol"), Morris(type="morris"), Fast(type="fast"),
-                 RbdFast(type="rbd_fast"), Delta(type="delta"), Pawn(type="pawn")):
+                 RbdFast(type="rbd_fast"), Delta(type="delta"), Pawn(type="pawn"),
+                 Dgsm(type="dgsm")):
         problems = spec.check({})
         assert problems and "at least one varied parameter" in problems[0].message
         assert spec.check(ishigami_parameters()) == []
     with pytest.raises(ValidationError, match="strictly between 0 and 1"):
         RbdFast(type="rbd_fast", confidence=1.5)
+
+
+def test_dgsm_linear_model_and_bound_on_total_indices():
+    c = np.array([1.0, 2.0, 3.0])
+    parameters = {name: Uniform(low=0.0, high=2.0) for name in ("a", "b", "c")}
+    spec = Dgsm(type="dgsm", samples=1024)
+    outcome = run(spec, parameters, lambda x: x @ c)
+    assert outcome.design.matrix.shape == (1024 * 4, 3)
+    outcome.values["y"][[1, 2, 10]] = np.nan  # base points 0 and 2
+    result = spec.analyse(outcome, parameters)["y"]
+    json.dumps(result, allow_nan=False)
+    assert result["dropped_blocks"] == 2 and result["effective_N"] == 1022
+    for name, ci in zip(parameters, c):
+        assert result["vi"][name] == pytest.approx((2 * ci) ** 2, rel=1e-6)  # (dy/du)^2
+        assert result["dgsm"][name] == pytest.approx(12 / np.pi**2 * ci**2 / np.sum(c**2),
+                                                     rel=0.05)
+    ishigami_result = analyse(Dgsm(type="dgsm", samples=512), ishigami_parameters(), ishigami)
+    for name, st in zip(ishigami_parameters(), ISHIGAMI_ST):
+        assert ishigami_result["dgsm"][name] >= st - 0.02
