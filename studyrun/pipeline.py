@@ -19,7 +19,7 @@ import yaml
 from .analyses.base import Outcome
 from .errors import StudyError
 from .execute import Counts, Job, Settings, execute
-from .load import Source, include_files, read_yaml, validate
+from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
 from .provenance import collect, now
@@ -47,12 +47,21 @@ def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None =
     source = include_files(read_yaml(path))
     study = validate(Study, source)
     loaded = Loaded(study, path, source)
+    resolve_files(loaded)
     if check:
         problems = [source.problem(where, message)
                     for where, message in check_study(study, study_dir or loaded.folder)]
         if problems:
             raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
     return loaded
+
+
+def resolve_files(loaded: Loaded) -> None:
+    """Make an analysis's `file` (a design or data file) relative to the study's folder."""
+    analysis = loaded.study.analysis
+    name = getattr(analysis, "file", None)
+    if isinstance(name, str) and not Path(name).is_absolute():
+        analysis.file = str(loaded.folder / name)
 
 
 def plan_study(loaded: Loaded) -> Plan:
@@ -110,7 +119,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
         if loaded.study.quantities is not None:
             store.prepare(list(plan.design.names), job.quantities.names())
         counts = execute(plan, store, job, settings_for(loaded.study, scheduler, workers, quiet))
-        outcome = read_outcome(plan, store, job.quantities)
+        outcome = read_outcome(plan, store, job.quantities, loaded.study.analysis.needs_series())
         store.export_csv(folder / "runs.csv", plan.run_ids)
     analysis = analyse(loaded, plan, outcome, counts)
     analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
@@ -125,21 +134,30 @@ def write_study_copy(loaded: Loaded, folder: Path) -> None:
     (folder / "study.yaml").write_text(f"# run from {loaded.path.resolve()}\n{text}")
 
 
-def read_outcome(plan: Plan, store: RunStore, quantities: Quantities) -> Outcome:
-    """The planned runs' quantities from the store, in plan order."""
+def read_outcome(plan: Plan, store: RunStore, quantities: Quantities,
+                 outputs: list[str] | None = None) -> Outcome:
+    """The planned runs' quantities from the store, in plan order, with the series asked for."""
     found, ok, values = store.read(plan.run_ids)
     outcome = Outcome(design=plan.design, ok=ok,
                       values={name: values[:, j] for j, name in enumerate(store.quantities)})
-    for name in quantities.series_names:
-        output = next(iter(quantities.compiled[name].names))
-        rows = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
-        first = next((r for r in rows if r is not None), None)
-        if first is None:
-            continue
-        outcome.time = first["time"]
-        outcome.series[name] = np.array([r[output] if r is not None else
-                                         np.full(len(outcome.time), np.nan) for r in rows])
+    wanted = {name: next(iter(quantities.compiled[name].names)) for name in quantities.series_names}
+    wanted.update({name: name for name in outputs or []})
+    if wanted:
+        read_series(plan, store, outcome, wanted)
     return outcome
+
+
+def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str, str]) -> None:
+    """Fill outcome.series[name] (runs, T) from the stored series of each run; NaN where absent."""
+    rows = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
+    first = next((r for r in rows if r is not None and "time" in r), None)
+    if first is None:
+        return
+    outcome.time = first["time"]
+    blank = np.full(len(outcome.time), np.nan)
+    for name, output in wanted.items():
+        outcome.series[name] = np.array([r[output] if r is not None and output in r else blank
+                                         for r in rows])
 
 
 def analyse(loaded: Loaded, plan: Plan, outcome: Outcome, counts: Counts) -> dict[str, Any]:

@@ -13,19 +13,28 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
+from .analyses.delta import Delta
+from .analyses.doe import Doe
+from .analyses.fast import Fast
 from .analyses.montecarlo import Montecarlo
+from .analyses.morris import Morris
+from .analyses.pawn import Pawn
+from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .errors import Problem
 from .expr import ExprError
 from .models.command import Command
+from .models.ode import Ode
 from .models.python import Python
+from .models.stockflow import Stockflow
 from .params import ParameterSpec, varied
 from .quantities import parse_quantity
 from .store import FIXED_COLUMNS
 
-ModelUnion = Annotated[Union[Python, Command], Field(discriminator="type")]
-AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol], Field(discriminator="type")]
+ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow], Field(discriminator="type")]
+AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Doe],
+                          Field(discriminator="type")]
 
 RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
