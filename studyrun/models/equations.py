@@ -501,7 +501,12 @@ def _combine(weights: list[float], stages: list[np.ndarray]) -> np.ndarray:
 
 
 def _rms(x: np.ndarray) -> np.ndarray:
-    return np.sqrt(np.mean(x * x, axis=0))
+    """Root mean square over states, per member; summed row by row so that a member's value
+    does not depend on how many members share the array (numpy sums a single column pairwise)."""
+    total = x[0] * x[0]
+    for row in x[1:]:
+        total += row * row
+    return np.sqrt(total / len(x))
 
 
 @dataclass

@@ -56,7 +56,7 @@ class Stockflow(EquationModel):
                     if flow not in self.flows:
                         hint = check_names_hint(flow, list(self.flows))
                         problems.append(Problem(f"{flow!r} is not a flow{hint}",
-                                                f"stocks.{stock_name}.{key}.{i}"))
+                                                f"stocks.{stock_name}.{key}[{i}]"))
         return problems
 
     def to_system(self) -> EquationSystem:

@@ -133,6 +133,22 @@ def test_ensemble_results_equal_one_at_a_time(method):
                                   half.series["population"])
 
 
+def test_ensemble_of_a_large_system_equals_one_at_a_time():
+    # nine states: error norms over states must not depend on the number of members
+    names = [f"x{i}" for i in range(9)]
+    rates = {n: f"-k * {n} + {i} * sin(time) + 0.01 * {names[i - 1]} ** 2"
+             for i, n in enumerate(names)}
+    model = spec(states={n: 1 for n in names}, rates=rates, constants={"k": 1.0},
+                 time={"start": 0, "stop": 5, "step": 0.5})
+    evaluator = model.build(Path("."))
+    k = np.linspace(0.5, 2.0, 7)
+    whole = evaluator.integrate({"k": k})
+    for m in range(len(k)):
+        alone = evaluator.integrate({"k": k[m:m + 1]})
+        for name in names:
+            np.testing.assert_array_equal(whole.series[name][m], alone.series[name][0])
+
+
 def test_a_failing_member_does_not_fail_the_batch():
     model = spec(states={"x": "x0"}, rates={"x": "x ** 2"}, constants={"x0": 1.0},
                  time={"start": 0, "stop": 2, "step": 0.5})

@@ -130,7 +130,7 @@ def test_unknown_flow_names_and_expression_problems_have_paths():
                  auxiliaries={"a": "b", "b": "a"},
                  constants={"initial_area": 1, "rate": 0.1})
     found = messages(model)
-    assert "did you mean 'growth'?" in found["stocks.area.inflows.0"]
+    assert "did you mean 'growth'?" in found["stocks.area.inflows[0]"]
     assert "did you mean 'initial_area'?" in found["stocks.area.initial"]
     assert "did you mean 'rate'?" in found["flows.decay"]
     assert found["auxiliaries.a"] == "circular definition: a -> b -> a"
