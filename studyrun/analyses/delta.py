@@ -13,7 +13,8 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field
 
-from .salib import GivenDataAnalysis, Confidence, Resamples, salib_side_effects_contained
+from .salib import (Confidence, GivenDataAnalysis, Resamples, salib_side_effects_contained,
+                    with_notes)
 
 
 class Delta(GivenDataAnalysis):
@@ -34,6 +35,7 @@ class Delta(GivenDataAnalysis):
                    seed: int) -> Mapping[str, Any]:
         from SALib.analyze import delta
 
-        with salib_side_effects_contained():
-            return delta.analyze(problem, x, y, num_resamples=self.resamples,
-                                 conf_level=self.confidence, method=self.method, seed=seed)
+        with salib_side_effects_contained() as messages:
+            result = delta.analyze(problem, x, y, num_resamples=self.resamples,
+                                   conf_level=self.confidence, method=self.method, seed=seed)
+        return with_notes(result, messages)

@@ -22,7 +22,8 @@ from pydantic import Field
 from .base import Design
 from .salib import (MIN_BLOCKS, Confidence, Resamples, SalibAnalysis, by_factor,
                     constant_output, dropped_warning, error_entry, keep_whole_blocks,
-                    map_to_natural, salib_side_effects_contained, unit_problem)
+                    map_to_natural, salib_side_effects_contained, unit_problem,
+                    with_notes)
 
 
 class Dgsm(SalibAnalysis):
@@ -74,13 +75,15 @@ class Dgsm(SalibAnalysis):
         entry["vi_conf"] = by_factor(design.names, vi_conf)
         entry["dgsm_conf"] = by_factor(design.names, dgsm_conf)
         notes = [dropped_warning(dropped, "base points", kept)] if dropped else []
+        notes += [f"SALib: {n}" for n in dict.fromkeys(result.get("notes", []))]
         return entry | facts | {"warnings": notes}
 
     def call_salib(self, problem: dict[str, Any], x: np.ndarray, y: np.ndarray,
                    seed: int) -> Mapping[str, Any]:
         from SALib.analyze import dgsm
 
-        with salib_side_effects_contained():  # SALib's bootstrap draws from np.random
+        with salib_side_effects_contained() as messages:  # its bootstrap draws from np.random
             np.random.seed(seed)
-            return dgsm.analyze(problem, x, y, num_resamples=self.resamples,
-                                conf_level=self.confidence)
+            result = dgsm.analyze(problem, x, y, num_resamples=self.resamples,
+                                  conf_level=self.confidence)
+        return with_notes(result, messages)

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from .base import Design
 from .salib import (Confidence, Resamples, SalibAnalysis, error_entry, map_to_natural,
-                    unit_problem)
+                    salib_side_effects_contained, unit_problem, with_notes)
 
 
 class Fast(SalibAnalysis):
@@ -58,11 +58,10 @@ class Fast(SalibAnalysis):
 
     def call_salib(self, problem: dict[str, Any], x: np.ndarray, y: np.ndarray,
                    seed: int) -> Mapping[str, Any]:
-        import warnings
-
         from SALib.analyze import fast
 
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="FAST confidence intervals")
-            return fast.analyze(problem, y, M=self.M, num_resamples=self.resamples,
-                                conf_level=self.confidence, seed=seed)
+        with salib_side_effects_contained() as messages:
+            result = fast.analyze(problem, y, M=self.M, num_resamples=self.resamples,
+                                  conf_level=self.confidence, seed=seed)
+        # SALib's notice that FAST bootstrap intervals are indicative only is in the docstring
+        return with_notes(result, [m for m in messages if "FAST confidence" not in m])

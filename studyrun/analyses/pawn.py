@@ -13,7 +13,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from .salib import GivenDataAnalysis, salib_side_effects_contained
+from .salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
 
 
 class Pawn(GivenDataAnalysis):
@@ -37,5 +37,6 @@ class Pawn(GivenDataAnalysis):
                    seed: int) -> Mapping[str, Any]:
         from SALib.analyze import pawn
 
-        with salib_side_effects_contained():  # PAWN draws nothing at random: no seed given
-            return pawn.analyze(problem, x, y, S=self.S)
+        with salib_side_effects_contained() as messages:  # PAWN draws nothing at random
+            result = pawn.analyze(problem, x, y, S=self.S)
+        return with_notes(result, messages)

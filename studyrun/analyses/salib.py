@@ -241,14 +241,23 @@ class GivenDataAnalysis(SalibAnalysis):
 
 
 @contextmanager
-def salib_side_effects_contained() -> Iterator[None]:
-    """Undo what some SALib analyses do to global state: `np.random.seed()` (delta, pawn) and
-    `warnings.formatwarning` / `simplefilter("once")` (delta)."""
+def salib_side_effects_contained() -> Iterator[list[str]]:
+    """Undo what some SALib analyses do to global state (`np.random.seed()` in delta, pawn,
+    dgsm; `warnings.formatwarning` and `simplefilter("once")` in delta) and collect the warnings
+    they raise, so they reach analysis.json rather than the terminal."""
     state = np.random.get_state()
     formatwarning = warnings.formatwarning
+    messages: list[str] = []
     try:
-        with warnings.catch_warnings():
-            yield
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+        messages += [str(w.message).strip() for w in caught]
     finally:
         warnings.formatwarning = formatwarning
         np.random.set_state(state)
+
+
+def with_notes(result: Mapping[str, Any], messages: list[str]) -> dict[str, Any]:
+    """SALib's result with caught warnings added to its `notes` (reported as warnings)."""
+    return {**result, "notes": [*result.get("notes", []), *messages]}

@@ -82,11 +82,10 @@ def time_resolved_section(name: str, entry: dict[str, Any], figures: "Figures") 
     left.set_ylim(0.0, 1.0)
     left.set_title(f"S1 over time: {name}")
     left.set_xlabel("time")
-    left.legend(fontsize="small", loc="upper right")
     for f in factors:
         right.plot(time, np.asarray([nan(v) for v in entry["ST"][f]])[defined], label=f)
     right.set_title(f"ST over time: {name}")
     right.set_xlabel("time")
-    right.legend(fontsize="small")
+    right.legend(fontsize="small")  # the stacked areas use the same colours
     link = figures.save(fig, figure_name("sobol", name, "time"), f"Indices over time: {name}")
     return "\n\n".join(p for p in (facts_line(entry), link, warnings_block(entry)) if p)
