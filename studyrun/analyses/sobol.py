@@ -3,7 +3,15 @@
 Design: Saltelli's scheme on a scrambled Sobol' sequence (`SALib.sample.sobol`; Saltelli 2002,
 Campolongo et al. 2011), run in blocks of D + 2 runs per base sample (2D + 2 with second-order
 indices): A, the D cross-samples AB_j (BA_j too for second order), and B. Estimators:
-`SALib.analyze.sobol` (Saltelli et al. 2010 for S1, Jansen 1999 for ST, bootstrap intervals).
+`SALib.analyze.sobol` (Saltelli et al. 2010 for S1, Jansen 1999 for ST, bootstrap intervals),
+called once per quantity.
+
+Results per quantity: S1, S1_conf, ST, ST_conf (parameter -> value; group -> value with
+`groups`), S2 and S2_conf when `second_order` (nested maps a -> b -> value for each pair with b
+after a in study order, as SALib's upper triangle), effective_N and dropped_blocks (a block
+with a failed run is dropped whole), `convergence` (point estimates from the first N/4, N/2 and
+N surviving base samples), and `warnings`. Series named in `outputs` get S1 and ST at every
+output time (`analyse_series`).
 """
 
 from __future__ import annotations
