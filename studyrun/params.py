@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -28,6 +29,7 @@ TAIL = 0.001  # bounds() of an unbounded kind: the TAIL and 1 - TAIL quantiles
 DISTRIBUTIONS = ("uniform", "normal", "lognormal", "truncnormal", "triangular", "loguniform",
                  "beta", "gamma", "discrete")
 TAGS = DISTRIBUTIONS + ("bounds", "fixed")  # union tags; they appear in pydantic error locations
+_TINY = float(np.finfo(float).tiny)
 
 
 def _num(x: float) -> str:
@@ -46,15 +48,16 @@ def _check_positive(value: float, info: ValidationInfo) -> float:
 
 
 Real = Annotated[float, Field(allow_inf_nan=False)]
-Positive = Annotated[float, Field(allow_inf_nan=False), AfterValidator(_check_positive)]
+Positive = Annotated[float, Field(allow_inf_nan=False, json_schema_extra={"exclusiveMinimum": 0}),
+                     AfterValidator(_check_positive)]
 
 
 def _check_above_low(cls: type, high: float | None, info: ValidationInfo) -> float | None:
     """Field validator for `high`: it must lie above an already validated `low`."""
     low = info.data.get("low")
     if low is not None and high is not None and not low < high:
-        raise ValueError(f"low must be below high; got low={_num(low)}, high={_num(high)}"
-                         + (" (swap them?)" if low > high else " (for one value write the bare number)"))
+        hint = "swap them?" if low > high else "for one value write the bare number"
+        raise ValueError(f"low must be below high; got low={_num(low)}, high={_num(high)} ({hint})")
     return high
 
 
@@ -64,7 +67,8 @@ class ParameterBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: ClassVar[str]
 
-    nominal: Real | None = None  # local sensitivity point and start of a fit
+    nominal: Real | None = Field(None, description="value for local sensitivity and the start of a "
+                                 "fit (default: the model's own value, else the median)")
     description: str | None = None
 
     def _dist(self) -> Any:
@@ -95,7 +99,13 @@ class ParameterBase(BaseModel):
 
     def ppf(self, u: np.ndarray) -> np.ndarray:
         """Unit-cube values to natural values (vectorized; NaN outside [0, 1])."""
-        out = np.asarray(self._dist().ppf(np.asarray(u, dtype=float)), dtype=float)
+        u = np.asarray(u, dtype=float)
+        u = np.where((u > 0) & (u < _TINY), _TINY, u)  # scipy's root finders fail on subnormals
+        dist = self._dist()
+        out = np.asarray(dist.ppf(u), dtype=float)
+        failed = np.isnan(out) & (u >= 0) & (u <= 1)
+        if failed.any():  # the solver gave up far in a tail: the support's nearer end
+            out = np.where(failed, np.where(u < 0.5, *dist.support()), out)
         lo, hi = self._limits()  # guard the declared limits against rounding in loc + scale * x
         return np.clip(out, -np.inf if lo is None else lo, np.inf if hi is None else hi)
 
@@ -135,8 +145,8 @@ class Uniform(ParameterBase):
 
     kind: ClassVar[str] = "uniform"
     distribution: Literal["uniform"] = "uniform"
-    low: Real
-    high: Real
+    low: Real = Field(description="lower end")
+    high: Real = Field(description="upper end, above low")
     _check_high = field_validator("high")(_check_above_low)
 
     def _dist(self) -> Any:
@@ -155,7 +165,7 @@ class Normal(ParameterBase):
     kind: ClassVar[str] = "normal"
     distribution: Literal["normal"] = "normal"
     mean: Real
-    std: Positive
+    std: Positive = Field(description="standard deviation (not variance), above 0")
 
     def _dist(self) -> Any:
         return stats.norm(loc=self.mean, scale=self.std)
@@ -172,10 +182,10 @@ class LogNormal(ParameterBase):
 
     kind: ClassVar[str] = "lognormal"
     distribution: Literal["lognormal"] = "lognormal"
-    mean: Positive | None = None
-    std: Positive | None = None
-    mu: Real | None = None
-    sigma: Positive | None = None
+    mean: Positive | None = Field(None, description="mean of the variable (with std)")
+    std: Positive | None = Field(None, description="standard deviation of the variable (with mean)")
+    mu: Real | None = Field(None, description="mean of ln(x) (with sigma); the median is exp(mu)")
+    sigma: Positive | None = Field(None, description="standard deviation of ln(x) (with mu)")
 
     def _check_together(self) -> None:
         pairs = {"mean and std (of the variable)": ("mean", "std"),
@@ -211,10 +221,10 @@ class TruncNormal(ParameterBase):
 
     kind: ClassVar[str] = "truncnormal"
     distribution: Literal["truncnormal"] = "truncnormal"
-    mean: Real
-    std: Positive
-    low: Real | None = None
-    high: Real | None = None
+    mean: Real = Field(description="mean of the normal before truncation")
+    std: Positive = Field(description="standard deviation of the normal before truncation")
+    low: Real | None = Field(None, description="lower cut (leave out for none)")
+    high: Real | None = Field(None, description="upper cut (leave out for none)")
     _check_high = field_validator("high")(_check_above_low)
 
     def _check_together(self) -> None:
@@ -243,7 +253,7 @@ class Triangular(ParameterBase):
     distribution: Literal["triangular"] = "triangular"
     low: Real
     high: Real
-    mode: Real  # declared after low and high so its check can see both
+    mode: Real = Field(description="the peak, within [low, high]")  # last: its check sees both
     _check_high = field_validator("high")(_check_above_low)
 
     @field_validator("mode")
@@ -274,8 +284,8 @@ class LogUniform(ParameterBase):
 
     kind: ClassVar[str] = "loguniform"
     distribution: Literal["loguniform"] = "loguniform"
-    low: Real
-    high: Real
+    low: Real = Field(description="lower end, above 0")
+    high: Real = Field(description="upper end, above low")
     _check_high = field_validator("high")(_check_above_low)
 
     @field_validator("low")
@@ -301,10 +311,10 @@ class Beta(ParameterBase):
 
     kind: ClassVar[str] = "beta"
     distribution: Literal["beta"] = "beta"
-    alpha: Positive
-    beta: Positive
-    low: Real = 0.0
-    high: Real = 1.0
+    alpha: Positive = Field(description="first shape parameter (a)")
+    beta: Positive = Field(description="second shape parameter (b)")
+    low: Real = Field(0.0, description="where 0 of the standard beta lands")
+    high: Real = Field(1.0, description="where 1 of the standard beta lands")
     _check_high = field_validator("high")(_check_above_low)
 
     def _dist(self) -> Any:
@@ -319,9 +329,9 @@ class Gamma(ParameterBase):
 
     kind: ClassVar[str] = "gamma"
     distribution: Literal["gamma"] = "gamma"
-    shape: Positive
-    scale: Positive
-    loc: Real = 0.0
+    shape: Positive = Field(description="shape k")
+    scale: Positive = Field(description="scale theta (not the rate)")
+    loc: Real = Field(0.0, description="shift: the lower end of the support")
 
     def _dist(self) -> Any:
         return stats.gamma(self.shape, loc=self.loc, scale=self.scale)
@@ -333,8 +343,9 @@ class Discrete(ParameterBase):
 
     kind: ClassVar[str] = "discrete"
     distribution: Literal["discrete"] = "discrete"
-    values: list[Real]
-    weights: list[Real] | None = None
+    values: list[Real] = Field(description="the possible values, at least two different")
+    weights: list[Real] | None = Field(None, description="relative weights, one per value "
+                                                           "(default: equal)")
 
     @field_validator("values")
     @classmethod
@@ -347,7 +358,7 @@ class Discrete(ParameterBase):
 
     @field_validator("weights")
     @classmethod
-    def _check_weights(cls, weights: list[float] | None, info: ValidationInfo) -> list[float] | None:
+    def _check_weights(cls, weights: list[float] | None, info: ValidationInfo) -> Any:
         values = info.data.get("values")
         if weights is None or values is None:
             return weights
@@ -388,14 +399,15 @@ class Bounds(ParameterBase):
 
     model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
     kind: ClassVar[str] = "bounds"
-    limits: tuple[Real, Real] = Field(alias="bounds")  # `bounds` itself is the method
+    limits: tuple[Real, Real] = Field(alias="bounds", description="[low, high]")  # bounds(): method
 
     @field_validator("limits")
     @classmethod
     def _check_limits(cls, limits: tuple[float, float]) -> tuple[float, float]:
         lo, hi = limits
         if not lo < hi:
-            hint = f"write [{_num(hi)}, {_num(lo)}]" if lo > hi else "for one value write the bare number"
+            hint = f"write [{_num(hi)}, {_num(lo)}]" if lo > hi else \
+                "for one value write the bare number"
             raise ValueError(f"bounds must be [low, high] with low below high; got "
                              f"[{_num(lo)}, {_num(hi)}] ({hint})")
         return limits
@@ -414,7 +426,7 @@ class Fixed(ParameterBase):
     """A bare number (or `{value: x}`): the parameter keeps this value for the whole study."""
 
     kind: ClassVar[str] = "fixed"
-    value: Real
+    value: Real = Field(description="the value for the whole study")
 
     @model_validator(mode="before")
     @classmethod
@@ -458,8 +470,9 @@ _SPECIAL = {"fixed": "write the bare number to fix a parameter",
             "constant": "write the bare number to fix a parameter",
             "bounds": "write `bounds: [lo, hi]` without `distribution:`"}
 _GUESSES = [({"mean", "std", "low", "high"}, "truncnormal"), ({"low", "mode", "high"}, "triangular"),
-            ({"alpha", "beta"}, "beta"), ({"shape", "scale"}, "gamma"), ({"mu", "sigma"}, "lognormal"),
-            ({"values"}, "discrete"), ({"mean", "std"}, "normal"), ({"low", "high"}, "uniform")]
+            ({"alpha", "beta"}, "beta"), ({"shape", "scale"}, "gamma"),
+            ({"mu", "sigma"}, "lognormal"), ({"values"}, "discrete"), ({"mean", "std"}, "normal"),
+            ({"low", "high"}, "uniform")]  # key sets that betray a missing `distribution:`
 _SHAPES = ("a parameter is a number, a mapping with `distribution:` or a mapping with "
            "`bounds: [lo, hi]`")
 
@@ -469,7 +482,8 @@ def _suggest(name: Any) -> str:
     key = str(name).strip().lower().replace("-", "_").replace(" ", "_")
     if key in _SPECIAL:
         return f" ({_SPECIAL[key]})"
-    match = _ALIASES.get(key) or next(iter(difflib.get_close_matches(key, DISTRIBUTIONS, 1, 0.6)), None)
+    close = difflib.get_close_matches(key, DISTRIBUTIONS, n=1, cutoff=0.6)
+    match = _ALIASES.get(key) or (close[0] if close else None)
     return f" (did you mean {match!r}?)" if match else ""
 
 
@@ -486,13 +500,16 @@ def _check_mapping(data: Mapping) -> None:
     if "bounds" in data or "value" in data:
         return
     keys = {str(k) for k in data}
-    alias = next((k for k in ("dist", "type", "kind", "distr", "distribution_type") if k in keys), None)
+    alias = next((k for k in ("dist", "type", "kind", "distr", "distribution_type") if k in keys),
+                 None)
     if alias:
         hint = f"write `distribution:` instead of `{alias}:`"
     else:
         guess = next((name for need, name in _GUESSES if need <= keys), None)
-        hint = f"add `distribution: {guess}`?" if guess else f"allowed distributions: {', '.join(DISTRIBUTIONS)}"
-    raise ValueError(f"{_SHAPES}; got a mapping with {', '.join(sorted(keys)) or 'no keys'} ({hint})")
+        hint = f"add `distribution: {guess}`?" if guess else \
+            f"allowed distributions: {', '.join(DISTRIBUTIONS)}"
+    found = ", ".join(sorted(keys)) or "no keys"
+    raise ValueError(f"{_SHAPES}; got a mapping with {found} ({hint})")
 
 
 def _check_shape(data: Any) -> Any:
@@ -501,13 +518,14 @@ def _check_shape(data: Any) -> Any:
         return data
     if isinstance(data, bool):
         raise ValueError(f"{_SHAPES}; got {str(data).lower()} (a boolean)")
-    if isinstance(data, (int, float)):
-        return data
+    if isinstance(data, numbers.Real):  # numpy scalars too
+        return float(data)
     if isinstance(data, str):
         try:
             return float(data)  # YAML reads 1e-3 (no dot) as text
         except ValueError:
-            hint = f" (write distribution: {data} with its parameters)" if data in DISTRIBUTIONS else ""
+            hint = f" (write distribution: {data} with its parameters)" \
+                if data in DISTRIBUTIONS else ""
             raise ValueError(f"{_SHAPES}; got the text {data!r}{hint}") from None
     if isinstance(data, Mapping):
         _check_mapping(data)
@@ -525,7 +543,7 @@ def _tag_of(data: Any) -> str | None:
         if "distribution" in data:
             return data["distribution"] if data["distribution"] in DISTRIBUTIONS else None
         return "bounds" if "bounds" in data else "fixed" if "value" in data else None
-    return "fixed" if isinstance(data, (int, float)) and not isinstance(data, bool) else None
+    return "fixed" if isinstance(data, numbers.Real) and not isinstance(data, bool) else None
 
 
 ParameterSpec = Annotated[
