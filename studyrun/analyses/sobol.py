@@ -113,9 +113,13 @@ class Sobol(AnalysisSpec):
         notes = [dropped_warning(dropped, "blocks of base samples", kept)] if dropped else []
         if constant_output(y):
             zeros = dict.fromkeys(factors, 0.0)
-            return {"S1": zeros, "S1_conf": zeros, "ST": zeros, "ST_conf": zeros, **facts,
-                    "warnings": notes + ["the quantity is the same in every run: no parameter "
-                                         "changes it, so every index is 0"]}
+            entry = {"S1": zeros, "S1_conf": zeros, "ST": zeros, "ST_conf": zeros}
+            if self.second_order:
+                pairs = {a: dict.fromkeys(factors[i + 1:], 0.0) for i, a in enumerate(factors[:-1])}
+                entry |= {"S2": pairs, "S2_conf": pairs}
+            return entry | facts | {"warnings": notes + [
+                "the quantity is the same in every run: no parameter changes it, so every "
+                "index is 0"]}
         entry = self._call_salib(y, design, factors)
         entry.update(facts)
         entry["convergence"] = convergence_table(y.reshape(kept, block), factors)

@@ -173,3 +173,12 @@ def test_report_draws_time_resolved_indices(tmp_path):
     assert analysis["results"]["x"]["S1"]["b"][-1] == pytest.approx(0.8, abs=0.1)
     text = spec.report(analysis, outcome, Figures(tmp_path / "figures"))
     assert "sobol-x-time.png" in text
+
+
+def test_constant_quantity_has_zero_indices_and_a_warning():
+    parameters = ishigami_parameters()
+    spec = Sobol(type="sobol", samples=64, second_order=True)
+    result = spec.analyse(run(spec, parameters, lambda x: np.full(len(x), 3.0)), parameters)["y"]
+    assert result["ST"] == {"x1": 0.0, "x2": 0.0, "x3": 0.0}
+    assert result["S2"]["x1"] == {"x2": 0.0, "x3": 0.0}
+    assert "same in every run" in result["warnings"][0]
