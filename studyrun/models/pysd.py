@@ -1,0 +1,162 @@
+"""The `pysd` model: a Vensim (.mdl) or XMILE/Stella (.xmile, .xml, .stmx) model run with PySD.
+
+PySD is an optional dependency (``pip install studyrun[pysd]``), imported only where it is used.
+The model file is translated to Python once, by ``build()`` in the driver, next to the model
+file (and again only when the model file is newer than its translation); each run then loads a
+fresh model object from the translation, so no state leaks from one run to the next. Inputs are
+passed to ``model.run(params=...)`` under their names as the study writes them (PySD accepts the
+original Vensim names and their Python forms). Every column PySD returns becomes an output
+series under a plain name: lowercase, runs of other characters than letters and digits replaced
+by ``_`` ("Teacup Temperature" -> ``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run
+that raises, or whose time grid differs from the batch's, is a failed run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import Problem, StudyError
+from .base import ModelOutput, ModelSpec, RunContext
+
+_SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
+             ".stmx": "read_xmile", ".py": None}
+
+
+class PysdTime(BaseModel):
+    """Overrides of the model's own time settings (INITIAL TIME, FINAL TIME, TIME STEP, SAVEPER)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    initial_time: float | None = None
+    final_time: float | None = None
+    time_step: float | None = Field(None, gt=0)
+    saveper: float | None = Field(None, gt=0)
+
+
+class Pysd(ModelSpec):
+    """``type: pysd``: a system-dynamics model file run with PySD, one fresh model per run."""
+
+    type: Literal["pysd"]
+    file: str = Field(description="the model file (.mdl, .xmile, .stmx, or a PySD translation "
+                                  ".py), relative to the study's folder")
+    outputs: list[str] | None = Field(None, description="model variables to return (default: "
+                                                        "all)")
+    time: PysdTime = Field(default_factory=PysdTime)
+
+    def model_path(self, study_dir: Path) -> Path:
+        path = Path(self.file)
+        return path if path.is_absolute() else Path(study_dir) / path
+
+    def check(self, study_dir: Path) -> list[Problem]:
+        problems = []
+        path = self.model_path(study_dir)
+        if path.suffix.lower() not in _SUFFIXES:
+            problems.append(Problem(f"unknown model file type {path.suffix!r}; expected one of "
+                                    f"{', '.join(_SUFFIXES)}", "file"))
+        if not path.is_file():
+            problems.append(Problem(f"no such file: {path}", "file"))
+        if importlib.util.find_spec("pysd") is None:
+            problems.append(Problem("the pysd model type needs PySD: pip install "
+                                    "'studyrun[pysd]'", "type"))
+        return problems
+
+    def identity(self, study_dir: Path) -> bytes:
+        """Runs depend on the model file's content."""
+        path = self.model_path(study_dir)
+        return path.read_bytes() if path.is_file() else b""
+
+    def build(self, study_dir: Path) -> PysdEvaluator:
+        problems = self.check(study_dir)
+        if problems:
+            raise StudyError(problems)
+        return PysdEvaluator(str(translate(self.model_path(study_dir))), self.outputs,
+                             self.time.model_dump(exclude_none=True))
+
+
+def translate(path: Path) -> Path:
+    """The PySD translation of a model file, made (next to it) when missing or stale."""
+    reader = _SUFFIXES[path.suffix.lower()]
+    if reader is None:
+        return path
+    translated = path.with_suffix(".py")
+    if translated.is_file() and translated.stat().st_mtime >= path.stat().st_mtime:
+        return translated
+    import pysd
+
+    try:
+        getattr(pysd, reader)(str(path))
+    except Exception as error:  # the translator runs on user files: report whatever it says
+        raise StudyError(f"PySD cannot translate the model: {type(error).__name__}: {error}",
+                         path="model.file") from None
+    return translated
+
+
+def plain_name(column: str) -> str:
+    """A column name usable in quantity expressions: 'Teacup Temperature' -> 'teacup_temperature'."""
+    name = re.sub(r"[^0-9a-zA-Z]+", "_", column).strip("_").lower()
+    return f"v_{name}" if not name or name[0].isdigit() else name
+
+
+class PysdEvaluator:
+    """Runs each member of a batch with a freshly loaded PySD model."""
+
+    def __init__(self, translated: str, outputs: list[str] | None, time: dict[str, float]):
+        self.translated, self.outputs, self.time = translated, outputs, time
+
+    def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
+        import pysd
+
+        n = len(context.run_ids)
+        out = ModelOutput(n=n)
+        rows: list[dict[str, np.ndarray] | None] = []
+        for m in range(n):
+            params = {name: float(np.asarray(values).reshape(-1)[m])
+                      for name, values in inputs.items()}
+            try:
+                rows.append(self.run_one(pysd, params))
+            except Exception as error:  # a model's own failure is the run's, not the batch's
+                out.fail(m, f"PySD: {type(error).__name__}: {error}")
+                rows.append(None)
+        self.gather(rows, out)
+        return out
+
+    def run_one(self, pysd: Any, params: dict[str, float]) -> dict[str, np.ndarray]:
+        model = pysd.load(self.translated)
+        options: dict[str, Any] = {"params": params, "progress": False, "flatten_output": True}
+        if self.outputs:
+            options["return_columns"] = list(self.outputs)
+        for key in ("final_time", "time_step", "saveper"):
+            if key in self.time:
+                options[key] = self.time[key]
+        if "initial_time" in self.time:
+            options["initial_condition"] = (self.time["initial_time"], {})
+        frame = model.run(**options)
+        series = {plain_name(str(c)): frame[c].to_numpy(dtype=float) for c in frame.columns}
+        series["time"] = frame.index.to_numpy(dtype=float)
+        return series
+
+    @staticmethod
+    def gather(rows: list[dict[str, np.ndarray] | None], out: ModelOutput) -> None:
+        """Stack the runs' series on the first good run's time grid; others fail."""
+        first = next((r for r in rows if r is not None), None)
+        if first is None:
+            return
+        out.time = first["time"]
+        names = [k for k in first if k != "time"]
+        for name in names:
+            out.series[name] = np.full((out.n, len(out.time)), np.nan)
+        for m, row in enumerate(rows):
+            if row is None:
+                continue
+            if row["time"].shape != out.time.shape or not np.allclose(row["time"], out.time):
+                out.fail(m, "PySD: the run's time grid differs from the batch's")
+                continue
+            for name in names:
+                if name in row:
+                    out.series[name][m] = row[name]
