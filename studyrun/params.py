@@ -93,8 +93,9 @@ class ParameterBase(BaseModel):
         if self.nominal is not None:
             lo, hi = self._support()
             if not lo <= self.nominal <= hi:
-                raise ValueError(f"nominal must lie within the {self.kind} distribution's support "
-                                 f"[{_num(lo)}, {_num(hi)}]; got nominal={_num(self.nominal)}")
+                raise ValueError(f"nominal must lie within [{_num(lo)}, {_num(hi)}], the values "
+                                 f"this {self.kind} parameter can take; got nominal="
+                                 f"{_num(self.nominal)}")
         return self
 
     def ppf(self, u: np.ndarray) -> np.ndarray:
