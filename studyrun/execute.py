@@ -156,46 +156,88 @@ class Recorder:
 
 def execute(plan: Plan, store: RunStore, job: Job, settings: Settings) -> Counts:
     """Run every planned run that the store does not already hold; return what happened."""
-    done = store.succeeded_ids()
-    pending = np.flatnonzero(~np.isin(plan.run_ids, done)) if len(done) else np.arange(plan.size)
-    progress = Progress(total=plan.size, already=plan.size - len(pending), enabled=not settings.quiet)
-    recorder = Recorder(plan, store, settings, progress)
-    recorder.counts.reused = plan.size - len(pending)
-    try:
-        if len(pending):
-            run_pending(plan, job, settings, pending, recorder)
-    finally:
-        progress.close()
-    return recorder.counts
+    with Runner(store, job, settings) as runner:
+        return runner.execute(plan)
 
 
-def run_pending(plan: Plan, job: Job, settings: Settings, pending: np.ndarray, recorder: Recorder) -> None:
-    """Pilot in-process when the batch size is automatic, then the rest on the chosen executor."""
-    counts = recorder.counts
-    if settings.batch_size == "auto":
-        seconds_per_run, used = run_pilot(plan, job, pending, recorder)
-        pending = pending[used:]
-        batch = choose_batch_size(seconds_per_run, len(pending), settings.workers or _cores())
-        in_process = settings.scheduler == "local" and seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
-        scheduler = "sync" if in_process else settings.scheduler
-        if in_process and len(pending):
-            counts.notes.append("ran in-process: the study was shorter than a cluster start-up")
-    else:
-        batch, scheduler = int(settings.batch_size), settings.scheduler
-    counts.batch_size, counts.scheduler = batch, scheduler
-    if not len(pending):
-        return
-    executor = SyncExecutor() if scheduler == "sync" else start_executor(scheduler, settings.workers)
-    try:
-        dispatch(executor, plan, job, list(plan.batches(pending, batch)), recorder, settings)
-    finally:
-        executor.close()
+class Runner:
+    """Executes plans through one store and one executor, kept open across the plans of an
+    iterative analysis; the executor is chosen (and a cluster started) only when it pays."""
+
+    def __init__(self, store: RunStore, job: Job, settings: Settings) -> None:
+        self.store, self.job, self.settings = store, job, settings
+        self.executor = None
+        self.seconds_per_run: float | None = None
+        self.totals = Counts()
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
+            self.executor = None
+
+    def execute(self, plan: Plan, quiet: bool = False) -> Counts:
+        """Run the plan's runs that the store lacks, recording each batch as it finishes."""
+        done = self.store.succeeded_ids()
+        pending = np.flatnonzero(~np.isin(plan.run_ids, done)) if len(done) else np.arange(plan.size)
+        progress = Progress(total=plan.size, already=plan.size - len(pending),
+                            enabled=not (self.settings.quiet or quiet))
+        recorder = Recorder(plan, self.store, self.settings, progress)
+        recorder.counts.reused = plan.size - len(pending)
+        try:
+            if len(pending):
+                self.run_pending(plan, pending, recorder)
+        finally:
+            progress.close()
+            self.add_to_totals(recorder.counts)
+        return recorder.counts
+
+    def add_to_totals(self, counts: Counts) -> None:
+        totals = self.totals
+        totals.planned += counts.planned
+        totals.reused += counts.reused
+        totals.executed += counts.executed
+        totals.failed += counts.failed
+        totals.scheduler, totals.batch_size = counts.scheduler, counts.batch_size
+        totals.notes = list(dict.fromkeys(totals.notes + counts.notes))
+
+    def run_pending(self, plan: Plan, pending: np.ndarray, recorder: Recorder) -> None:
+        """Pilot in-process when the batch size is automatic, then the rest on the executor."""
+        settings, counts = self.settings, recorder.counts
+        if settings.batch_size != "auto":
+            batch, scheduler = int(settings.batch_size), settings.scheduler
+        else:
+            if self.executor is None:
+                self.seconds_per_run, used = run_pilot(plan, self.job, pending, recorder)
+                pending = pending[used:]
+            workers = self.executor.workers if self.executor else settings.workers or _cores()
+            batch = choose_batch_size(self.seconds_per_run, len(pending), workers)
+            short = self.seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
+            in_process = settings.scheduler == "local" and self.executor is None and short
+            scheduler = "sync" if in_process else settings.scheduler
+            if in_process and len(pending):
+                counts.notes.append("ran in-process: the runs took less than a cluster start-up")
+        counts.batch_size, counts.scheduler = batch, scheduler
+        if not len(pending):
+            return
+        if scheduler == "sync" and self.executor is None:
+            executor = SyncExecutor()
+        else:
+            if self.executor is None:
+                self.executor = start_executor(scheduler, settings.workers)
+            executor = self.executor
+        dispatch(executor, plan, self.job, list(plan.batches(pending, batch)), recorder, settings)
 
 
 def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder) -> tuple[float, int]:
     """Run growing batches in-process until PILOT_SECONDS pass; return seconds per run and rows used."""
     used, size, spent, per_run = 0, 1, 0.0, 0.0
-    while used < len(pending) and spent < PILOT_SECONDS:
+    while used < len(pending) and (spent < PILOT_SECONDS or used == 0):
         rows = pending[used:used + size]
         start = time.perf_counter()
         result = run_batch(job, plan.inputs(rows), plan.run_ids[rows])

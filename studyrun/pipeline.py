@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from .analyses.base import Outcome
+from .analyses.base import Design, Outcome
 from .errors import StudyError
-from .execute import Counts, Job, Settings, execute
+from .execute import Counts, Job, Runner, Settings, execute
 from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
@@ -47,7 +47,7 @@ def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None =
     source = include_files(read_yaml(path))
     study = validate(Study, source)
     loaded = Loaded(study, path, source)
-    resolve_files(loaded)
+    study.analysis.resolve_paths(loaded.folder)
     if check:
         problems = [source.problem(where, message)
                     for where, message in check_study(study, study_dir or loaded.folder)]
@@ -56,26 +56,23 @@ def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None =
     return loaded
 
 
-def resolve_files(loaded: Loaded) -> None:
-    """Make an analysis's `file` (a design or data file) relative to the study's folder."""
-    analysis = loaded.study.analysis
-    name = getattr(analysis, "file", None)
-    if isinstance(name, str) and not Path(name).is_absolute():
-        analysis.file = str(loaded.folder / name)
-
-
 def plan_study(loaded: Loaded) -> Plan:
     """The runs the study's analysis asks for, with their identities."""
+    parameters, fixed, context = plan_parts(loaded)
+    design = loaded.study.analysis.design(parameters, np.random.SeedSequence(loaded.study.seed))
+    return make_plan(design, fixed, context)
+
+
+def plan_parts(loaded: Loaded) -> tuple[dict, dict[str, float], dict]:
+    """What every plan of a study shares: varied parameters, fixed inputs, the run context."""
     study = loaded.study
     parameters = varied(study.parameters)
-    seed = np.random.SeedSequence(study.seed)
-    design = study.analysis.design(parameters, seed)
     defaults = study.model.defaults()
     fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
              if name not in parameters}
     context = {"model": study.model.model_dump(mode="json"), "quantities": study.quantities,
                "code": hashlib.sha256(model_identity(loaded)).hexdigest()}
-    return make_plan(design, fixed, context)
+    return parameters, fixed, context
 
 
 def model_identity(loaded: Loaded) -> bytes:
@@ -111,21 +108,65 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     """Load, plan, execute, analyse and report a study; return analysis.json's content."""
     started = now()
     loaded = load_study(path)
-    plan = plan_study(loaded)
     folder = Path(out) if out else Path("results") / loaded.study.name
     job = make_job(loaded, folder.resolve())
+    settings = settings_for(loaded.study, scheduler, workers, quiet)
     with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:
         write_study_copy(loaded, folder)
         if loaded.study.quantities is not None:
-            store.prepare(list(plan.design.names), job.quantities.names())
-        counts = execute(plan, store, job, settings_for(loaded.study, scheduler, workers, quiet))
-        outcome = read_outcome(plan, store, job.quantities, loaded.study.analysis.needs_series())
-        store.export_csv(folder / "runs.csv", plan.run_ids)
-    analysis = analyse(loaded, plan, outcome, counts)
+            store.prepare(list(varied(loaded.study.parameters)), job.quantities.names())
+        if loaded.study.analysis.iterative:
+            analysis, outcome = run_iterative(loaded, store, job, settings, folder)
+        else:
+            analysis, outcome = run_fixed(loaded, store, job, settings, folder)
     analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
     write_json(folder / "analysis.json", analysis)
     write_report(folder, loaded.study, analysis, outcome)
     return analysis
+
+
+def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
+              folder: Path) -> tuple[dict, Outcome]:
+    """A fixed design: plan it, execute it, read it back and analyse it."""
+    plan = plan_study(loaded)
+    counts = execute(plan, store, job, settings)
+    outcome = read_outcome(plan, store, job.quantities, loaded.study.analysis.needs_series())
+    store.export_csv(folder / "runs.csv", plan.run_ids)
+    return analyse(loaded, plan, outcome, counts), outcome
+
+
+def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
+                  folder: Path) -> tuple[dict, None]:
+    """An iterative analysis: it asks for runs through `evaluate`, each batch cached in the store."""
+    study = loaded.study
+    parameters, fixed, context = plan_parts(loaded)
+    evaluated: list[np.ndarray] = []
+    succeeded = 0
+
+    def evaluate(matrix: np.ndarray) -> Outcome:
+        nonlocal succeeded
+        design = Design(list(parameters), np.atleast_2d(np.asarray(matrix, dtype=float)))
+        plan = make_plan(design, fixed, context)
+        runner.execute(plan, quiet=True)
+        evaluated.append(plan.run_ids)
+        outcome = read_outcome(plan, store, job.quantities, study.analysis.needs_series())
+        succeeded += int(outcome.ok.sum())
+        return outcome
+
+    with Runner(store, job, settings) as runner:
+        results = study.analysis.iterate(evaluate, parameters, np.random.SeedSequence(study.seed))
+    ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
+    store.export_csv(folder / "runs.csv", ids[np.sort(np.unique(ids, return_index=True)[1])])
+    totals = runner.totals
+    analysis = {
+        "study": study.name, "analysis": study.analysis.type,
+        "runs": {"planned": totals.planned, "succeeded": succeeded,
+                 "failed": totals.planned - succeeded, "reused": totals.reused},
+        "results": results,
+        "execution": {"scheduler": totals.scheduler, "executed": totals.executed,
+                      "notes": totals.notes},
+    }
+    return analysis, None
 
 
 def write_study_copy(loaded: Loaded, folder: Path) -> None:

@@ -9,6 +9,7 @@ figures; it computes nothing new.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
@@ -53,6 +54,12 @@ class AnalysisSpec(BaseModel):
     def check(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
         """Problems that need the study's varied parameters (paths relative to `analysis`)."""
         return []
+
+    def resolve_paths(self, folder: Path) -> None:
+        """Make the block's file names (a design or data file) relative to the study's folder."""
+        name = getattr(self, "file", None)
+        if isinstance(name, str) and not Path(name).is_absolute():
+            self.file = str(folder / name)
 
     def needs_series(self) -> list[str]:
         """Model outputs whose whole time series the analysis needs from every run."""
