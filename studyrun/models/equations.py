@@ -21,6 +21,7 @@ A member whose integration fails (overflow, NaN, solver failure) gets a message 
 
 from __future__ import annotations
 
+import keyword
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from ..errors import Problem, StudyError
-from ..expr import ExprError, FunctionDef, check_names, parse
+from ..expr import BUILTINS, ExprError, FunctionDef, check_names, parse
 from .base import ModelOutput, ModelSpec, RunContext
 
 FIXED_METHODS = ("euler", "rk4")
@@ -227,10 +228,14 @@ class EquationSystem:
         for kind, names in groups:
             for name in names:
                 where = self.path(kind, name)
-                if not name.isidentifier() or name.startswith("_") or name in RESERVED:
+                if (not name.isidentifier() or name.startswith("_") or name in RESERVED
+                        or keyword.iskeyword(name)):
                     problems.append(Problem(f"{name!r} is not a valid name (letters, digits and "
-                                            f"'_', not starting with '_' or a digit; 'time' is "
-                                            f"the clock)", where))
+                                            f"'_', not starting with '_' or a digit, not a Python "
+                                            f"keyword; 'time' is the clock)", where))
+                elif kind == "lookup" and name in BUILTINS:
+                    problems.append(Problem(f"lookup {name!r} would hide the function {name}(); "
+                                            f"choose another name", where))
                 elif name in seen:
                     problems.append(Problem(f"{name!r} is defined twice (also at "
                                             f"{seen[name]})", where))

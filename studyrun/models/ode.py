@@ -39,7 +39,8 @@ class Ode(EquationModel):
     time: OdeTime
 
     def spec_problems(self) -> list[Problem]:
-        problems = []
+        problems = [] if self.states else [Problem("an ode model needs at least one state",
+                                                   "states")]
         for name in self.rates:
             if name not in self.states:
                 hint = check_names_hint(name, list(self.states))

@@ -49,7 +49,8 @@ class Stockflow(EquationModel):
     method: Method = "euler"
 
     def spec_problems(self) -> list[Problem]:
-        problems = []
+        problems = [] if self.stocks else [Problem("a stockflow model needs at least one stock",
+                                                   "stocks")]
         for stock_name, stock in self.stocks.items():
             for key in ("inflows", "outflows"):
                 for i, flow in enumerate(getattr(stock, key)):

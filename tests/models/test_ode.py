@@ -274,6 +274,14 @@ def test_duplicate_reserved_names_and_bad_grids():
     assert "multiple" in found["time.stop"]
 
 
+def test_keywords_hidden_functions_and_empty_models():
+    found = messages(spec(states={"x": 1}, rates={"x": "1"}, constants={"lambda": 1},
+                          lookups={"max": {"x": [0, 1], "y": [0, 1]}}))
+    assert "not a valid name" in found["constants.lambda"]
+    assert "hide the function max()" in found["lookups.max"]
+    assert "at least one state" in messages(spec(states={}, rates={}))["states"]
+
+
 def test_bad_lookup_tables_are_schema_errors():
     with pytest.raises(ValidationError, match="strictly increasing"):
         spec(states={"x": 1}, rates={"x": "1"}, lookups={"g": {"x": [0, 0], "y": [1, 2]}})
