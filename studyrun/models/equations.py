@@ -21,6 +21,7 @@ A member whose integration fails (overflow, NaN, solver failure) gets a message 
 
 from __future__ import annotations
 
+import difflib
 import keyword
 import math
 from collections.abc import Mapping
@@ -32,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from ..errors import Problem, StudyError
-from ..expr import BUILTINS, ExprError, FunctionDef, check_names, parse
+from ..expr import BUILTINS, ExprError, FunctionDef, parse
 from .base import ModelOutput, ModelSpec, RunContext
 
 FIXED_METHODS = ("euler", "rk4")
@@ -209,6 +210,7 @@ class EquationSystem:
             yield "variable", name, text, dynamic
 
     def _unknown(self, expr: Any, known: set[str], kind: str) -> list[str]:
+        """A message per name the expression reads but may not, with a hint where one helps."""
         messages = []
         for name in sorted(expr.names - known - RESERVED):
             if name in self.lookups:
@@ -216,10 +218,11 @@ class EquationSystem:
             elif kind == "initial" and (name in self.initial or name in self.variables):
                 messages.append(f"an initial value may use only constants (and study "
                                 f"parameters); {name!r} is not a constant")
-        flagged = {m.split("'")[1] for m in messages}
-        rest = [m for m in check_names(expr, known)
-                if m.split("'")[1] not in flagged]
-        return messages + rest
+            else:
+                close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                messages.append(f"unknown name {name!r} in {expr.text!r}{hint}")
+        return messages
 
     def _name_problems(self) -> list[Problem]:
         problems, seen = [], {}

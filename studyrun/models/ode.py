@@ -10,12 +10,12 @@ of constants.
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import Problem
-from ..expr import check_names
 from .equations import EquationModel, EquationSystem, Expression, TimeGrid
 
 
@@ -71,7 +71,5 @@ class Ode(EquationModel):
 
 def check_names_hint(name: str, candidates: list[str]) -> str:
     """"; did you mean 'x'?" when a candidate is close, else ""."""
-    from ..expr import parse
-
-    messages = check_names(parse(name), candidates) if name.isidentifier() else []
-    return messages[0][messages[0].index(";"):] if messages and ";" in messages[0] else ""
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
