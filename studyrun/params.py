@@ -23,7 +23,18 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
                       Field, Tag, ValidationInfo, field_validator, model_validator)
-from scipy import stats
+
+
+class _LazyStats:
+    """scipy.stats, imported on first use so that validating a study stays fast."""
+
+    def __getattr__(self, name: str) -> Any:
+        from scipy import stats as module
+
+        return getattr(module, name)
+
+
+stats = _LazyStats()
 
 TAIL = 0.001  # bounds() of an unbounded kind: the TAIL and 1 - TAIL quantiles
 DISTRIBUTIONS = ("uniform", "normal", "lognormal", "truncnormal", "triangular", "loguniform",
@@ -557,7 +568,9 @@ ParameterSpec = Annotated[
 # --- sampling the unit cube -------------------------------------------------------------------
 
 _EPS = 2.0 ** -53  # samples stay in [EPS, 1 - EPS], so unbounded ppfs stay finite
-_RNG_KEYWORD = "rng" if "rng" in inspect.signature(stats.qmc.Sobol.__init__).parameters else "seed"
+def _rng_keyword() -> str:
+    """scipy.stats.qmc engines take `rng` from scipy 1.15 on, `seed` before."""
+    return "rng" if "rng" in inspect.signature(stats.qmc.Sobol.__init__).parameters else "seed"
 
 
 def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
@@ -574,9 +587,9 @@ def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
     if method == "random":
         u = rng.random((n, d))
     elif method == "lhs":
-        u = stats.qmc.LatinHypercube(d, **{_RNG_KEYWORD: rng}).random(n)
+        u = stats.qmc.LatinHypercube(d, **{_rng_keyword(): rng}).random(n)
     elif method == "sobol":
-        engine = stats.qmc.Sobol(d, scramble=True, **{_RNG_KEYWORD: rng})
+        engine = stats.qmc.Sobol(d, scramble=True, **{_rng_keyword(): rng})
         u = engine.random_base2((n - 1).bit_length())[:n]
     else:
         raise ValueError(f"sampling must be one of random, lhs, sobol; got {method!r}")

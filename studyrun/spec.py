@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from .analyses.delta import Delta
+from .analyses.dgsm import Dgsm
 from .analyses.doe import Doe
 from .analyses.fast import Fast
 from .analyses.montecarlo import Montecarlo
@@ -33,7 +34,8 @@ from .quantities import parse_quantity
 from .store import FIXED_COLUMNS
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow], Field(discriminator="type")]
-AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Doe],
+AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
+                                Doe],
                           Field(discriminator="type")]
 
 RESERVED = set(FIXED_COLUMNS) | {"run", "time"}

@@ -363,7 +363,8 @@ def test_unbounded_ppf_is_monotone(mean, std, u):
               load({"distribution": "gamma", "shape": std, "scale": 1, "loc": mean}),
               LogNormal(mu=mean / 1e6, sigma=std / 1e3)):
         x = p.ppf(np.sort(u))
-        assert np.all(np.diff(x) >= 0)
+        rounding = 1e-12 * np.abs(x[1:])  # scipy's inverse CDFs are monotone to rounding only
+        assert np.all(np.diff(x) >= -rounding)
 
 
 def test_ppf_survives_extreme_tails():
