@@ -345,6 +345,9 @@ class EquationEvaluator:
         system, compiled = self.system, self.compiled
         base, n = batch_constants(system.constants, inputs, n)
         grid = system.grid if step is None else system.grid.with_step(step)
+        if step is not None and grid.problems():
+            raise ValueError(f"step {step:g} does not fit the output grid: "
+                             f"{grid.problems()[0].message}")
         method = normalize_method(method or system.method)
         rtol = system.rtol if rtol is None else rtol
         atol = system.atol if atol is None else atol

@@ -83,6 +83,8 @@ def test_half_step_and_rk4_agree_with_euler():
     error_full = np.abs(euler.series["area"] - rk4.series["area"]).max()
     error_half = np.abs(half.series["area"] - rk4.series["area"]).max()
     assert error_half == pytest.approx(error_full / 2, rel=0.1)
+    with pytest.raises(ValueError, match="does not fit"):
+        evaluator.integrate({}, step=0.3)
     adaptive = evaluator.integrate({}, method="RK45")
     np.testing.assert_allclose(adaptive.series["area"], rk4.series["area"], rtol=1e-5)
 
