@@ -253,3 +253,24 @@ def test_batch_evaluation_is_about_the_cost_of_numpy():
         e(env)
     per_call = (wallclock.perf_counter() - start) / 200
     assert per_call < 1e-3  # about 12 numpy ops on 10,000 floats: tens of microseconds
+
+
+def test_multiline_text_and_unicode_offsets():
+    assert ev("a +\n  b", a=1.0, b=2.0) == 3.0  # YAML folded text
+    for text in ["αβ + x.y", "a +\n b.c"]:
+        with pytest.raises(ExprError) as info:
+            parse(text)
+        assert text[info.value.offset:] in ("x.y", "b.c")
+
+
+def test_chained_comparisons_elementwise_and_symbolic():
+    x = np.array([0.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(ev("1 < x <= 3", x=x), [0, 1, 1, 0])
+    s = to_sympy(parse("1 < x <= 3"), {})
+    assert [float(s.subs("x", v)) for v in x] == [0, 1, 1, 0]
+
+
+def test_constant_subtrees_are_folded():
+    e = parse("x * (2 ** 10 + sqrt(16))")
+    assert e({"x": 1.0}) == 1028.0
+    assert parse("max(2, 3) * pulse(0, 1)").constant is None  # the clock is never folded
