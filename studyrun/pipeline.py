@@ -48,6 +48,7 @@ def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None =
     study = validate(Study, source)
     loaded = Loaded(study, path, source)
     study.analysis.resolve_paths(loaded.folder)
+    loaded.study = study = study.analysis.prepare(study)
     if check:
         problems = [source.problem(where, message)
                     for where, message in check_study(study, study_dir or loaded.folder)]

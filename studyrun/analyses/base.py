@@ -61,6 +61,11 @@ class AnalysisSpec(BaseModel):
         if isinstance(name, str) and not Path(name).is_absolute():
             self.file = str(folder / name)
 
+    def prepare(self, study: Any) -> Any:
+        """The study as this analysis runs it, seen whole before planning (the model, its
+        defaults); most analyses return it unchanged. Called by load_study before the checks."""
+        return study
+
     def needs_series(self) -> list[str]:
         """Model outputs whose whole time series the analysis needs from every run."""
         return []
