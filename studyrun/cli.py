@@ -1,4 +1,4 @@
-"""The command line: `studyrun validate | plan | run | report | schema`.
+"""The command line: `studyrun validate | plan | run | status | runs | report | schema`.
 
 A StudyError prints as FILE:LINE:COL: path: message lines and exits 2; other studyrun errors print
 one line and exit 1; a traceback appears only with --debug.
@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
 from .errors import StudyError, StudyrunError
+
+CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"studyrun: {error}", file=sys.stderr)
+        return 1
+    except (OSError, sqlite3.Error) as error:  # a full disk, a read-only folder: say which file
+        if args.debug:
+            raise
+        print(f"studyrun: {describe_os_error(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("studyrun: interrupted; finished runs are saved, run again to resume", file=sys.stderr)
@@ -46,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser("plan", help="show what would run")
     plan.add_argument("study", type=Path, metavar="STUDY")
     plan.add_argument("--csv", type=Path, metavar="FILE", help="write the design to FILE")
+    plan.add_argument("--cluster", nargs="?", const="study", metavar="KIND",
+                      help="print the batch job script (the study's cluster block, or one for "
+                      "KIND: slurm | pbs | sge | lsf | htcondor)")
     plan.set_defaults(command=command_plan)
 
     run = commands.add_parser("run", help="run a study (resuming a previous run of it)")
@@ -53,9 +64,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, metavar="DIR", help="results folder (default results/NAME)")
     run.add_argument("--scheduler", help="local | threads | sync | tcp://HOST:PORT")
     run.add_argument("--workers", type=int, help="number of workers")
+    run.add_argument("--cluster", metavar="KIND", choices=CLUSTER_KINDS,
+                     help="run on a batch system (slurm | pbs | sge | lsf | htcondor) with the "
+                     "study's cluster block, or a default one")
     run.add_argument("--fresh", action="store_true", help="start over: forget earlier runs")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(command=command_run)
+
+    check = commands.add_parser("check", help="integrate an equation model with its step and half of it")
+    check.add_argument("study", type=Path, metavar="STUDY")
+    check.set_defaults(command=command_check)
+
+    status = commands.add_parser("status", help="progress and failures of a study, running or "
+                                 "finished, from its results folder")
+    status.add_argument("folder", type=Path, metavar="DIR")
+    status.set_defaults(command=command_status)
+
+    runs = commands.add_parser("runs", help="list the runs of a results folder")
+    runs.add_argument("folder", type=Path, metavar="DIR")
+    runs.add_argument("--failed", action="store_true",
+                      help="only failed runs, with their errors and working directories")
+    runs.add_argument("--limit", type=int, metavar="N", help="at most N runs")
+    runs.set_defaults(command=command_runs)
 
     report = commands.add_parser("report", help="rebuild report.md and figures from a results folder")
     report.add_argument("folder", type=Path, metavar="DIR")
@@ -84,14 +114,38 @@ def command_validate(args) -> int:
 def command_plan(args) -> int:
     from .pipeline import load_study, plan_study, settings_for
     from .plan_view import describe_plan, write_design_csv
+    from .executors import scheduler_name
 
     loaded = load_study(args.study)
     plan = plan_study(loaded)
-    print(describe_plan(loaded, plan, settings_for(loaded.study)))
+    scheduler = cluster_override(loaded.study.execution.scheduler, args.cluster)
+    settings = settings_for(loaded.study, scheduler)
+    settings.scheduler = scheduler_name(settings.scheduler)
+    print(describe_plan(loaded, plan, settings))
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
+    from .clusters import Cluster, job_script
+
+    scheduler = scheduler or loaded.study.execution.scheduler
+    if isinstance(scheduler, Cluster):
+        print(f"\n{scheduler.describe()}; each job is submitted with this script:\n")
+        print(job_script(scheduler))
+    elif args.cluster:
+        raise StudyError(f"{args.study}: execution.scheduler is {scheduler!r}, not a cluster block; "
+                         "give a batch system: --cluster slurm (or pbs, sge, lsf, htcondor)")
     return 0
+
+
+def cluster_override(scheduler, kind: str | None):
+    """The cluster block `--cluster KIND` asks for; None when there is no such flag."""
+    if kind is None or kind == "study":
+        return None
+    from .clusters import KINDS, with_kind
+
+    if kind not in KINDS:
+        raise StudyError(f"--cluster: unknown batch system {kind!r}; allowed: {', '.join(KINDS)}")
+    return with_kind(scheduler, kind)
 
 
 def command_run(args) -> int:
@@ -99,13 +153,61 @@ def command_run(args) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
-    analysis = run_study(args.study, args.out, scheduler=args.scheduler, workers=args.workers,
+    scheduler = args.scheduler
+    if args.cluster:
+        from .pipeline import load_study
+
+        if scheduler:
+            raise StudyError("give --scheduler or --cluster, not both")
+        scheduler = cluster_override(load_study(args.study).study.execution.scheduler, args.cluster)
+    analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
                          fresh=args.fresh, quiet=args.quiet)
     runs = analysis["runs"]
     folder = args.out or Path("results") / analysis["study"]
     print(f"{analysis['study']}: {runs['succeeded']} of {runs['planned']} runs succeeded "
           f"({runs['failed']} failed, {runs['reused']} reused); results in {folder}")
     return 0
+
+
+def command_check(args) -> int:
+    from .pipeline import load_study
+    from .stepcheck import LIMIT, check_step
+
+    loaded = load_study(args.study)
+    result = check_step(loaded.study, loaded.folder)
+    if result is None:
+        raise StudyError(f"{args.study}: the step check applies to ode and stockflow models; this "
+                         f"study's model is {loaded.study.model.type}")
+    print(result.describe())
+    name, worst = result.worst
+    print(f"{'ok' if worst <= LIMIT else 'too coarse'}: largest difference {worst:.3g} ({name})")
+    return 0 if worst <= LIMIT else 1
+
+
+def command_status(args) -> int:
+    from .watch import describe_status
+
+    print(describe_status(args.folder))
+    return 0
+
+
+def command_runs(args) -> int:
+    from .watch import describe_runs
+
+    print(describe_runs(args.folder, failed_only=args.failed, limit=args.limit))
+    return 0
+
+
+def describe_os_error(error: Exception) -> str:
+    """One line for an operating-system or SQLite error: which file, and what went wrong."""
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        what = error.strerror or str(error)
+        hint = {28: "; free some space", 13: "; check the folder's permissions",
+                30: "; the file system is read-only"}.get(error.errno or 0, "")
+        return (f"{where}cannot write: {what}{hint}. Runs recorded before are kept; run the "
+                "study again to resume")
+    return f"the run store failed: {error}; runs recorded before are kept"
 
 
 def command_report(args) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     """Load, plan, execute, analyse and report a study; return analysis.json's content."""
     started = now()
     loaded = load_study(path)
+    warnings = study_warnings(loaded)
     folder = Path(out) if out else Path("results") / loaded.study.name
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
@@ -120,10 +122,27 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
             analysis, outcome = run_iterative(loaded, store, job, settings, folder)
         else:
             analysis, outcome = run_fixed(loaded, store, job, settings, folder)
+    analysis["warnings"] = warnings
     analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
     write_json(folder / "analysis.json", analysis)
     write_report(folder, loaded.study, analysis, outcome)
     return analysis
+
+
+def study_warnings(loaded: Loaded) -> list[str]:
+    """Warnings about the study itself (an integration step too coarse), also sent to stderr."""
+    from .stepcheck import LIMIT, check_step
+
+    warnings = []
+    if loaded.study.model.type in ("ode", "stockflow"):
+        result = check_step(loaded.study, loaded.folder)
+        name, worst = result.worst
+        if worst > LIMIT:
+            warnings.append(f"the integration step may be too coarse: halving it changes {name!r} "
+                            f"by {worst:.2%} (more than 1%); see `studyrun check`")
+    for warning in warnings:
+        print(f"studyrun: warning: {warning}", file=sys.stderr)
+    return warnings
 
 
 def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,

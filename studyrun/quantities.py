@@ -8,6 +8,7 @@ quantity, for time-resolved analyses.
 
 from __future__ import annotations
 
+import ast
 from typing import Mapping
 
 import numpy as np
@@ -85,6 +86,12 @@ def parse_quantity(text: str) -> Expr:
     return parse(text, functions=FUNCTIONS)
 
 
+def is_series(expr: Expr) -> bool:
+    """A quantity that keeps a whole time series: `series(x)` at its top."""
+    body = expr.tree.body
+    return isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "series"
+
+
 class Quantities:
     """The study's quantities, compiled once and evaluated on each batch's model output."""
 
@@ -92,8 +99,7 @@ class Quantities:
         self.definitions = dict(definitions) if definitions is not None else None
         self.compiled = {name: parse_quantity(str(text))
                          for name, text in (self.definitions or {}).items()}
-        self.series_names = [name for name, expr in self.compiled.items()
-                             if "series" in expr.calls]
+        self.series_names = [name for name, expr in self.compiled.items() if is_series(expr)]
 
     def names(self, out: ModelOutput | None = None) -> list[str]:
         """Scalar quantity names (all scalar outputs when the study defines none)."""

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, PositiveInt, Tag,
+                      field_validator)
 
 from .analyses.delta import Delta
 from .analyses.dgsm import Dgsm
@@ -23,17 +24,19 @@ from .analyses.pawn import Pawn
 from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
+from .clusters import Cluster
 from .errors import Problem
 from .expr import ExprError
 from .models.command import Command
 from .models.ode import Ode
+from .models.pysd import Pysd
 from .models.python import Python
 from .models.stockflow import Stockflow
 from .params import ParameterSpec, varied
 from .quantities import parse_quantity
 from .store import FIXED_COLUMNS
 
-ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow], Field(discriminator="type")]
+ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
                                 Doe],
                           Field(discriminator="type")]
@@ -43,24 +46,36 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCHEDULER = re.compile(r"^(local|threads|sync|(tcp|tls|ucx|inproc)://\S+)$")
 
 
+def _scheduler_kind(value) -> str:
+    return "cluster" if isinstance(value, (dict, Cluster)) else "name"
+
+
+Scheduler = Annotated[Union[Annotated[str, Tag("name")], Annotated[Cluster, Tag("cluster")]],
+                      Discriminator(_scheduler_kind)]
+
+
 class Execution(BaseModel):
     """How the runs are executed; the command line overrides any of these."""
 
     model_config = ConfigDict(extra="forbid")
 
-    scheduler: str = Field("local", description="local | threads | sync | tcp://host:port")
-    workers: PositiveInt | None = Field(None, description="worker processes (default: one per core)")
+    scheduler: Scheduler = Field(
+        "local", description="local | threads | sync | tcp://host:port | a cluster block "
+        "{cluster: slurm | pbs | sge | lsf | htcondor, cores, memory, walltime, jobs, ...}")
+    workers: PositiveInt | None = Field(None, description="worker processes (default: one per "
+                                        "core; a cluster block counts its own)")
     batch_size: PositiveInt | Literal["auto"] = "auto"
     retries: NonNegativeInt = Field(0, description="re-runs of failed runs and lost batches")
-    timeout: float | None = Field(None, gt=0, description="seconds per run (command models)")
+    timeout: float | None = Field(None, gt=0, description="seconds per run (command models; a "
+                                  "python model runs in the worker and cannot be stopped)")
     on_failure: Literal["abort", "continue"] = "abort"
     keep: Literal["quantities", "series"] = Field(
         "quantities", description="series: keep every run's time series in the store too")
 
     @field_validator("scheduler")
     @classmethod
-    def _check_scheduler(cls, value: str) -> str:
-        if not _SCHEDULER.match(value):
+    def _check_scheduler(cls, value):
+        if isinstance(value, str) and not _SCHEDULER.match(value):
             raise ValueError(f"expected local, threads, sync or a scheduler address such as "
                              f"tcp://127.0.0.1:8786; got {value!r}")
         return value

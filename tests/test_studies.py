@@ -9,7 +9,9 @@ import pytest
 from conftest import STUDIES, run_cli
 
 ALL = sorted(STUDIES.glob("*.yaml"))
-SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command"]
+SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
+         "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
+         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol"]
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
@@ -46,3 +48,24 @@ def test_schema_file_is_current():
 
     committed = json.loads((STUDIES.parent / "schemas" / "study.schema.json").read_text())
     assert committed == study_schema(), "regenerate: studyrun schema > schemas/study.schema.json"
+
+
+def test_step_check_compares_the_step_with_half_of_it(tmp_path):
+    done = run_cli("check", STUDIES / "flowers-sobol.yaml")
+    assert "euler with step 0.125 against 0.0625" in done.stdout
+    # Euler at 0.125 moves the flowers' growth by about 2% when halved: too coarse, as it warns
+    assert done.returncode == 1 and "too coarse" in done.stdout
+    fine = (STUDIES / "models" / "flowers.yaml").read_text().replace("step: 0.125", "step: 0.0078125")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "flowers.yaml").write_text(fine)
+    study = (STUDIES / "flowers-sobol.yaml").read_text()
+    (tmp_path / "study.yaml").write_text(study)
+    done = run_cli("check", tmp_path / "study.yaml")
+    assert done.returncode == 0 and "ok: largest difference" in done.stdout
+
+
+def test_run_warns_when_the_step_is_too_coarse(tmp_path):
+    done = run_cli("run", STUDIES / "flowers-morris.yaml", "--out", tmp_path, "--quiet")
+    assert done.returncode == 0
+    assert "warning: the integration step may be too coarse" in done.stderr
+    assert json.loads((tmp_path / "analysis.json").read_text())["warnings"]
