@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ExecutionError
-from .executors import SyncExecutor, start_executor
+from .executors import (SyncExecutor, planned_workers, scheduler_name, start_executor,
+                        starts_a_cluster)
 from .models.base import Evaluator, ModelOutput, RunContext
 from .models.python import describe
 from .plan import Plan
@@ -47,7 +48,7 @@ class Job:
 class Settings:
     """How to execute: the `execution` block after command-line overrides."""
 
-    scheduler: str = "local"
+    scheduler: object = "local"  # a name, an address or a clusters.Cluster block
     workers: int | None = None
     batch_size: int | str = "auto"
     retries: int = 0
@@ -189,6 +190,8 @@ class Runner:
                             enabled=not (self.settings.quiet or quiet))
         recorder = Recorder(plan, self.store, self.settings, progress)
         recorder.counts.reused = plan.size - len(pending)
+        self.store.set_meta(planned=self.totals.planned + plan.size, started=time.time(),
+                            reused=self.totals.reused + recorder.counts.reused)
         try:
             if len(pending):
                 self.run_pending(plan, pending, recorder)
@@ -215,14 +218,15 @@ class Runner:
             if self.executor is None:
                 self.seconds_per_run, used = run_pilot(plan, self.job, pending, recorder)
                 pending = pending[used:]
-            workers = self.executor.workers if self.executor else settings.workers or _cores()
+            workers = (self.executor.workers if self.executor
+                       else planned_workers(settings.scheduler, settings.workers))
             batch = choose_batch_size(self.seconds_per_run, len(pending), workers)
             short = self.seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
-            in_process = settings.scheduler == "local" and self.executor is None and short
+            in_process = starts_a_cluster(settings.scheduler) and self.executor is None and short
             scheduler = "sync" if in_process else settings.scheduler
             if in_process and len(pending):
                 counts.notes.append("ran in-process: the runs took less than a cluster start-up")
-        counts.batch_size, counts.scheduler = batch, scheduler
+        counts.batch_size, counts.scheduler = batch, scheduler_name(scheduler)
         if not len(pending):
             return
         if scheduler == "sync" and self.executor is None:
@@ -274,7 +278,9 @@ def dispatch(executor, plan: Plan, job: Job, batches: list[np.ndarray], recorder
             for future in done:
                 rows = in_flight.pop(future)
                 try:
-                    result = future.result()
+                    result = executor.result(future)
+                except ExecutionError:  # the executor itself is lost: retrying cannot help
+                    raise
                 except Exception as error:
                     key = int(rows[0])
                     attempts[key] = attempts.get(key, 0) + 1
@@ -297,8 +303,3 @@ def lost_batch_message(executor, error: Exception) -> str:
             "The runs recorded so far are kept; run the study again to resume "
             "(execution.retries re-sends lost batches)")
 
-
-def _cores() -> int:
-    from .executors import default_workers
-
-    return default_workers()

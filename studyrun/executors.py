@@ -1,7 +1,9 @@
-"""Executors from `execution.scheduler`: in-process, threads, a Dask LocalCluster or scheduler.
+"""Executors from `execution.scheduler`: in-process, threads, a Dask LocalCluster or scheduler,
+or an HPC batch system through dask-jobqueue (a cluster block, see clusters.py).
 
-Each adapter offers `submit(fn, *args)`, `wait_first(futures)` and `close()`; the execute step
-knows nothing else about them. Dask is imported only when a cluster is asked for.
+Each adapter offers `submit(fn, *args)`, `wait_first(futures)`, `result(future)` and `close()`;
+the execute step knows nothing else about them. Dask is imported only when a cluster is asked for.
+A lost scheduler is reported as an ExecutionError by `wait_first` and `result`, never a hang.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
+import socket
+import time
 from typing import Any, Callable
 
 from .errors import ExecutionError
@@ -30,6 +34,9 @@ class SyncExecutor:
 
     def wait_first(self, futures):
         return set(futures), set()
+
+    def result(self, future):
+        return future.result()
 
     def close(self) -> None:
         pass
@@ -56,17 +63,22 @@ class ThreadExecutor(SyncExecutor):
 
 
 class DaskExecutor:
-    """A dask.distributed Client: on a LocalCluster it starts, or on an existing scheduler."""
+    """A dask.distributed Client: on a LocalCluster or a batch-system cluster it starts, or on an
+    existing scheduler (whose loss it reports as an ExecutionError)."""
 
-    def __init__(self, client, cluster=None, name: str = "local") -> None:
+    CHECK_SECONDS = 5.0  # how often a wait checks that the scheduler is still there
+
+    def __init__(self, client, cluster=None, name: str = "local", planned_workers: int = 0) -> None:
         self.client = client
         self.cluster = cluster
         self.name = name
+        self.planned_workers = planned_workers  # a batch-system cluster's workers, once started
 
     @property
     def workers(self) -> int:
         info = self.client.scheduler_info()
-        return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+        live = sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())
+        return max(1, live, self.planned_workers)
 
     def submit(self, fn: Callable, *args: Any):
         return self.client.submit(fn, *args, pure=False)
@@ -74,8 +86,31 @@ class DaskExecutor:
     def wait_first(self, futures):
         from distributed import wait
 
-        result = wait(list(futures), return_when="FIRST_COMPLETED")
-        return set(result.done), set(result.not_done)
+        while True:
+            try:
+                result = wait(list(futures), timeout=self.CHECK_SECONDS,
+                              return_when="FIRST_COMPLETED")
+                return set(result.done), set(result.not_done)
+            except TimeoutError:
+                self.check_scheduler()
+
+    def result(self, future):
+        """The batch's result; a lost scheduler becomes an ExecutionError that says so."""
+        try:
+            return future.result()
+        except Exception:
+            self.check_scheduler()
+            raise
+
+    def check_scheduler(self) -> None:
+        """Raise an ExecutionError when the scheduler no longer answers."""
+        address = getattr(self.client.scheduler, "address", None) or ""
+        if reachable(address):
+            return
+        raise ExecutionError(
+            f"lost the Dask scheduler at {address} (it stopped, or its host or network went "
+            "away); the runs finished so far are recorded: start the scheduler again (or use "
+            "another) and run the study again to resume")
 
     def close(self) -> None:
         try:
@@ -94,8 +129,48 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def start_executor(scheduler: str, workers: int | None):
-    """The executor named by `scheduler`: sync, threads, local or tcp://host:port."""
+def reachable(address: str, attempts: int = 3) -> bool:
+    """Whether a TCP scheduler address accepts connections (other protocols: assumed so)."""
+    if not address.startswith(("tcp://", "tls://")):
+        return True
+    host, _, port = address.split("://", 1)[1].rpartition(":")
+    for attempt in range(attempts):
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+                return True
+        except (OSError, ValueError):
+            time.sleep(0.2 * (attempt + 1))
+    return False
+
+
+def scheduler_name(scheduler) -> str:
+    """The scheduler as analysis.json and messages name it."""
+    return getattr(scheduler, "cluster", None) or str(scheduler)
+
+
+def starts_a_cluster(scheduler) -> bool:
+    """Whether this scheduler starts workers of its own (worth avoiding for a short study)."""
+    from .clusters import Cluster
+
+    return scheduler == "local" or isinstance(scheduler, Cluster)
+
+
+def planned_workers(scheduler, workers: int | None) -> int:
+    """How many workers the scheduler will offer, before it starts."""
+    from .clusters import Cluster
+
+    if isinstance(scheduler, Cluster):
+        return scheduler.most_workers
+    return workers or default_workers()
+
+
+def start_executor(scheduler, workers: int | None):
+    """The executor named by `scheduler`: sync, threads, local, tcp://host:port or a cluster block."""
+    from .clusters import Cluster, start_cluster
+
+    if isinstance(scheduler, Cluster):
+        client, cluster = start_cluster(scheduler)
+        return DaskExecutor(client, cluster, scheduler.cluster, scheduler.most_workers)
     workers = workers or default_workers()
     if scheduler == "sync":
         return SyncExecutor()

@@ -1,0 +1,174 @@
+"""`studyrun status DIR` and `studyrun runs DIR --failed`: a study's progress and failures.
+
+Both read the results folder's runs.sqlite read-only and without its lock, so they work while the
+study runs (WAL lets a reader see every committed batch, never half of one) and after it ended.
+A damaged store is reported as such (exit status 1), never read as if it were whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from .errors import StoreError
+
+MASK = 2**64 - 1
+
+
+def run_name(run_id: int) -> str:
+    """A run's identity as its working directory names it: 16 hex digits."""
+    return f"{int(run_id) & MASK:016x}"
+
+
+class StoreView:
+    """A read-only look at a results folder's run store."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / "runs.sqlite"
+        if not self.path.is_file():
+            raise StoreError(f"{self.folder}: no runs.sqlite here; give the results folder of a "
+                             "study (results/<name>, or the --out of its run)")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            self.db = sqlite3.connect(uri, uri=True, timeout=10)
+            self.meta = {key: json.loads(value) for key, value in
+                         self.db.execute("SELECT key, value FROM meta")}
+        except sqlite3.DatabaseError as error:
+            raise self.damaged(error) from None
+
+    def damaged(self, error: Exception) -> StoreError:
+        return StoreError(f"{self.path}: the run store is corrupted or not a run store ({error}); "
+                          "its runs cannot be trusted: move it away, or start over with --fresh")
+
+    def query(self, sql: str, arguments: tuple = ()) -> list[tuple]:
+        try:
+            return self.db.execute(sql, arguments).fetchall()
+        except sqlite3.OperationalError as error:
+            if "no such table: runs" in str(error):
+                return []
+            raise self.damaged(error) from None
+        except sqlite3.DatabaseError as error:
+            raise self.damaged(error) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def driver_state(view: StoreView) -> str:
+    """running (pid N), finished, or stopped, from the lock file and analysis.json."""
+    try:
+        holder = Path(f"{view.path}.lock").read_text().split()
+        pid = int(holder[1]) if len(holder) == 2 and holder[0] == "pid" else None
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and pid != os.getpid() and _alive(pid):
+        return f"running (pid {pid})"
+    analysis = view.folder / "analysis.json"
+    started = view.meta.get("started") or 0
+    if analysis.is_file() and analysis.stat().st_mtime >= started:
+        return "finished"
+    return "stopped before finishing (run the study again to resume)"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def describe_status(folder: Path, errors: int = 5) -> str:
+    """The text of `studyrun status`: state, counts, rate, workers, last errors."""
+    view = StoreView(folder)
+    try:
+        counts = dict(view.query("SELECT status, count(*) FROM runs GROUP BY status"))
+        ok, failed = counts.get("ok", 0), counts.get("failed", 0)
+        state = driver_state(view)
+        lines = [f"study: {_study_name(view.folder)} ({view.folder})", f"state: {state}"]
+        planned = view.meta.get("planned")
+        recorded = ok + failed
+        if planned:
+            left = max(planned - recorded, 0)
+            lines.append(f"runs: {planned} planned, {recorded} recorded ({ok} succeeded, "
+                         f"{failed} failed), {left} to go ({100 * recorded / planned:.1f}% done)")
+        else:
+            lines.append(f"runs: {recorded} recorded ({ok} succeeded, {failed} failed)")
+        lines += rate_lines(view, recorded, planned, state.startswith("running"))
+        last = view.query("SELECT id, error FROM runs WHERE status = 'failed' ORDER BY rowid DESC "
+                          "LIMIT ?", (errors,))
+        if last:
+            lines.append(f"last {len(last)} error{'s' * (len(last) > 1)} (all: studyrun runs "
+                         f"{folder} --failed):")
+            lines += [f"  run {run_name(i)}: {_first_line(e)}" for i, e in last]
+        return "\n".join(lines)
+    finally:
+        view.close()
+
+
+def rate_lines(view: StoreView, recorded: int, planned: int | None, running: bool) -> list[str]:
+    """Runs per second since the last start (while running), mean run time and workers."""
+    lines = []
+    (mean, workers), = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs") or [(None, 0)]
+    if running and view.meta.get("started"):
+        elapsed = max(time.time() - view.meta["started"], 1e-9)
+        done_now = max(recorded - int(view.meta.get("reused") or 0), 0)
+        rate = done_now / elapsed
+        line = f"rate: {rate:.3g} runs/s over the last {elapsed:.0f} s"
+        if planned and rate > 0:
+            line += f"; about {max(planned - recorded, 0) / rate:.0f} s left"
+        lines.append(line)
+    if mean is not None:
+        lines.append(f"model: {mean:.3g} s per run on average, on {workers} worker"
+                     f"{'s' * (workers != 1)}")
+    return lines
+
+
+def describe_runs(folder: Path, failed_only: bool = False, limit: int | None = None) -> str:
+    """The text of `studyrun runs`: each run's id, status, parameters; errors and workdirs."""
+    view = StoreView(folder)
+    try:
+        parameters = list(view.meta.get("parameters", []))
+        columns = "".join(f', "{p}"' for p in parameters)
+        where = "WHERE status = 'failed'" if failed_only else ""
+        sql = f"SELECT id, status, error, worker{columns} FROM runs {where} ORDER BY rowid"
+        rows = view.query(sql + (f" LIMIT {int(limit)}" if limit else ""))
+        if not rows:
+            return "no failed runs" if failed_only else "no runs recorded yet"
+        lines = []
+        for run_id, status, error, worker, *values in rows:
+            shown = "  ".join(f"{p}={v:.6g}" if v is not None else f"{p}=?"
+                              for p, v in zip(parameters, values))
+            lines.append(f"run {run_name(run_id)}  {status}  {shown}  (worker {worker})")
+            if error:
+                lines += ["  error: " + _indent(error)]
+            workdir = view.folder / "work" / f"run-{run_name(run_id)}"
+            if status == "failed" and workdir.is_dir():
+                lines.append(f"  workdir: {workdir}")
+        return "\n".join(lines)
+    finally:
+        view.close()
+
+
+def _study_name(folder: Path) -> str:
+    try:
+        import yaml
+
+        return str(yaml.safe_load((folder / "study.yaml").read_text()).get("name", "?"))
+    except Exception:  # a missing or edited copy: the name is only decoration
+        return "?"
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] + (" ..." if len(lines) > 1 else "") if lines else ""
+
+
+def _indent(text: str) -> str:
+    return "\n    ".join(text.rstrip().splitlines())
