@@ -1,0 +1,143 @@
+"""The analyse step of `local`: sensitivity functions by every method asked for, their
+summaries per output, the overall ranking, collinearity, partitions and agreement."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..base import Outcome
+from .agreement import compare_rankings
+from .collinearity import analyse_collinearity
+from .sensitivity import (difference_quotients, normalise, overall_ranking, relative_difference,
+                          summarise)
+
+if TYPE_CHECKING:
+    from . import Local
+
+Functions = dict[str, tuple[np.ndarray, np.ndarray]]  # output -> y (T,), dy/dp (T, m)
+
+
+class MethodFailed(Exception):
+    """A method gave no sensitivity functions; the message says why."""
+
+
+def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
+    """The `results` block (see the package docstring)."""
+    design = outcome.design
+    names, info = design.names, design.info
+    nominal = np.array([info["nominal"][n] for n in names])
+    notes = list(info.get("notes", []))
+    computed: dict[str, tuple[np.ndarray, Functions]] = {}
+    for method in info["methods"]:
+        try:
+            computed[method] = functions_by(method, spec, outcome, notes)
+        except MethodFailed as error:
+            notes.append(f"{method}: {error}")
+    primary = info["methods"][0]
+    if primary not in computed:
+        return {**{o: {"error": f"no sensitivity functions: {notes[-1]}"} for o in spec.outputs},
+                "notes": notes}
+    time, functions = computed[primary]
+    results: dict[str, Any] = {}
+    scaled: dict[str, dict[str, np.ndarray]] = {m: {} for m in computed}
+    for method, (_, found) in computed.items():
+        for output, (y, raw) in found.items():
+            scaled[method][output], excluded = normalise(raw, y, nominal,
+                                                         spec.output_scale.get(output))
+            if method == primary:
+                results[output] = summarise(scaled[method][output], names) | {
+                    "method": primary, "excluded_points": excluded,
+                    "functions": {"time": time.tolist(), "normalised": {
+                        p: scaled[method][output][:, j].tolist() for j, p in enumerate(names)}}}
+    results["ranking"], _ = overall_ranking([results[o] for o in spec.outputs], names)
+    stacked = np.vstack([scaled[primary][o] for o in spec.outputs])
+    results["collinearity"] = analyse_collinearity(stacked, names, spec.collinearity_max,
+                                                   spec.threshold)
+    results["agreement"] = compare_methods(spec, computed, scaled, names)
+    partition = partition_results(spec, names, notes)
+    if partition is not None:
+        results["partition"] = partition
+        for other in ("uniform", "clustering"):
+            results["agreement"][f"full vs {other}"] = compare_rankings(
+                partition["full"]["ranking"], partition[other]["ranking"], spec.top)
+    results["notes"] = notes
+    return results
+
+
+def functions_by(method: str, spec: "Local", outcome: Outcome, notes: list[str]
+                 ) -> tuple[np.ndarray, Functions]:
+    """The output grid and each output's y and dy/dp by one method."""
+    if method == "exact":
+        return exact_by(spec, outcome.design)
+    design = outcome.design
+    steps = np.array([design.info["steps"][n] for n in design.names])
+    m = len(steps)
+    used = 1 + m * (2 if method == "central" else 1)
+    if not outcome.ok[0]:
+        raise MethodFailed("the nominal run failed")
+    failed = [design.names[(i - 1) % m] for i in np.flatnonzero(~outcome.ok[:used])]
+    if failed:
+        notes.append(f"{method}: a perturbed run failed for {', '.join(sorted(set(failed)))}; "
+                     f"its sensitivities are unknown (null)")
+    found: Functions = {}
+    for output in spec.outputs:
+        if output not in outcome.series:
+            raise MethodFailed(f"the runs gave no time series {output!r}")
+        series = np.where(outcome.ok[:used, None], outcome.series[output][:used], np.nan)
+        found[output] = (series[0], difference_quotients(series, steps, method))
+    time = outcome.time if outcome.time is not None else np.arange(series.shape[1], dtype=float)
+    return np.asarray(time, dtype=float), found
+
+
+def exact_by(spec: "Local", design: Any) -> tuple[np.ndarray, Functions]:
+    """The forward sensitivity equations, integrated in-process at the nominal point."""
+    from .exact import NotDifferentiable, exact_functions
+
+    system = spec._model.to_system()
+    values = {**spec._values, **design.info["nominal"]}
+    try:
+        return exact_functions(system, values, design.names, spec.outputs, system.rtol,
+                               system.atol)
+    except (NotDifferentiable, RuntimeError, ArithmeticError, ValueError) as error:
+        raise MethodFailed(str(error)) from None
+
+
+def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str]
+                    ) -> dict[str, Any]:
+    """Each other method against the primary: rankings overall and per output, and the largest
+    difference of the normalised functions relative to the primary's largest value."""
+    methods = list(computed)
+    primary, agreement = methods[0], {}
+    for other in methods[1:]:
+        per_output, entries = {}, {primary: [], other: []}
+        for output in spec.outputs:
+            a, b = summarise(scaled[primary][output], names), summarise(scaled[other][output], names)
+            entries[primary].append(a)
+            entries[other].append(b)
+            gaps = relative_difference(scaled[other][output], scaled[primary][output])
+            per_output[output] = compare_rankings(a["ranking"], b["ranking"], spec.top) | {
+                "max_relative_difference": dict(zip(names, gaps))}
+        first, _ = overall_ranking(entries[primary], names)
+        second, _ = overall_ranking(entries[other], names)
+        agreement[f"{primary} vs {other}"] = compare_rankings(first, second, spec.top) | {
+            "outputs": per_output}
+    return agreement
+
+
+def partition_results(spec: "Local", names: list[str], notes: list[str]) -> dict | None:
+    """Coefficients on fewer trajectory points, for equation models when asked."""
+    model = spec._model
+    if spec.partition is False or getattr(model, "type", None) not in ("ode", "stockflow"):
+        return None
+    from .partition import analyse_partition
+
+    settings = spec.partition
+    try:
+        return analyse_partition(model.to_system(), spec._values, names, spec.delta,
+                                 settings.scale == "relative", settings.intervals,
+                                 settings.tolerance, settings.radius)
+    except (RuntimeError, ArithmeticError, ValueError) as error:
+        notes.append(f"partition: {error}")
+        return None
