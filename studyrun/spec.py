@@ -14,11 +14,11 @@ from typing import Annotated, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, PositiveInt, Tag,
                       field_validator)
 
+from .analyses.calibrate import Calibrate
 from .analyses.delta import Delta
 from .analyses.dgsm import Dgsm
 from .analyses.doe import Doe
 from .analyses.fast import Fast
-from .analyses.local import Local
 from .analyses.montecarlo import Montecarlo
 from .analyses.morris import Morris
 from .analyses.pawn import Pawn
@@ -39,7 +39,7 @@ from .store import FIXED_COLUMNS
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local],
+                                Doe, Calibrate],
                           Field(discriminator="type")]
 
 RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
@@ -121,6 +121,9 @@ def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
     problems += check_quantities(study)
     problems += [(("analysis", *split_path(p.path)), p.message)
                  for p in study.analysis.check(dict(varied(study.parameters)))]
+    check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
+    if check_whole is not None:
+        problems += [(("analysis", *split_path(p.path)), p.message) for p in check_whole(study)]
     return problems
 
 

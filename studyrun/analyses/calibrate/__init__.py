@@ -1,0 +1,178 @@
+"""Calibration against observed data (iterative analysis): `analysis: {type: calibrate}`.
+
+Fits the study's varied parameters to observed data by minimising FME's modCost (Soetaert &
+Petzoldt, Inverse modelling, sensitivity and Monte Carlo analysis in R using package FME, J. Stat.
+Softw. 33, 2010; docs/methods.md section 1), starting from the parameters' nominal values within
+their bounds. Every model evaluation goes through the study's executor and run store, batched:
+whole Jacobians, whole populations and the starts of a multistart fit run as one batch each.
+
+Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
+batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
+(gradient matching, methods.md section 5), mcmc.py (adaptive Metropolis with delayed rejection,
+FME's modMCMC), calibration.py (the workflow and the results block), report.py.
+
+`results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,
+`p`, `lower`, `upper` (95% confidence limits from Student's t)), `correlation` (name -> name ->
+value), `cost` (`initial`, `final`), `variables` (name -> `N`, `SSR`, `SSR_unweighted`, `scale`,
+`rms_before`, `rms_after`; rms = sqrt(SSR_unweighted / N), in the variable's units), `minlogp`
+(at the estimate), `converged` and `message`; and also `method`, `minlogp_initial`,
+`covariance`, `df`, `residual_variance` (s^2), `evaluations` (`runs`, `batches`), `fitted`
+(name -> estimate), `fitted_yaml` (a `parameters:` block with each nominal set to its estimate,
+to paste into the study), `starts` (multistart), `progress` (best cost after each batch),
+`curves` (output -> `time`, `initial`, `final` model series), `residuals` (FME's table at the
+estimate, also written to residuals.csv), `notes`, and `gradient_matching` or `mcmc` blocks for
+those methods.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr,
+                      model_validator)
+
+from ...errors import Problem
+from ..base import AnalysisSpec, Design
+from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
+
+if TYPE_CHECKING:
+    from ...report.figures import Figures
+
+__all__ = ["Calibrate", "DataBlock", "Mcmc"]
+
+FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
+
+
+class Mcmc(BaseModel):
+    """`method: mcmc`: adaptive Metropolis with delayed rejection, started from a fit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: PositiveInt = Field(1000, description="iterations per chain, burn-in included")
+    burnin: NonNegativeInt = Field(250, description="iterations dropped at the start of each chain")
+    chains: PositiveInt = Field(4, description="chains run side by side (their proposals form "
+                                               "one batch per iteration)")
+    update_cov: NonNegativeInt = Field(
+        100, description="adapt the proposal covariance every this many iterations from the "
+                         "samples so far (0: never)")
+    delayed_rejection: bool = Field(True, description="after a rejection, try once more with a "
+                                                      "jump dr_scale times shorter")
+    dr_scale: float = Field(3.0, gt=1, description="how much shorter the second jump is")
+    error_variance: Literal["auto", "fixed", "sample"] = Field(
+        "auto", description="fixed: the errors are the data's (likelihood exp(-cost/2)); sample: "
+                            "each variable's error variance is sampled too (Gibbs, inverse gamma "
+                            "prior centred on the fit's, weight wvar0); auto: fixed when every "
+                            "data block has an err column")
+    wvar0: float = Field(0.1, ge=0, description="weight of the prior error variance")
+    prediction_draws: PositiveInt = Field(100, description="posterior draws run for the "
+                                                           "prediction band")
+
+    @model_validator(mode="after")
+    def _check_burnin(self) -> "Mcmc":
+        if self.burnin >= self.iterations:
+            raise ValueError(f"burnin ({self.burnin}) must be below iterations ({self.iterations})")
+        return self
+
+
+class Calibrate(AnalysisSpec):
+    """Fit the varied parameters to observed data; see the module doc for the results keys."""
+
+    type: Literal["calibrate"]
+    iterative: ClassVar[bool] = True
+
+    data: DataBlock | list[DataBlock] = Field(
+        description="observed data: one block or a list of blocks (one per file); their costs add up")
+    method: Literal["lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution",
+                    "gradient-matching", "mcmc"] = Field(
+        "lm", description="lm (Levenberg-Marquardt) | trf (trust region) | nelder-mead | lbfgsb | "
+                          "differential-evolution | gradient-matching (equation models) | mcmc")
+    multistart: NonNegativeInt = Field(0, description="extra fits from Latin hypercube starts in "
+                                                      "the bounds; the best one wins")
+    max_evaluations: PositiveInt | None = Field(None, description="cap on the optimiser's "
+                                                                  "function evaluations")
+    tolerance: float = Field(1e-8, gt=0, description="convergence tolerance of the optimiser")
+    jacobian: Literal["forward", "central"] = Field("forward", description="finite differences")
+    step: float = Field(1e-4, gt=0, lt=1, description="relative finite-difference step")
+    generations: PositiveInt = Field(100, description="differential-evolution: generations")
+    population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
+    polish: bool = Field(True, description="differential-evolution: finish with a trf fit")
+    refine: bool = Field(False, description="gradient-matching: follow with a trajectory fit")
+    fit: Literal["lm", "trf"] = Field("lm", description="the trajectory fit of refine and mcmc")
+    mcmc: Mcmc = Field(default_factory=Mcmc, description="method: mcmc settings")
+
+    _observations: list[Observations] | None = PrivateAttr(None)
+    _extra_series: list[str] = PrivateAttr(default_factory=list)
+    _model: Any = PrivateAttr(None)
+    _fixed: dict[str, float] = PrivateAttr(default_factory=dict)
+
+    @property
+    def blocks(self) -> list[DataBlock]:
+        return self.data if isinstance(self.data, list) else [self.data]
+
+    def resolve_paths(self, folder: Path) -> None:
+        for block in self.blocks:
+            if not Path(block.file).is_absolute():
+                block.file = str(folder / block.file)
+        self._observations = None
+
+    def observations(self) -> list[Observations]:
+        """The data blocks read (once)."""
+        if self._observations is None:
+            self._observations = read_blocks(self.blocks)
+        return self._observations
+
+    def needs_series(self) -> list[str]:
+        return outputs_needed(self.observations()) + self._extra_series
+
+    def check(self, parameters) -> list[Problem]:
+        problems = []
+        for name, p in parameters.items():
+            if getattr(p, "kind", "") == "discrete":
+                problems.append(Problem(f"calibrate fits continuous parameters; {name!r} is "
+                                        "discrete (fix it, or give it bounds)", ""))
+        self.observations()  # CSV mistakes are StudyErrors at the file's line and column
+        return problems
+
+    def check_study(self, study) -> list[Problem]:
+        """Observed variables against the model's outputs and time span (when the model spec
+        tells them; otherwise after the first run); keeps the model for nominal starts and
+        gradient matching."""
+        from ...params import Fixed
+
+        self._model = study.model
+        self._fixed = {n: p.nominal_value(None) for n, p in study.parameters.items()
+                       if isinstance(p, Fixed)}
+        time = getattr(study.model, "time", None)
+        span = (float(time.start), float(time.stop)) if time is not None else None
+        check_against_model(self.observations(), study.model.output_names(), span)
+        if self.method == "gradient-matching" and not hasattr(study.model, "to_system"):
+            return [Problem("gradient matching evaluates the model's right-hand side: it needs an "
+                            "ode or stockflow model (use lm or trf)", "method")]
+        return []
+
+    def design(self, parameters, seed) -> Design:
+        """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
+        from .calibration import make_box
+
+        box = make_box(parameters, self._model.defaults() if self._model is not None else {})
+        return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
+
+    def describe_design(self, design: Design) -> str:
+        """What `studyrun plan` says of an iterative fit."""
+        data = self.observations()
+        n = sum(len(v.x) for obs in data for v in obs.variables)
+        names = ", ".join(dict.fromkeys(v.label for obs in data for v in obs.variables))
+        start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
+        return (f"iterative: the {self.method} fit plans its runs as it goes, starting from "
+                f"{start}; {n} observations of {names} in {len(data)} data file(s)")
+
+    def iterate(self, evaluate, parameters, seed) -> dict[str, Any]:
+        from .calibration import calibrate
+
+        return calibrate(self, evaluate, parameters, seed)
+
+    def report(self, analysis: dict[str, Any], outcome, figures: "Figures") -> str:
+        from .report import report
+
+        return report(self, analysis, figures)

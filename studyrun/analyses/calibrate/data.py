@@ -1,0 +1,262 @@
+"""Observed data for `calibrate` (load step): CSV files in FME's long or wide format.
+
+Long format: one observation per line, with a variable-name column (`name`), the independent
+variable (`x`, default `time`), the value (`y`, default `value`) and optionally a per-point error
+(`err`). Wide format: an x column and one column per observed variable. Empty cells and NA / NaN
+are missing values and are skipped. Every mistake (a missing column, a value that is not a number,
+a variable the model does not produce, an x outside the model's time span) is a StudyError at the
+file, line and column of the offending cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ...errors import Problem, StudyError
+
+MISSING = {"", "na", "nan", "null", "n/a", "none"}
+
+
+class DataBlock(BaseModel):
+    """One observed-data file and how to read it (FME modCost's conventions)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="CSV file, relative to the study file's folder")
+    format: Literal["long", "wide"] = Field(
+        "long", description="long: name, x, value[, error] columns; wide: an x column and one "
+                            "column per observed variable")
+    x: str = Field("time", description="the column of the independent variable (the model's time)")
+    name: str = Field("name", description="long format: the column naming the variable")
+    y: str = Field("value", description="long format: the column of observed values")
+    err: str | None = Field(None, description="long format: a column of per-point errors "
+                                              "(standard deviations); weights are 1/err")
+    weight: Literal["none", "std", "mean"] = Field(
+        "none", description="without err: the error of every point of a variable is 1 (none), the "
+                            "standard deviation of its observations (std) or their mean |value| (mean)")
+    scale_var: bool = Field(False, description="divide each variable's cost by its number of "
+                                               "observations")
+    map: dict[str, str] = Field(default_factory=dict,
+                                description="observed name -> model output, where they differ")
+    window: tuple[float, float] | None = Field(
+        None, description="[x0, x1]: fit only the observations with x0 <= x <= x1")
+    sep: str = Field(",", min_length=1, max_length=1, description="the field separator")
+
+    @model_validator(mode="after")
+    def _check(self) -> "DataBlock":
+        if self.err is not None and self.format == "wide":
+            raise ValueError("err names an error column of the long format; the wide format has "
+                             "no per-point errors (use weight: none | std | mean)")
+        if self.window is not None and not self.window[0] < self.window[1]:
+            raise ValueError(f"window must be [x0, x1] with x0 < x1; got {list(self.window)}")
+        return self
+
+
+@dataclass
+class Variable:
+    """The observations of one variable in one file."""
+
+    label: str  # as the file names it
+    output: str  # the model output it is compared with
+    where: tuple[int, int]  # line, column of the name's first cell (or header cell)
+    x: np.ndarray
+    obs: np.ndarray
+    err: np.ndarray | None  # per-point errors from the err column
+    cells: list[tuple[int, int]] = field(default_factory=list)  # (line, col) of each x cell
+
+
+@dataclass
+class Observations:
+    """One data block, read: its variables in order of first appearance."""
+
+    block: DataBlock
+    index: int
+    variables: list[Variable]
+
+    @property
+    def file(self) -> str:
+        return self.block.file
+
+
+def read_blocks(blocks: list[DataBlock]) -> list[Observations]:
+    """Every data block read and checked on its own (not yet against a model)."""
+    return [read_block(block, i) for i, block in enumerate(blocks)]
+
+
+class Table:
+    """A CSV file's header and rows, each cell with its line and column."""
+
+    def __init__(self, path: str, sep: str) -> None:
+        self.path = path
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            raise StudyError("data file not found", file=path, line=1, col=1) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StudyError(f"cannot read the data file: {exc}", file=path, line=1, col=1) from None
+        lines = [(n + 1, line) for n, line in enumerate(text.splitlines())
+                 if line.strip() and not line.lstrip().startswith("#")]
+        if not lines:
+            raise StudyError("the data file is empty", file=path, line=1, col=1)
+        self.rows = [(n, cells(line, sep)) for n, line in lines]
+        self.header_line, header = self.rows.pop(0)
+        self.header = [name.strip() for name, _ in header]
+        self.header_cols = [col for _, col in header]
+
+    def column(self, name: str, key: str) -> int:
+        """The index of a named column, or a StudyError at the header naming the choices."""
+        if name in self.header:
+            return self.header.index(name)
+        close = difflib.get_close_matches(name, self.header, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise StudyError(f"no column {name!r} (data.{key}) in the header; columns: "
+                         f"{', '.join(self.header)}{hint}", file=self.path, line=self.header_line, col=1)
+
+    def fail(self, line: int, col: int, message: str) -> StudyError:
+        return StudyError(message, file=self.path, line=line, col=col)
+
+
+def cells(line: str, sep: str) -> list[tuple[str, int]]:
+    """The fields of one CSV line with the 1-based column where each starts (quotes honoured)."""
+    fields = next(csv.reader([line], delimiter=sep))
+    out, pos = [], 0
+    for value in fields:
+        out.append((value, pos + 1))
+        quoted = False
+        while pos < len(line):  # skip to just past the next separator outside quotes
+            ch = line[pos]
+            pos += 1
+            if ch == '"':
+                quoted = not quoted
+            elif ch == sep and not quoted:
+                break
+    return out
+
+
+def number(table: Table, line: int, row: list[tuple[str, int]], index: int, what: str) -> float:
+    """The number in a cell; NaN for a missing value; a StudyError for anything else."""
+    if index >= len(row):
+        return math.nan
+    text, col = row[index]
+    if text.strip().lower() in MISSING:
+        return math.nan
+    try:
+        value = float(text)
+    except ValueError:
+        raise table.fail(line, col, f"{what} {text.strip()!r} in column {table.header[index]!r} is "
+                                    "not a number (leave the cell empty or write NA for a missing "
+                                    "value)") from None
+    if math.isinf(value):
+        raise table.fail(line, col, f"{what} in column {table.header[index]!r} is infinite")
+    return value
+
+
+def read_block(block: DataBlock, index: int) -> Observations:
+    """One file in long or wide format, missing values skipped and the window applied."""
+    table = Table(block.file, block.sep)
+    x_index = table.column(block.x, "x")
+    found: dict[str, dict] = {}
+
+    def add(label: str, where: tuple[int, int], line: int, col: int, x: float, y: float,
+            err: float | None) -> None:
+        entry = found.setdefault(label, {"where": where, "x": [], "obs": [], "err": [], "cells": []})
+        if math.isnan(x) or math.isnan(y):
+            return
+        if block.window is not None and not block.window[0] <= x <= block.window[1]:
+            return
+        entry["x"].append(x)
+        entry["obs"].append(y)
+        entry["err"].append(err)
+        entry["cells"].append((line, col))
+
+    if block.format == "long":
+        name_index, y_index = table.column(block.name, "name"), table.column(block.y, "y")
+        err_index = table.column(block.err, "err") if block.err else None
+        for line, row in table.rows:
+            if name_index >= len(row) or not row[name_index][0].strip():
+                raise table.fail(line, 1, f"no variable name in column {block.name!r}")
+            label, col = row[name_index][0].strip(), row[name_index][1]
+            x = number(table, line, row, x_index, "x")
+            y = number(table, line, row, y_index, "value")
+            err = None
+            if err_index is not None and not math.isnan(y):
+                err = number(table, line, row, err_index, "error")
+                if not err > 0:
+                    where = row[err_index][1] if err_index < len(row) else 1
+                    raise table.fail(line, where, f"error {err:g} must be above 0 (it is the "
+                                                  "standard deviation of the observation)")
+            add(label, (line, col), line, row[x_index][1] if x_index < len(row) else 1, x, y, err)
+    else:
+        columns = [j for j in range(len(table.header)) if j != x_index]
+        if not columns:
+            raise table.fail(table.header_line, 1, "a wide data file needs an x column and at "
+                                                   "least one column of observations")
+        for line, row in table.rows:
+            x = number(table, line, row, x_index, "x")
+            for j in columns:
+                y = number(table, line, row, j, "value")
+                add(table.header[j], (table.header_line, table.header_cols[j]), line,
+                    row[x_index][1] if x_index < len(row) else 1, x, y, None)
+    variables = [Variable(label, block.map.get(label, label), entry["where"],
+                          np.asarray(entry["x"], float), np.asarray(entry["obs"], float),
+                          np.asarray(entry["err"], float) if block.err else None, entry["cells"])
+                 for label, entry in found.items()]
+    variables = [v for v in variables if len(v.x)]
+    if not variables:
+        raise StudyError("no observations left (every value is missing or outside the window)",
+                         file=block.file, line=table.header_line, col=1)
+    check_weights(block, table, variables)
+    return Observations(block, index, variables)
+
+
+def check_weights(block: DataBlock, table: Table, variables: list[Variable]) -> None:
+    """weight: std needs two different values per variable; weight: mean a nonzero mean."""
+    for v in variables:
+        line, col = v.where
+        if block.weight == "std" and (len(v.obs) < 2 or not np.std(v.obs) > 0):
+            raise table.fail(line, col, f"weight: std needs at least two different observations of "
+                                        f"{v.label!r}; it has {len(v.obs)}")
+        if block.weight == "mean" and not np.mean(np.abs(v.obs)) > 0:
+            raise table.fail(line, col, f"weight: mean needs observations of {v.label!r} that are "
+                                        "not all 0")
+
+
+def check_against_model(data: list[Observations], outputs: set[str] | None,
+                        span: tuple[float, float] | None) -> None:
+    """Every variable names a model output and every x lies in the model's time span."""
+    problems = []
+    for obs in data:
+        for v in obs.variables:
+            line, col = v.where
+            if outputs is not None and v.output not in outputs:
+                close = difflib.get_close_matches(v.output, sorted(outputs), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else " (use map: to name it)"
+                what = f"{v.label!r} (mapped to {v.output!r})" if v.output != v.label else repr(v.label)
+                problems.append(Problem(f"observed variable {what} is not an output of the model"
+                                        f"{hint}; outputs: {', '.join(sorted(outputs))}",
+                                        file=obs.file, line=line, col=col))
+            if span is not None:
+                lo, hi = span
+                tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+                for x, (line, col) in zip(v.x, v.cells):
+                    if x < lo - tol or x > hi + tol:
+                        problems.append(Problem(
+                            f"x = {x:g} of {v.label!r} lies outside the model's time span "
+                            f"[{lo:g}, {hi:g}] (extend the model's time, or use window: to leave "
+                            "it out)", file=obs.file, line=line, col=col))
+                        break
+    if problems:
+        raise StudyError(problems)
+
+
+def outputs_needed(data: list[Observations]) -> list[str]:
+    """The model outputs the data are compared with, in order of first appearance."""
+    return list(dict.fromkeys(v.output for obs in data for v in obs.variables))

@@ -1,0 +1,74 @@
+"""calibrate end to end: known answers through the real pipeline (logistic growth)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import studyrun
+from conftest import STUDIES, run_cli, write_study
+
+LOGISTIC = """
+name: logistic-fit
+seed: 3
+model: {file: MODELS/logistic.yaml}
+parameters:
+  initial_population: 0.1
+  rate: {bounds: [0.05, 5], nominal: 2}
+  capacity: {bounds: [1, 1000], nominal: 10}
+analysis:
+  type: calibrate
+  method: METHOD
+  data: {file: logistic.csv, format: long, x: time, y: value}
+execution: {scheduler: sync}
+"""
+
+
+def logistic(t, K=100.0, r=0.5, x0=0.1):
+    return K / (1 + (K / x0 - 1) * np.exp(-r * t))
+
+
+def write_logistic(folder, method="lm", extra=""):
+    t = np.arange(0, 31, 1.0)
+    lines = ["name,time,value"] + [f"population,{a:g},{b:.17g}" for a, b in zip(t, logistic(t))]
+    (folder / "logistic.csv").write_text("\n".join(lines) + "\n")
+    text = LOGISTIC.replace("MODELS", str(STUDIES / "models")).replace("METHOD", method) + extra
+    return write_study(folder, text)
+
+
+@pytest.mark.parametrize("method", ["lm", "trf"])
+def test_logistic_growth_is_recovered_from_far_away(tmp_path, method):
+    result = studyrun.run(write_logistic(tmp_path, method), tmp_path / "out")
+    params = result.results["parameters"]
+    assert params["capacity"]["estimate"] == pytest.approx(100, rel=1e-5)
+    assert params["rate"]["estimate"] == pytest.approx(0.5, rel=1e-5)
+    assert params["capacity"]["initial"] == 10 and params["rate"]["initial"] == 2
+    assert result.results["converged"] is True
+    cost = result.results["cost"]
+    assert cost["final"] < 1e-6 < 1e3 < cost["initial"]
+    variables = result.results["variables"]["population"]
+    assert variables["N"] == 31 and variables["rms_after"] < 1e-4 < 10 < variables["rms_before"]
+    assert set(result.results) >= {"parameters", "correlation", "cost", "variables", "minlogp",
+                                   "converged", "message"}
+    assert (tmp_path / "out" / "residuals.csv").read_text().startswith(
+        "name,x,obs,mod,weight,res_unweighted,res")
+
+
+def test_a_resumed_calibration_reuses_every_run(tmp_path):
+    path = write_logistic(tmp_path)
+    first = studyrun.run(path, tmp_path / "out")
+    again = studyrun.run(path, tmp_path / "out")
+    assert again.analysis["runs"]["reused"] == again.analysis["runs"]["planned"]
+    assert again.analysis["execution"]["executed"] == 0
+    assert again.results["parameters"] == first.results["parameters"]
+
+
+def test_example_study_runs_from_the_command_line(tmp_path):
+    done = run_cli("run", STUDIES / "logistic-calibrate.yaml", "--out", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "analysis.json").read_text())["results"]
+    assert results["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-4)
+    assert results["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-4)
+    assert "```yaml\nparameters:" in (tmp_path / "report.md").read_text()
