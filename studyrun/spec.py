@@ -19,6 +19,7 @@ from .analyses.delta import Delta
 from .analyses.dgsm import Dgsm
 from .analyses.doe import Doe
 from .analyses.fast import Fast
+from .analyses.local import Local
 from .analyses.montecarlo import Montecarlo
 from .analyses.morris import Morris
 from .analyses.pawn import Pawn
@@ -39,7 +40,7 @@ from .store import FIXED_COLUMNS
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Calibrate],
+                                Doe, Local, Calibrate],
                           Field(discriminator="type")]
 
 RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
