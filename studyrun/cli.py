@@ -113,10 +113,13 @@ def command_validate(args) -> int:
 
 def command_plan(args) -> int:
     from .pipeline import load_study, plan_study, settings_for
-    from .plan_view import describe_plan, write_design_csv
+    from .plan_view import describe_iterative, describe_plan, write_design_csv
     from .executors import scheduler_name
 
     loaded = load_study(args.study)
+    if loaded.study.analysis.iterative:
+        print(describe_iterative(loaded))
+        return 0
     plan = plan_study(loaded)
     scheduler = cluster_override(loaded.study.execution.scheduler, args.cluster)
     settings = settings_for(loaded.study, scheduler)

@@ -184,8 +184,7 @@ class Runner:
 
     def execute(self, plan: Plan, quiet: bool = False) -> Counts:
         """Run the plan's runs that the store lacks, recording each batch as it finishes."""
-        done = self.store.succeeded_ids()
-        pending = np.flatnonzero(~np.isin(plan.run_ids, done)) if len(done) else np.arange(plan.size)
+        pending = np.flatnonzero(~self.store.succeeded_among(plan.run_ids))
         progress = Progress(total=plan.size, already=plan.size - len(pending),
                             enabled=not (self.settings.quiet or quiet))
         recorder = Recorder(plan, self.store, self.settings, progress)

@@ -19,10 +19,11 @@ import yaml
 
 from .analyses.base import Design, Outcome
 from .errors import StudyError
-from .execute import Counts, Job, Runner, Settings, execute
+from .execute import Job, Runner, Settings
 from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
+from .planned import CHUNK_ROWS, PlannedRuns
 from .provenance import collect, now
 from .quantities import Quantities
 from .spec import Study, check_study
@@ -147,12 +148,36 @@ def study_warnings(loaded: Loaded) -> list[str]:
 
 def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
               folder: Path) -> tuple[dict, Outcome]:
-    """A fixed design: plan it, execute it, read it back and analyse it."""
-    plan = plan_study(loaded)
-    counts = execute(plan, store, job, settings)
-    outcome = read_outcome(plan, store, job.quantities, loaded.study.analysis.needs_series())
-    store.export_csv(folder / "runs.csv", plan.run_ids)
-    return analyse(loaded, plan, outcome, counts), outcome
+    """A fixed design: plan it slice by slice, execute each slice, then analyse all of it."""
+    study = loaded.study
+    parameters, fixed, context = plan_parts(loaded)
+    runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis))
+    with Runner(store, job, settings) as runner:
+        for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
+                                                   CHUNK_ROWS):
+            plan = make_plan(design, fixed, context)
+            runs.add(plan)
+            runner.execute(plan)
+    results = study.analysis.analyse_runs(runs, parameters)
+    store.export_csv(folder / "runs.csv")
+    totals, succeeded = runner.totals, runs.succeeded()
+    analysis = {
+        "study": study.name, "analysis": study.analysis.type,
+        "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
+                 "reused": totals.reused},
+        "results": results,
+        "design": {"runs": runs.size, **runs.info},
+        "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,
+                      "executed": totals.executed, "notes": totals.notes},
+    }
+    return analysis, runs.first()
+
+
+def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
+    """Series to read back per run: series() quantities and the outputs an analysis needs."""
+    wanted = {name: next(iter(quantities.compiled[name].names)) for name in quantities.series_names}
+    wanted.update({name: name for name in analysis.needs_series()})
+    return wanted
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
@@ -169,14 +194,15 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         plan = make_plan(design, fixed, context)
         runner.execute(plan, quiet=True)
         evaluated.append(plan.run_ids)
-        outcome = read_outcome(plan, store, job.quantities, study.analysis.needs_series())
+        outcome = read_outcome(plan, store, job.quantities, study.analysis)
         succeeded += int(outcome.ok.sum())
         return outcome
 
     with Runner(store, job, settings) as runner:
         results = study.analysis.iterate(evaluate, parameters, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
-    store.export_csv(folder / "runs.csv", ids[np.sort(np.unique(ids, return_index=True)[1])])
+    store.add_planned(0, ids[np.sort(np.unique(ids, return_index=True)[1])])
+    store.export_csv(folder / "runs.csv")
     totals = runner.totals
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
@@ -195,46 +221,9 @@ def write_study_copy(loaded: Loaded, folder: Path) -> None:
     (folder / "study.yaml").write_text(f"# run from {loaded.path.resolve()}\n{text}")
 
 
-def read_outcome(plan: Plan, store: RunStore, quantities: Quantities,
-                 outputs: list[str] | None = None) -> Outcome:
-    """The planned runs' quantities from the store, in plan order, with the series asked for."""
-    found, ok, values = store.read(plan.run_ids)
-    outcome = Outcome(design=plan.design, ok=ok,
-                      values={name: values[:, j] for j, name in enumerate(store.quantities)})
-    wanted = {name: next(iter(quantities.compiled[name].names)) for name in quantities.series_names}
-    wanted.update({name: name for name in outputs or []})
-    if wanted:
-        read_series(plan, store, outcome, wanted)
-    return outcome
-
-
-def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str, str]) -> None:
-    """Fill outcome.series[name] (runs, T) from the stored series of each run; NaN where absent."""
-    rows = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
-    first = next((r for r in rows if r is not None and "time" in r), None)
-    if first is None:
-        return
-    outcome.time = first["time"]
-    blank = np.full(len(outcome.time), np.nan)
-    for name, output in wanted.items():
-        outcome.series[name] = np.array([r[output] if r is not None and output in r else blank
-                                         for r in rows])
-
-
-def analyse(loaded: Loaded, plan: Plan, outcome: Outcome, counts: Counts) -> dict[str, Any]:
-    """analysis.json's content but provenance: runs, results, design facts."""
-    study = loaded.study
-    results = study.analysis.analyse(outcome, varied(study.parameters))
-    return {
-        "study": study.name,
-        "analysis": study.analysis.type,
-        "runs": {"planned": plan.size, "succeeded": int(outcome.ok.sum()),
-                 "failed": int(plan.size - outcome.ok.sum()), "reused": counts.reused},
-        "results": results,
-        "design": {"runs": plan.size, **plan.design.info},
-        "execution": {"scheduler": counts.scheduler, "batch_size": counts.batch_size,
-                      "executed": counts.executed, "notes": counts.notes},
-    }
+def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
+    """One plan's quantities from the store, in plan order, with the series asked for."""
+    return PlannedRuns(store, plan.design.names, series_wanted(quantities, analysis)).read_plan(plan)
 
 
 def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:

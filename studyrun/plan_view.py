@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from .params import Fixed
 from .plan import Plan
 
 
@@ -31,6 +32,17 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
         for row in plan.design.matrix[:shown]:
             lines.append("  " + "  ".join(f"{v:>12.6g}" for v in row))
     return "\n".join(lines)
+
+
+def describe_iterative(loaded) -> str:
+    """An iterative analysis has no design up front: say what it varies and how it proceeds."""
+    study = loaded.study
+    names = [name for name, p in study.parameters.items() if not isinstance(p, Fixed)]
+    return "\n".join([
+        f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
+        f"varied parameters ({len(names)}): {', '.join(names)}",
+        "runs: planned by the optimiser as it goes; each is cached in the store, so a "
+        "restarted study replays the runs it already made"])
 
 
 def write_design_csv(plan: Plan, path: Path) -> None:

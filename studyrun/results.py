@@ -51,5 +51,5 @@ def rebuild_report(folder: str | Path) -> None:
     loaded.path = origin if origin.exists() else folder / "study.yaml"
     plan = plan_study(loaded)
     with RunStore.open(folder / "runs.sqlite", lock=False) as store:
-        outcome = read_outcome(plan, store, Quantities(loaded.study.quantities))
+        outcome = read_outcome(plan, store, Quantities(loaded.study.quantities), loaded.study.analysis)
     write_report(folder, loaded.study, results.analysis, outcome)

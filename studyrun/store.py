@@ -70,7 +70,6 @@ class RunStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA cache_size=-131072")  # 128 MiB: runs arrive in random id order
-            db.execute("PRAGMA temp_store=MEMORY")
             check_integrity(db, path)
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         except sqlite3.DatabaseError as error:
@@ -146,31 +145,98 @@ class RunStore:
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None
 
-    def succeeded_ids(self) -> np.ndarray:
-        """Identities of every run that finished successfully."""
-        if self.meta("format") is None:
-            return np.zeros(0, dtype=np.int64)
-        rows = self.db.execute("SELECT id FROM runs WHERE status = 'ok'").fetchall()
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    def succeeded_among(self, run_ids: np.ndarray) -> np.ndarray:
+        """Which of the given runs the store holds as succeeded (a bool mask in their order)."""
+        done = np.zeros(len(run_ids), dtype=bool)
+        if self.meta("format") is None or not len(run_ids):
+            return done
+        self._probe(run_ids)
+        rows = self.db.execute("SELECT probe.position FROM probe JOIN runs ON runs.id = probe.id "
+                               "WHERE runs.status = 'ok'").fetchall()
+        done[np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))] = True
+        return done
 
     def read(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(found, ok, values) for the given runs, in their order; values NaN where absent."""
-        columns = "".join(f", {quote(q)}" for q in self.quantities)
-        rows = self.db.execute(f"SELECT id, status = 'ok'{columns} FROM runs").fetchall()
-        stored = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        table = np.array([r[1:] for r in rows], dtype=float).reshape(len(rows), 1 + len(self.quantities))
-        del rows
         found = np.zeros(len(run_ids), dtype=bool)
         values = np.full((len(run_ids), len(self.quantities)), np.nan)
-        if not len(stored):
+        if self.meta("format") is None or not len(run_ids):
             return found, found.copy(), values
-        order = np.argsort(stored)
-        position = np.clip(np.searchsorted(stored, run_ids, sorter=order), 0, len(stored) - 1)
-        match = order[position]
-        found = stored[match] == run_ids
-        ok = found & (table[match, 0] == 1)
-        values[found] = table[match[found], 1:]
+        self._probe(run_ids)
+        columns = "".join(f", runs.{quote(q)}" for q in self.quantities)
+        rows = self.db.execute(f"SELECT probe.position, runs.status = 'ok'{columns} FROM probe "
+                               "JOIN runs ON runs.id = probe.id").fetchall()
+        table = np.array(rows, dtype=float).reshape(len(rows), 2 + len(self.quantities))
+        position = table[:, 0].astype(np.int64)
+        found[position] = True
+        ok = found.copy()
+        ok[position] = table[:, 1] == 1
+        values[position] = table[:, 2:]
         return found, ok, values
+
+    def _probe(self, run_ids: np.ndarray) -> None:
+        """Fill the temporary table `probe` with (position, id) of the given runs."""
+        self._fill_temporary("probe", 0, run_ids, clear=True)
+
+    def _fill_temporary(self, table: str, start: int, run_ids: np.ndarray, clear: bool) -> None:
+        self.db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} "
+                        "(position INTEGER PRIMARY KEY, id INTEGER)")
+        self.db.execute("BEGIN")
+        try:
+            if clear:
+                self.db.execute(f"DELETE FROM {table}")
+            self.db.executemany(f"INSERT INTO {table} VALUES (?, ?)",
+                                zip(range(start, start + len(run_ids)), np.asarray(run_ids).tolist()))
+        finally:
+            self.db.execute("COMMIT")
+
+    def add_planned(self, start: int, run_ids: np.ndarray) -> None:
+        """Register a slice of the study's plan (positions start, start+1, ...) for the reads
+        that span the whole plan: chunks, order statistics, ranks and runs.csv."""
+        self._fill_temporary("planned", start, run_ids, clear=start == 0)
+
+    def read_planned(self, start: int, stop: int, parameters: list[str]) -> tuple[np.ndarray, ...]:
+        """(ok, inputs, values) of planned positions [start, stop), in plan order."""
+        columns = "".join(f", runs.{quote(c)}" for c in parameters + self.quantities)
+        rows = self.db.execute(f"SELECT planned.position, runs.status = 'ok'{columns} FROM planned "
+                               "JOIN runs ON runs.id = planned.id WHERE planned.position >= ? "
+                               "AND planned.position < ?", (start, stop)).fetchall()
+        width = 2 + len(parameters) + len(self.quantities)
+        table = np.array(rows, dtype=float).reshape(len(rows), width)
+        n = stop - start
+        ok = np.zeros(n, dtype=bool)
+        data = np.full((n, width - 2), np.nan)
+        where = table[:, 0].astype(np.int64) - start
+        ok[where] = table[:, 1] == 1
+        data[where] = table[:, 2:]
+        return ok, data[:, :len(parameters)], data[:, len(parameters):]
+
+    def sorted_planned(self, quantity: str) -> Iterator[float]:
+        """The finite values of a quantity over the planned, succeeded runs, in increasing order."""
+        column = f"runs.{quote(quantity)}"
+        cursor = self.db.execute(f"SELECT {column} FROM planned JOIN runs ON runs.id = planned.id "
+                                 f"WHERE runs.status = 'ok' AND {column} IS NOT NULL ORDER BY {column}")
+        while rows := cursor.fetchmany(65536):
+            for (value,) in rows:
+                yield value
+
+    def rank_sums(self, quantity: str, parameters: list[str]) -> dict[str, tuple[float, ...]]:
+        """Per parameter (n, sum rx, sum ry, sum rx^2, sum ry^2, sum rx*ry) of average ranks over
+        the planned, succeeded runs: what Spearman's correlation needs, sorted by SQLite."""
+        def rank(column: str) -> str:
+            c = f"runs.{quote(column)}"
+            return f"(rank() OVER (ORDER BY {c}) + (count(*) OVER (PARTITION BY {c}) - 1) / 2.0)"
+
+        ranks = ", ".join(f"{rank(p)} AS r{j}" for j, p in enumerate(parameters))
+        sums = ", ".join(f"sum(r{j}), sum(r{j} * r{j}), sum(r{j} * ry)" for j in range(len(parameters)))
+        column = f"runs.{quote(quantity)}"
+        row = self.db.execute(
+            f"SELECT count(*), sum(ry), sum(ry * ry), {sums} FROM (SELECT {rank(quantity)} AS ry, "
+            f"{ranks} FROM planned JOIN runs ON runs.id = planned.id WHERE runs.status = 'ok' "
+            f"AND {column} IS NOT NULL)").fetchone()
+        n, sy, syy = row[:3]
+        return {p: (n, row[3 + 3 * j], sy, row[4 + 3 * j], syy, row[5 + 3 * j])
+                for j, p in enumerate(parameters)}
 
     def read_series(self, run_id: int) -> dict[str, np.ndarray] | None:
         row = self.db.execute("SELECT data FROM series WHERE id = ?", (int(run_id),)).fetchone()
@@ -194,22 +260,18 @@ class RunStore:
     def columns(self) -> list[str]:
         return [row[1] for row in self.db.execute("PRAGMA table_info(runs)")]
 
-    def export_csv(self, path: Path, run_ids: np.ndarray | None = None, chunk: int = 20000) -> None:
-        """runs.csv: one row per run, streamed; in plan order when the plan's ids are given."""
+    def export_csv(self, path: Path, chunk: int = 20000) -> None:
+        """runs.csv: the planned runs in plan order (every run when none is planned), streamed."""
+        planned = self.db.execute("SELECT count(*) FROM temp.sqlite_master WHERE name = 'planned'"
+                                  ).fetchone()[0]
         with open(path, "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["run", *self.columns()])
-            if run_ids is None:
+            if not planned:
                 cursor = self.db.execute("SELECT rowid - 1, * FROM runs ORDER BY rowid")
             else:
-                self.db.execute("CREATE TEMP TABLE IF NOT EXISTS plan_order "
-                                "(position INTEGER PRIMARY KEY, id INTEGER)")
-                self.db.execute("DELETE FROM plan_order")
-                self.db.executemany("INSERT INTO plan_order VALUES (?, ?)",
-                                    enumerate(np.asarray(run_ids).tolist()))
-                cursor = self.db.execute("SELECT plan_order.position, runs.* FROM plan_order "
-                                         "JOIN runs ON runs.id = plan_order.id "
-                                         "ORDER BY plan_order.position")
+                cursor = self.db.execute("SELECT planned.position, runs.* FROM planned "
+                                         "JOIN runs ON runs.id = planned.id ORDER BY planned.position")
             while rows := cursor.fetchmany(chunk):
                 writer.writerows(rows)
 

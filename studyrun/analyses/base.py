@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from ..errors import Problem
     from ..params import ParameterSpec
+    from ..planned import PlannedRuns
     from ..report.figures import Figures
 
 
@@ -73,6 +74,16 @@ class AnalysisSpec(BaseModel):
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """The runs to make, derived only from the parameters and the seed."""
         raise NotImplementedError
+
+    def design_chunks(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence,
+                      rows: int) -> Iterator[Design]:
+        """The design in slices of at most `rows` runs (by default all of it at once), so a very
+        large design never has to be held whole."""
+        yield self.design(parameters, seed)
+
+    def analyse_runs(self, runs: "PlannedRuns", parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+        """Results from the planned runs in the store; by default read whole and `analyse()`d."""
+        return self.analyse(runs.whole(), parameters)
 
     def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
         """The `results` block of analysis.json, keyed by quantity (see the study format)."""
