@@ -61,8 +61,10 @@ def symbolic_model(system: EquationSystem, parameters: list[str],
           for s in states]
     h = [symbols[name] for name in outputs]
     ps = [cs[constants.index(p)] for p in parameters]
-    check_smooth(sp, {**dict(zip(states, f)), **dict(zip(outputs, h))}, set(xs) | set(ps),
-                 blocked)
+    labelled = [(f"the rate of {s!r}", e) for s, e in zip(states, f)]
+    labelled += [(f"the initial value of {s!r}", e) for s, e in zip(states, x0)]
+    labelled += [(f"output {o!r}", e) for o, e in zip(outputs, h)]
+    check_smooth(sp, labelled, set(xs) | set(ps), blocked)
     F, X0, H = sp.Matrix(f), sp.Matrix(x0), sp.Matrix(h)
     args = [t, xs, cs]
     compile_ = lambda exprs, a: sp.lambdify(a, exprs, modules="numpy", cse=True)  # noqa: E731
@@ -101,20 +103,21 @@ def convert(sp: Any, text: Any, system: EquationSystem, symbols: dict[str, Any],
 NON_SMOOTH = ("Abs", "Min", "Max", "floor", "ceiling", "sign", "Heaviside")
 
 
-def check_smooth(sp: Any, expressions: dict[str, Any], dynamic: set, blocked: dict) -> None:
+def check_smooth(sp: Any, expressions: list[tuple[str, Any]], dynamic: set,
+                 blocked: dict) -> None:
     """Raise NotDifferentiable naming the first expression with a lookup, or with a kink or a
     switch that depends on a state or a parameter."""
     kinds = tuple(getattr(sp, k) for k in NON_SMOOTH)
-    for name, expr in expressions.items():
-        for marker in expr.free_symbols & set(blocked):
-            raise NotDifferentiable(f"{name!r} depends on {blocked[marker]}")
+    for label, expr in expressions:
+        for marker in sorted(expr.free_symbols & set(blocked), key=str):
+            raise NotDifferentiable(f"{label} depends on {blocked[marker]}")
         for atom in expr.atoms(sp.Piecewise):
             if any(getattr(cond, "free_symbols", set()) & dynamic for _, cond in atom.args):
-                raise NotDifferentiable(f"{name!r} switches (a comparison, if_then_else, step, "
+                raise NotDifferentiable(f"{label} switches (a comparison, if_then_else, step, "
                                         f"pulse or ramp) on a state or a parameter")
         for atom in expr.atoms(*kinds):
             if atom.free_symbols & dynamic:
-                raise NotDifferentiable(f"{name!r} has a kink ({type(atom).__name__.lower()}) "
+                raise NotDifferentiable(f"{label} has a kink ({type(atom).__name__.lower()}) "
                                         f"in a state or a parameter")
 
 

@@ -107,7 +107,8 @@ def exact_by(spec: "Local", design: Any) -> tuple[np.ndarray, Functions]:
 def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str]
                     ) -> dict[str, Any]:
     """Each other method against the primary: rankings overall and per output, and the largest
-    difference of the normalised functions relative to the primary's largest value."""
+    difference of dy/dp over time relative to the primary's largest |dy/dp| (normalised
+    functions would magnify both methods' noise where y is near 0)."""
     methods = list(computed)
     primary, agreement = methods[0], {}
     for other in methods[1:]:
@@ -116,7 +117,8 @@ def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str
             a, b = summarise(scaled[primary][output], names), summarise(scaled[other][output], names)
             entries[primary].append(a)
             entries[other].append(b)
-            gaps = relative_difference(scaled[other][output], scaled[primary][output])
+            gaps = relative_difference(computed[other][1][output][1],
+                                       computed[primary][1][output][1])
             per_output[output] = compare_rankings(a["ranking"], b["ranking"], spec.top) | {
                 "max_relative_difference": dict(zip(names, gaps))}
         first, _ = overall_ranking(entries[primary], names)
