@@ -15,6 +15,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeIn
                       field_validator)
 
 from .analyses.calibrate import Calibrate
+from .analyses.optimize import Optimize
 from .analyses.delta import Delta
 from .analyses.dgsm import Dgsm
 from .analyses.doe import Doe
@@ -40,7 +41,7 @@ from .store import FIXED_COLUMNS
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Calibrate],
+                                Doe, Local, Calibrate, Optimize],
                           Field(discriminator="type")]
 
 RESERVED = set(FIXED_COLUMNS) | {"run", "time"}

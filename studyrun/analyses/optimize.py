@@ -1,0 +1,231 @@
+"""Design optimisation (iterative analysis): `analysis: {type: optimize}`.
+
+Finds parameter values within their bounds that minimise an objective made of quantity terms,
+as Dakota's optimisation methods do: `minimize: [q...]` adds w*q, `maximize: [q...]` adds -w*q
+and `target: {q: value}` adds w*(q - value)^2 (weights w from `weights`, default 1). Starts
+from the parameters' nominal values; `nelder-mead` (default; its first simplex as one batch),
+`lbfgsb` (finite-difference gradients, m + 1 runs per batch) or `differential-evolution` (a
+whole population per batch). Every run goes through the executor and the run store, so an
+optimisation is parallel where it can be, cached and resumable.
+
+`results` holds the contract keys `parameters` (name -> `initial`, `optimum`), `objective`
+(`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
+and also `method`, `converged`, `message`, `batches`, `terms` and `progress` (best objective
+after each batch).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_validator
+
+from ..errors import Problem, StudyError
+from ..params import sample_unit
+from ..report.markdown import table
+from .base import AnalysisSpec, Design, Outcome
+
+
+class Optimize(AnalysisSpec):
+    """Minimise a sum of quantity terms over the varied parameters' box."""
+
+    type: Literal["optimize"]
+    iterative: ClassVar[bool] = True
+
+    minimize: list[str] = Field(default_factory=list, description="quantities to make small")
+    maximize: list[str] = Field(default_factory=list, description="quantities to make large")
+    target: dict[str, float] = Field(default_factory=dict,
+                                     description="quantity -> value to reach (squared deviation)")
+    weights: dict[str, float] = Field(default_factory=dict,
+                                      description="quantity -> weight of its term (default 1)")
+    method: Literal["nelder-mead", "lbfgsb", "differential-evolution"] = "nelder-mead"
+    multistart: NonNegativeInt = Field(0, description="extra starts from a Latin hypercube, "
+                                                      "run side by side; the best one wins")
+    max_evaluations: PositiveInt | None = Field(None, description="cap on objective evaluations")
+    tolerance: float = Field(1e-8, gt=0, description="convergence tolerance")
+    step: float = Field(1e-4, gt=0, lt=1, description="lbfgsb: relative finite-difference step")
+    generations: PositiveInt = Field(100, description="differential-evolution: generations")
+    population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
+
+    _defaults: dict[str, float] = PrivateAttr(default_factory=dict)
+
+    @field_validator("minimize", "maximize", mode="before")
+    @classmethod
+    def _one_name_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _check_terms(self) -> "Optimize":
+        if not (self.minimize or self.maximize or self.target):
+            raise ValueError("give the objective: minimize, maximize (quantity names) or target "
+                             "{quantity: value}")
+        return self
+
+    def terms(self) -> list[tuple[str, str, float | None]]:
+        """(kind, quantity, target value) for every term of the objective."""
+        return ([("minimize", q, None) for q in self.minimize]
+                + [("maximize", q, None) for q in self.maximize]
+                + [("target", q, float(v)) for q, v in self.target.items()])
+
+    def check_study(self, study) -> list[Problem]:
+        """Each term names a quantity of the study; keeps the model's values for nominal starts."""
+        self._defaults = study.model.defaults()
+        known = set(study.quantities) if study.quantities is not None else None
+        problems = []
+        for kind, name, _ in self.terms():
+            if known is not None and name not in known:
+                import difflib
+
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                where = f"target.{name}" if kind == "target" else kind
+                problems.append(Problem(f"{name!r} is not a quantity of the study{hint} "
+                                        f"(quantities: {', '.join(sorted(known)) or 'none'})", where))
+        for name in self.weights:
+            if name not in {q for _, q, _ in self.terms()}:
+                problems.append(Problem(f"{name!r} has a weight but no term", f"weights.{name}"))
+        return problems
+
+    def design(self, parameters, seed) -> Design:
+        """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
+        box = make_box(parameters, self._defaults)
+        return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
+
+    def describe_design(self, design: Design) -> str:
+        start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
+        return (f"iterative: {self.method} plans its runs as it goes, starting from {start}; "
+                f"objective {describe_objective(self)}")
+
+    def iterate(self, evaluate, parameters, seed) -> dict[str, Any]:
+        from .calibrate.batching import Evaluations, lockstep
+        from .calibrate.fit import Settings, fit
+
+        box = make_box(parameters, self._defaults)
+        names = [q for _, q, _ in self.terms()]
+        quantities = list(dict.fromkeys(names))
+        evaluations = Evaluations(evaluate, self.summariser(quantities))
+        first = evaluations(box.start[None])
+        missing = [q for q in quantities if q not in evaluations.first.values]
+        if missing:
+            raise StudyError(f"{', '.join(map(repr, missing))}: not a quantity of the runs (they "
+                             f"give {', '.join(evaluations.first.values) or 'none'}); define it "
+                             "under quantities:", path="analysis")
+        settings = Settings(method=self.method, max_evaluations=self.max_evaluations,
+                            tolerance=self.tolerance, step=self.step, generations=self.generations,
+                            population=self.population, polish=False)
+        lhs_seed, evolution_seed = seed.spawn(2)
+        starts = [box.start]
+        if self.multistart and self.method != "differential-evolution":
+            starts += list(box.to_natural(sample_unit(self.multistart, len(box.names), "lhs", lhs_seed)))
+        runs = [lambda ask, s=s: self.optimise(ask, s, box, settings, evolution_seed, fit)
+                for s in starts]
+        results = lockstep(runs, evaluations)
+        best = min(results, key=lambda r: r.cost)
+        last = evaluations(best.estimate[None])
+        return {
+            "method": self.method,
+            "parameters": {n: {"initial": float(box.start[j]), "optimum": float(best.estimate[j])}
+                           for j, n in enumerate(box.names)},
+            "objective": {"initial": finite(first["cost"][0]), "final": finite(last["cost"][0])},
+            "quantities": {q: {"initial": finite(first["values"][0][i]),
+                               "final": finite(last["values"][0][i])}
+                           for i, q in enumerate(quantities)},
+            "evaluations": evaluations.runs,
+            "batches": evaluations.calls,
+            "converged": bool(best.converged),
+            "message": best.message,
+            "terms": [{"kind": k, "quantity": q, "value": v, "weight": self.weights.get(q, 1.0)}
+                      for k, q, v in self.terms()],
+            "progress": [finite(p) for p in best.progress],
+        }
+
+    def optimise(self, ask, start, box, settings, seed, fit):
+        if self.method != "lbfgsb":
+            return fit(ask, start, box, settings, seed)
+        return minimise_lbfgsb(ask, start, box, settings)
+
+    def summariser(self, quantities: list[str]):
+        terms = self.terms()
+
+        def summarise(outcome: Outcome) -> dict[str, np.ndarray]:
+            k = len(outcome.ok)
+            values = np.column_stack([outcome.values.get(q, np.full(k, np.nan)) for q in quantities])
+            objective = np.zeros(k)
+            for kind, q, target in terms:
+                x, w = values[:, quantities.index(q)], self.weights.get(q, 1.0)
+                objective += w * (x if kind == "minimize" else -x if kind == "maximize"
+                                  else (x - target) ** 2)
+            ok = np.asarray(outcome.ok, bool) & np.isfinite(objective)
+            return {"cost": np.where(ok, objective, np.inf), "values": values}
+        return summarise
+
+    def report(self, analysis, outcome, figures) -> str:
+        r = analysis["results"]
+        lines = [f"## Optimization ({r['method']})", "",
+                 f"Objective: {describe_objective(self)}. "
+                 f"{'Converged' if r['converged'] else 'Stopped'}: {str(r['message']).rstrip('.')}; "
+                 f"{r['evaluations']} model runs in {r['batches']} batches.", "",
+                 table(["parameter", "initial", "optimum"],
+                       [[n, p["initial"], p["optimum"]] for n, p in r["parameters"].items()]), "",
+                 table(["", "initial", "final"],
+                       [["objective", r["objective"]["initial"], r["objective"]["final"]]]
+                       + [[q, v["initial"], v["final"]] for q, v in r["quantities"].items()]), ""]
+        progress = [p for p in r.get("progress", []) if p is not None]
+        if len(progress) > 1:
+            fig, ax = figures.new()
+            ax.plot(np.arange(1, len(progress) + 1), progress)
+            ax.set(xlabel="batch of model runs", ylabel="best objective so far",
+                   title="Optimizer progress")
+            lines += [figures.save(fig, "optimize-progress", "Best objective after each batch"), ""]
+        return "\n".join(lines)
+
+
+def describe_objective(spec: Optimize) -> str:
+    parts = []
+    for kind, q, v in spec.terms():
+        w = spec.weights.get(q, 1.0)
+        scale = "" if w == 1 else f"{w:g}*"
+        parts.append(f"+ {scale}{q}" if kind == "minimize" else f"- {scale}{q}"
+                     if kind == "maximize" else f"+ {scale}({q} - {v:g})^2")
+    return "minimise " + " ".join(parts).lstrip("+ ")
+
+
+def finite(value: Any) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def make_box(parameters, defaults):
+    from .calibrate.calibration import make_box as box_of
+
+    return box_of(parameters, defaults)
+
+
+def minimise_lbfgsb(ask, start, box, settings):
+    """L-BFGS-B in the unit box with forward-difference gradients, m + 1 runs per batch."""
+    from scipy.optimize import minimize
+
+    from .calibrate.fit import FitResult, Recording, steps
+
+    record = Recording(ask)
+    m = len(start)
+
+    def fun_and_gradient(u):
+        p = box.to_natural(np.clip(u, 0, 1))
+        h = steps(p, box, settings.step)
+        costs = record(np.vstack([p] + [p + np.eye(m)[j] * h[j] for j in range(m)]))["cost"]
+        if not np.isfinite(costs[0]):
+            return 1e300, np.zeros(m)
+        grad = np.where(np.isfinite(costs[1:]), (costs[1:] - costs[0]) / h, 0.0)
+        return float(costs[0]), grad * (box.hi - box.lo)
+
+    out = minimize(fun_and_gradient, np.clip(box.to_unit(start), 0, 1), jac=True,
+                   method="L-BFGS-B", bounds=[(0, 1)] * m,
+                   options={"ftol": settings.tolerance, "gtol": settings.tolerance,
+                            "maxfun": settings.max_evaluations or 15000})
+    estimate = box.to_natural(np.clip(out.x, 0, 1))
+    cost = float(record(estimate[None])["cost"][0])
+    return FitResult(estimate, cost, bool(out.success), str(out.message), int(out.nit),
+                     record.progress)

@@ -1,0 +1,70 @@
+"""optimize end to end: the flowers model's decay rate for a target area, and the objective terms."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import studyrun
+from conftest import STUDIES, run_cli, write_study
+
+FLOWERS = """
+name: flowers-opt
+seed: 5
+model: {file: MODELS/flowers.yaml}
+parameters:
+  decay_rate: {bounds: [0.05, 0.8], nominal: 0.2}
+quantities: {final_area: final(area), peak_growth: max(growth)}
+analysis: {type: optimize, METHOD}
+execution: {scheduler: sync}
+"""
+
+
+def flowers(folder, analysis):
+    return write_study(folder, FLOWERS.replace("MODELS", str(STUDIES / "models"))
+                       .replace("METHOD", analysis))
+
+
+@pytest.mark.parametrize("method", ["nelder-mead", "lbfgsb", "differential-evolution"])
+def test_optimize_finds_the_decay_rate_of_a_target_area(tmp_path, method):
+    path = flowers(tmp_path, f"target: {{final_area: 600}}, method: {method}, generations: 30")
+    result = studyrun.run(path, tmp_path / "out").results
+    # equilibrium area = suitable_area * (1 - decay / growth rate): 600 acres at decay 0.4
+    assert result["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.4, abs=2e-3)
+    assert result["quantities"]["final_area"]["final"] == pytest.approx(600, abs=0.5)
+    assert result["quantities"]["final_area"]["initial"] == pytest.approx(800, abs=0.5)
+    assert result["parameters"]["decay_rate"]["initial"] == 0.2
+    assert result["objective"]["final"] < 0.25 < 1e4 < result["objective"]["initial"]
+    assert result["evaluations"] >= result["batches"] > 1
+
+
+def test_minimize_and_maximize_end_at_the_bounds(tmp_path):
+    low = studyrun.run(flowers(tmp_path, "minimize: final_area"), tmp_path / "low").results
+    high = studyrun.run(flowers(tmp_path, "maximize: [final_area]"), tmp_path / "high").results
+    assert low["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.8, abs=1e-3)
+    assert high["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.05, abs=1e-3)
+    assert high["objective"]["final"] == pytest.approx(-high["quantities"]["final_area"]["final"])
+
+
+def test_an_unknown_quantity_is_a_located_error(tmp_path):
+    path = flowers(tmp_path, "target: {final_aera: 600}")
+    done = run_cli("validate", path)
+    assert done.returncode == 2
+    assert "analysis.target.final_aera" in done.stderr and "did you mean 'final_area'" in done.stderr
+
+
+def test_rerun_reuses_every_run_and_gives_the_same_numbers(tmp_path):
+    path = flowers(tmp_path, "target: {final_area: 600}")
+    first = studyrun.run(path, tmp_path / "out")
+    again = studyrun.run(path, tmp_path / "out")
+    assert again.analysis["runs"]["reused"] == again.analysis["runs"]["planned"]
+    assert again.results == first.results
+
+
+def test_example_study_runs_from_the_command_line(tmp_path):
+    done = run_cli("run", STUDIES / "flowers-optimize.yaml", "--out", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "analysis.json").read_text())["results"]
+    assert results["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.4, abs=2e-3)
+    assert "## Optimization" in (tmp_path / "report.md").read_text()
