@@ -295,3 +295,18 @@ def test_example_study_runs_from_the_command_line_and_resumes(tmp_path):
     again = run_cli("run", STUDIES / "logistic-local.yaml", "--out", out, "--quiet")
     assert again.returncode == 0, again.stderr
     assert json.loads((out / "analysis.json").read_text())["runs"]["reused"] == 7
+
+
+def test_quantities_get_their_normalised_derivatives_by_differences(tmp_path):
+    text = DECAY.replace("METHOD", "central").replace(
+        "analysis:", "quantities: {final_y: final(y), peak: max(y)}\nanalysis:")
+    quantities = run(tmp_path, text).results["quantities"]
+    assert quantities["final_y"]["value"] == pytest.approx(2 * math.exp(-3), rel=1e-8)
+    assert quantities["final_y"]["normalised"]["k"] == pytest.approx(-3.0, rel=1e-6)  # -k T
+    assert quantities["final_y"]["derivative"]["y0"] == pytest.approx(math.exp(-3), rel=1e-6)
+    assert quantities["peak"]["normalised"] == {"k": pytest.approx(0.0, abs=1e-9),
+                                                "y0": pytest.approx(1.0)}
+    assert quantities["peak"]["ranking"] == ["y0", "k"]
+    exact_only = run(tmp_path, text.replace("central", "exact"), "exact.yaml")
+    assert "quantities" not in exact_only.results  # no difference runs to take them from
+    assert any("compare: [central]" in n for n in exact_only.results["notes"])

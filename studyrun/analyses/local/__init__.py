@@ -15,7 +15,9 @@ Results (analysis.json `results`), keyed by output: per parameter `L1`, `L2`, `m
 `excluded_points` (y = 0), `method`, and `functions` (time and S per parameter). Besides the
 outputs, whose names may therefore not be any of these: `ranking` (L1 summed over outputs),
 `collinearity` (collinearity.py), `partition` (partition.py), `agreement` (agreement.py: each
-compared method and the partitions against the full grid) and `notes`.
+compared method and the partitions against the full grid), `quantities` (each quantity's
+`value`, `derivative` dq/dp, `normalised` (p / q) dq/dp and `ranking`, by differences) and
+`notes`.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from ...report.figures import Figures
 
 Method = Literal["central", "forward", "exact"]
-RESERVED = ("ranking", "collinearity", "partition", "agreement", "notes")
+RESERVED = ("ranking", "collinearity", "partition", "agreement", "quantities", "notes")
 EQUATION_MODELS = ("ode", "stockflow")
 RTOL_PER_DELTA = 1e-6  # auto solver rtol = delta * this
 RTOL_FLOOR = 1e-13

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 INTRO = ("Normalised sensitivity functions S = (p / y) dy/dp: the relative change of an output "
          "per relative change of a parameter, at every output time. L1 is the mean of |S|, L2 "
          "its root mean square; parameters are ranked by L1.")
-EXTRA = ("ranking", "collinearity", "partition", "agreement", "notes")
+EXTRA = ("ranking", "collinearity", "partition", "agreement", "quantities", "notes")
 MAX_ROWS = 40
 
 
@@ -27,6 +27,8 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
              f"overall ranking (L1 summed over outputs): {', '.join(results.get('ranking', []))}."]
     for output in outputs:
         parts.append(output_section(output, results[output], figures))
+    if results.get("quantities"):
+        parts.append(quantities_section(results["quantities"]))
     if "collinearity" in results:
         parts.append(collinearity_section(results["collinearity"]))
     if "partition" in results:
@@ -120,3 +122,13 @@ def agreement_section(agreement: dict[str, Any]) -> str:
         "M: percentage of the top parameters common to both rankings; Tr: percentage of "
         "parameter pairs in the same order.",
         table(["methods", "top", "M (%)", "Tr (%)"], rows)])
+
+
+def quantities_section(quantities: dict[str, Any]) -> str:
+    names = list(next(iter(quantities.values()))["normalised"])
+    rows = [[q, entry["value"], *(entry["normalised"][p] for p in names)]
+            for q, entry in quantities.items()]
+    return "\n\n".join(["### Quantities",
+                         "Normalised derivatives (p / q) dq/dp of each quantity at the nominal "
+                         "point, by differences.",
+                         table(["quantity", "value", *names], rows)])

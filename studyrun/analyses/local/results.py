@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import Outcome
-from .agreement import compare_rankings
+from .agreement import compare_rankings, rank
 from .collinearity import analyse_collinearity
 from .sensitivity import (difference_quotients, normalise, overall_ranking, relative_difference,
                           summarise)
@@ -62,8 +62,44 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
         for other in ("uniform", "clustering"):
             results["agreement"][f"full vs {other}"] = compare_rankings(
                 partition["full"]["ranking"], partition[other]["ranking"], spec.top)
+    quantities = quantity_sensitivities(outcome, info["methods"], nominal)
+    if quantities:
+        results["quantities"] = quantities
+    elif outcome.values:
+        notes.append("quantities are differentiated by differences, and exact alone plans none; "
+                     "add compare: [central] for their sensitivities")
     results["notes"] = notes
     return results
+
+
+def quantity_sensitivities(outcome: Outcome, methods: list[str], nominal: np.ndarray
+                           ) -> dict[str, Any]:
+    """Each quantity's value, dq/dp and (p / q) dq/dp at the nominal point, by the first
+    difference method computed (none with `exact` alone: quantities have no exact form)."""
+    scheme = next((m for m in methods if m in ("central", "forward")), None)
+    if scheme is None:
+        return {}
+    design = outcome.design
+    steps = np.array([design.info["steps"][n] for n in design.names])
+    used = 1 + len(steps) * (2 if scheme == "central" else 1)
+    found = {}
+    for name, values in outcome.values.items():
+        column = np.where(outcome.ok[:used], values[:used], np.nan)[:, None]
+        slope = difference_quotients(column, steps, scheme)[0]
+        value = float(column[0, 0])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scaled = slope * nominal / value if value != 0 else np.full(len(steps), np.nan)
+        normalised = {p: to_number(v) for p, v in zip(design.names, scaled)}
+        found[name] = {"value": to_number(value), "method": scheme,
+                       "derivative": {p: to_number(v) for p, v in zip(design.names, slope)},
+                       "normalised": normalised,
+                       "ranking": rank({p: None if v is None else abs(v)
+                                        for p, v in normalised.items()})}
+    return found
+
+
+def to_number(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
 
 
 def functions_by(method: str, spec: "Local", outcome: Outcome, notes: list[str]
