@@ -292,9 +292,9 @@ def test_example_study_runs_from_the_command_line_and_resumes(tmp_path):
     assert results["population"]["method"] == "exact"
     report = (out / "report.md").read_text()
     assert "figures/local-population.png" in report and "Collinearity" in report
-    again = run_cli("run", STUDIES / "logistic-local.yaml", "--out", out, "--quiet")
-    assert again.returncode == 0, again.stderr
-    assert json.loads((out / "analysis.json").read_text())["runs"]["reused"] == 7
+    again = studyrun.run(STUDIES / "logistic-local.yaml", out)
+    assert again.analysis["runs"]["reused"] == 7
+    assert again.results["population"]["L1"] == results["population"]["L1"]
 
 
 def test_quantities_get_their_normalised_derivatives_by_differences(tmp_path):

@@ -160,7 +160,13 @@ class Local(AnalysisSpec):
         key = tuple(names)
         if key not in self._exact:
             self._exact[key] = find_exact_status(self._model, names, self.outputs)
-        return self._exact[key]
+        ok, reason, _ = self._exact[key]
+        return ok, reason
+
+    def symbolic(self, names: list[str]) -> Any:
+        """The differentiated model found by exact_status (None where there is none)."""
+        self.exact_status(names)
+        return self._exact[tuple(names)][2]
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """The nominal point, then the perturbed points the difference methods need."""
@@ -205,17 +211,18 @@ def tighten(model: Any, delta: float, solver_rtol: float | str) -> tuple[Any, st
     return model.model_copy(update={"rtol": rtol, "atol": atol}), note
 
 
-def find_exact_status(model: Any, names: list[str], outputs: list[str]) -> tuple[bool, str]:
-    """(True, '') when the model's equations can be differentiated exactly, else the reason."""
+def find_exact_status(model: Any, names: list[str], outputs: list[str]
+                      ) -> tuple[bool, str, Any]:
+    """(True, '', the differentiated model) when the model's equations can be differentiated
+    exactly, else (False, the reason, None)."""
     if getattr(model, "type", None) not in EQUATION_MODELS:
         kind = getattr(model, "type", "unknown")
-        return False, f"they need an ode or stockflow model; this one is {kind}"
+        return False, f"they need an ode or stockflow model; this one is {kind}", None
     from .exact import NotDifferentiable, symbolic_model
 
     try:
-        symbolic_model(model.to_system(), names, outputs)
+        return True, "", symbolic_model(model.to_system(), names, outputs)
     except NotDifferentiable as error:
-        return False, str(error)
+        return False, str(error), None
     except Exception as error:  # sympy cannot handle it: say so, use differences
-        return False, f"{type(error).__name__}: {error}"
-    return True, ""
+        return False, f"{type(error).__name__}: {error}", None

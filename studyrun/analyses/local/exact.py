@@ -122,10 +122,12 @@ def check_smooth(sp: Any, expressions: list[tuple[str, Any]], dynamic: set,
 
 
 def exact_functions(system: EquationSystem, values: dict[str, float], parameters: list[str],
-                    outputs: list[str], rtol: float, atol: float
+                    outputs: list[str], rtol: float, atol: float,
+                    model: SymbolicModel | None = None
                     ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """The output grid and, per output, y (T,) and dy/dp (T, m) at the nominal point."""
-    model = symbolic_model(system, parameters, outputs)
+    """The output grid and, per output, y (T,) and dy/dp (T, m) at the nominal point
+    (`model`: the system already differentiated for these parameters and outputs)."""
+    model = model or symbolic_model(system, parameters, outputs)
     c = np.array([float(values.get(k, system.constants[k])) for k in model.constants])
     nominal = np.array([c[model.constants.index(p)] for p in parameters])
     scale = np.where(nominal != 0, np.abs(nominal), 1.0)

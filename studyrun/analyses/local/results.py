@@ -135,7 +135,7 @@ def exact_by(spec: "Local", design: Any) -> tuple[np.ndarray, Functions]:
     values = {**spec._values, **design.info["nominal"]}
     try:
         return exact_functions(system, values, design.names, spec.outputs, system.rtol,
-                               system.atol)
+                               system.atol, spec.symbolic(design.names))
     except (NotDifferentiable, RuntimeError, ArithmeticError, ValueError) as error:
         raise MethodFailed(str(error)) from None
 
