@@ -39,20 +39,12 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
     if primary not in computed:
         return {**{o: {"error": f"no sensitivity functions: {notes[-1]}"} for o in spec.outputs},
                 "notes": notes}
-    time, functions = computed[primary]
-    results: dict[str, Any] = {}
-    scaled: dict[str, dict[str, np.ndarray]] = {m: {} for m in computed}
-    for method, (_, found) in computed.items():
-        for output, (y, raw) in found.items():
-            scaled[method][output], excluded = normalise(raw, y, nominal,
-                                                         spec.output_scale.get(output))
-            if method == primary:
-                results[output] = summarise(scaled[method][output], names) | {
-                    "method": primary, "excluded_points": excluded,
-                    "functions": {"time": time.tolist(), "normalised": {
-                        p: scaled[method][output][:, j].tolist() for j, p in enumerate(names)}}}
+    scaled = {method: {output: normalise(raw, y, nominal, spec.output_scale.get(output))
+                       for output, (y, raw) in found.items()}
+              for method, (_, found) in computed.items()}
+    results = summarise_outputs(computed[primary][0], scaled[primary], names, primary)
     results["ranking"], _ = overall_ranking([results[o] for o in spec.outputs], names)
-    stacked = np.vstack([scaled[primary][o] for o in spec.outputs])
+    stacked = np.vstack([scaled[primary][o][0] for o in spec.outputs])
     results["collinearity"] = analyse_collinearity(stacked, names, spec.collinearity_max,
                                                    spec.threshold)
     results["agreement"] = compare_methods(spec, computed, scaled, names)
@@ -62,14 +54,33 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
         for other in ("uniform", "clustering"):
             results["agreement"][f"full vs {other}"] = compare_rankings(
                 partition["full"]["ranking"], partition[other]["ranking"], spec.top)
-    quantities = quantity_sensitivities(outcome, info["methods"], nominal)
-    if quantities:
-        results["quantities"] = quantities
-    elif outcome.values:
-        notes.append("quantities are differentiated by differences, and exact alone plans none; "
-                     "add compare: [central] for their sensitivities")
+    results.update(quantity_results(outcome, info["methods"], nominal, notes))
     results["notes"] = notes
     return results
+
+
+def summarise_outputs(time: np.ndarray, scaled: dict[str, tuple[np.ndarray, int]],
+                      names: list[str], method: str) -> dict[str, Any]:
+    """Per output: the summaries, the method, the points left out and the functions."""
+    results = {}
+    for output, (functions, excluded) in scaled.items():
+        results[output] = summarise(functions, names) | {
+            "method": method, "excluded_points": excluded,
+            "functions": {"time": time.tolist(), "normalised": {
+                p: functions[:, j].tolist() for j, p in enumerate(names)}}}
+    return results
+
+
+def quantity_results(outcome: Outcome, methods: list[str], nominal: np.ndarray,
+                     notes: list[str]) -> dict[str, Any]:
+    """{"quantities": ...} when there are quantities and difference runs to take them from."""
+    quantities = quantity_sensitivities(outcome, methods, nominal)
+    if quantities:
+        return {"quantities": quantities}
+    if outcome.values:
+        notes.append("quantities are differentiated by differences, and exact alone plans none; "
+                     "add compare: [central] for their sensitivities")
+    return {}
 
 
 def quantity_sensitivities(outcome: Outcome, methods: list[str], nominal: np.ndarray
@@ -150,7 +161,8 @@ def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str
     for other in methods[1:]:
         per_output, entries = {}, {primary: [], other: []}
         for output in spec.outputs:
-            a, b = summarise(scaled[primary][output], names), summarise(scaled[other][output], names)
+            a = summarise(scaled[primary][output][0], names)
+            b = summarise(scaled[other][output][0], names)
             entries[primary].append(a)
             entries[other].append(b)
             gaps = relative_difference(computed[other][1][output][1],
