@@ -146,6 +146,10 @@ def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n:
 
 def gather_results(results: list[Any], out: ModelOutput) -> None:
     """Turn per-run return values into batch arrays; a run of the wrong shape fails alone."""
+    if results and all(e is None for e in out.errors) and all(
+            isinstance(r, (float, int)) for r in results):
+        out.scalars = {"value": np.array(results, dtype=float)}  # the common case, in one step
+        return
     scalars: dict[str, np.ndarray] = {}
     series: dict[str, list] = {}
     for i, result in enumerate(results):
@@ -166,10 +170,14 @@ def gather_results(results: list[Any], out: ModelOutput) -> None:
                 if key == "time":
                     continue
                 array = np.asarray(value, dtype=float)
-                if array.ndim == 0:
-                    scalars.setdefault(key, np.full(out.n, np.nan))[i] = array
+                if array.ndim == 0:  # columns made once, not per run: a batch is long
+                    if key not in scalars:
+                        scalars[key] = np.full(out.n, np.nan)
+                    scalars[key][i] = array
                 elif time is not None and array.shape == time.shape:
-                    series.setdefault(key, [None] * out.n)[i] = array
+                    if key not in series:
+                        series[key] = [None] * out.n
+                    series[key][i] = array
                 else:
                     raise ValueError(f"output {key!r} has shape {array.shape}; expected a number "
                                      "or a series as long as 'time'")
