@@ -190,8 +190,10 @@ execution: {scheduler: sync, batch_size: 16}
 """
 
 
-def test_exact_sensitivities_of_an_euler_stockflow_are_those_of_its_discrete_solution(tmp_path):
-    result = run(tmp_path, STOCKFLOW)
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_exact_sensitivities_of_a_fixed_step_stockflow_are_those_of_its_discrete_solution(
+        tmp_path, method):
+    result = run(tmp_path, STOCKFLOW.replace("save_every: 1}", f"save_every: 1}}\n  method: {method}"))
     compared = result.results["agreement"]["exact vs central"]
     for output in ("population", "births"):
         assert max(compared["outputs"][output]["max_relative_difference"].values()) < 1e-6
