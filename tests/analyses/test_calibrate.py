@@ -72,3 +72,26 @@ def test_example_study_runs_from_the_command_line(tmp_path):
     assert results["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-4)
     assert results["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-4)
     assert "```yaml\nparameters:" in (tmp_path / "report.md").read_text()
+
+
+def test_gradient_matching_reaches_the_trajectory_fit_with_far_fewer_integrations(tmp_path):
+    trajectory = studyrun.run(write_logistic(tmp_path), tmp_path / "lm-out").results
+    folder = tmp_path / "gm"
+    folder.mkdir()
+    matched = studyrun.run(write_logistic(folder, "gradient-matching"), folder / "out").results
+    gm = matched["gradient_matching"]
+    assert gm["integrations"] <= 3 and gm["hidden_states"] == [] and gm["collocation_points"] == 31
+    for name, truth in [("capacity", 100.0), ("rate", 0.5)]:
+        assert gm["estimate"][name] == pytest.approx(truth, rel=1e-3)
+        assert trajectory["parameters"][name]["estimate"] == pytest.approx(truth, rel=1e-6)
+    assert gm["integrations"] * 5 < trajectory["evaluations"]["runs"]
+    folder = tmp_path / "refined"
+    folder.mkdir()
+    refined = studyrun.run(write_logistic(folder, "gradient-matching\n  refine: true"),
+                           folder / "out").results
+    for name in ("capacity", "rate"):
+        assert refined["parameters"][name]["estimate"] == pytest.approx(
+            trajectory["parameters"][name]["estimate"], rel=1e-6)
+    total = refined["gradient_matching"]["integrations"] + refined["gradient_matching"]["refine_integrations"]
+    assert total == refined["evaluations"]["runs"] and total * 2 <= trajectory["evaluations"]["runs"]
+    assert "## Calibration (gradient-matching)" in (folder / "out" / "report.md").read_text()
