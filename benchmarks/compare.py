@@ -1,0 +1,365 @@
+"""Issue 9: studyrun side by side with the tools users would otherwise pick, in one invocation.
+
+    bash benchmarks/peers/setup_venv.sh      # once: benchmarks/out/peers-venv (EMA Workbench,
+                                             # EasyVVUQ, PySD, SALib), never studyrun dependencies
+    python benchmarks/compare.py [--only peers,pysd,scaling,parallel] [--source head|tree|COMMIT]
+
+peers     Sobol' of Ishigami (N = 1024 base samples, first and total order: 5,120 runs) with
+          studyrun (vectorized and scalar model), a plain Python loop + SALib, EMA Workbench
+          (SequentialEvaluator; MultiprocessingEvaluator on 2 processes) and EasyVVUQ (Python
+          action; file-based local execution, on fewer samples: it takes ~40 ms a run).
+          Per run "after start-up": each peer times itself after its imports; studyrun is timed
+          in-process around studyrun.run() after importing what it will use (SALib, scipy.stats,
+          matplotlib), and its marginal cost per run is the slope between N = 1024 and 8192.
+pysd      the flowers model: PySD (model.run per parameter set, peers venv) against studyrun's
+          10,000-run Monte Carlo (slope between 16 and 10,000 runs).
+scaling   Monte Carlo of Ishigami, 10^3 to 10^6 runs, scalar and vectorized, through `studyrun
+          run` and as a plain Python script; Sobol' through `studyrun run` and SALib directly.
+          Wall time and peak RSS against runs: results/scaling.csv and results/scaling.png.
+parallel  models of 1, 20 and 200 ms a run (busy loops) on 1 and 2 workers, on a LocalCluster
+          and on a `dask scheduler` + `dask worker` started here on 127.0.0.1. Throughput is taken
+          from the model's own trace of each run on the workers (start-up reported apart);
+          efficiency = throughput / (workers / cost).
+
+Writes benchmarks/results/{peers,scaling,parallel}.csv and scaling.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from harness import (HERE, OUT, PEERS_PYTHON, RESULTS, UNIFORM_PI, bench_env, best, last_float,
+                     measure, python, run_study, show, traced_run, use_source, write_rows,
+                     write_study)
+
+PEERS = HERE / "peers"
+
+
+def row(table: list, measure_: str, value: float, unit: str, **extra) -> dict:
+    entry = {"measure": measure_, "measured": round(value, 6), "unit": unit, "target": "",
+             "meets": "", **extra}
+    table.append(entry)
+    show(entry)
+    return entry
+
+
+def target(entry: dict, text: str, ok: bool) -> None:
+    entry.update(target=text, meets="yes" if ok else "NO")
+    print(f"    target {text}: {entry['meets']}", flush=True)
+
+
+# ------------------------------------------------------------------ peers: Sobol' of Ishigami
+
+def sobol_study(n: int, vectorized: bool):
+    function = "benchmodels:ishigami" if vectorized else "benchmodels:ishigami_scalar"
+    kind = "vec" if vectorized else "scalar"
+    return write_study(f"peers-sobol-{kind}-{n}", {
+        "seed": 1, "model": {"type": "python", "function": function, "vectorized": vectorized},
+        "parameters": {"x1": UNIFORM_PI, "x2": UNIFORM_PI, "x3": UNIFORM_PI},
+        "quantities": {"y": "value"},
+        "analysis": {"type": "sobol", "samples": n, "second_order": False}})
+
+
+IN_PROCESS = """
+import time
+t0 = time.perf_counter()
+import studyrun, studyrun.pipeline, scipy.stats, matplotlib.pyplot
+from SALib.sample import sobol as _s
+from SALib.analyze import sobol as _a
+t1 = time.perf_counter()
+result = studyrun.run({path!r}, out={out!r}, fresh=True{extra})
+t2 = time.perf_counter()
+print(f"import={{t1 - t0}} work={{t2 - t1}} runs={{result.analysis['runs']['planned']}}")
+"""
+
+
+def studyrun_in_process(path, extra: str = "") -> dict:
+    done = python(IN_PROCESS.format(path=str(path), out=str(OUT / "results" / path.stem),
+                                    extra=extra))
+    return {k: last_float(done["stdout"], k) for k in ("import", "work", "runs")}
+
+
+def peer(script: str, *args: str, interpreter=None) -> dict:
+    done = measure([interpreter or PEERS_PYTHON, PEERS / script, *args])
+    values = {k: last_float(done["stdout"], k) for k in ("runs", "import", "work", "per_run")}
+    values["wall"] = done["wall"]
+    return values
+
+
+def compare_peers(table: list, repeats: int) -> None:
+    small, large = 1024, 8192
+    studyrun_per_run = {}
+    for vectorized, label in ((True, "vectorized"), (False, "scalar")):
+        timings = {}
+        for n in (small, large):
+            path = sobol_study(n, vectorized)
+            timings[n] = min((studyrun_in_process(path, ", scheduler='sync'" if not vectorized
+                                                  else "") for _ in range(repeats)),
+                             key=lambda t: t["work"])
+        cli = best(repeats, run_study, sobol_study(small, vectorized))
+        slope = (timings[large]["work"] - timings[small]["work"]) / (
+            timings[large]["runs"] - timings[small]["runs"])
+        studyrun_per_run[label] = slope
+        row(table, f"studyrun ({label} model): per run, marginal (N 1024 -> 8192)", slope * 1e6,
+            "us", tool="studyrun", runs=int(timings[small]["runs"]),
+            after_startup_s=round(timings[small]["work"], 3),
+            per_run_after_startup_us=round(timings[small]["work"] / timings[small]["runs"] * 1e6, 1),
+            imports_s=round(timings[small]["import"], 3), cli_wall_s=round(cli["wall"], 3))
+    loop = min((peer("salib_loop.py", "--samples", str(small), interpreter=sys.executable)
+                for _ in range(repeats)), key=lambda v: v["work"])
+    entry = row(table, "plain Python loop + SALib: per run after imports", loop["per_run"] * 1e6,
+                "us", tool="python loop + SALib", runs=int(loop["runs"]),
+                after_startup_s=round(loop["work"], 3), imports_s=round(loop["import"], 3),
+                cli_wall_s=round(loop["wall"], 3))
+    ratio = studyrun_per_run["scalar"] / loop["per_run"]
+    target(entry, f"studyrun scalar within 1.5x of the loop (measured {ratio:.2f}x)", ratio <= 1.5)
+    if not PEERS_PYTHON.exists():
+        print("no peers venv: run bash benchmarks/peers/setup_venv.sh for EMA Workbench, EasyVVUQ")
+        return
+    best_ema = None
+    for evaluator in ("sequential", "multiprocessing"):
+        result = min((peer("ema_ishigami.py", "--evaluator", evaluator, "--samples", str(small))
+                      for _ in range(repeats)), key=lambda v: v["work"])
+        entry = row(table, f"EMA Workbench ({evaluator}): per run after imports",
+                    result["per_run"] * 1e6, "us", tool="ema_workbench",
+                    runs=int(result["runs"]), after_startup_s=round(result["work"], 3),
+                    imports_s=round(result["import"], 3), cli_wall_s=round(result["wall"], 3),
+                    vs_studyrun_vectorized=round(result["per_run"] / studyrun_per_run["vectorized"], 1),
+                    vs_studyrun_scalar=round(result["per_run"] / studyrun_per_run["scalar"], 1))
+        best_ema = min(best_ema or result["per_run"], result["per_run"])
+    ratio = best_ema / studyrun_per_run["scalar"]
+    target(entry, f"studyrun (scalar) >= 10x faster per run than EMA's best evaluator "
+           f"(measured {ratio:.1f}x; vectorized {best_ema / studyrun_per_run['vectorized']:.0f}x)",
+           ratio >= 10)
+    for action, samples in (("python", 256), ("local", 16)):
+        result = peer("easyvvuq_ishigami.py", "--action", action, "--samples", str(samples))
+        entry = row(table, f"EasyVVUQ ({action} action): per run after imports",
+                    result["per_run"] * 1e6, "us", tool="easyvvuq", runs=int(result["runs"]),
+                    after_startup_s=round(result["work"], 3), imports_s=round(result["import"], 3),
+                    cli_wall_s=round(result["wall"], 3),
+                    vs_studyrun_vectorized=round(result["per_run"] / studyrun_per_run["vectorized"], 1),
+                    vs_studyrun_scalar=round(result["per_run"] / studyrun_per_run["scalar"], 1))
+        if action == "python":
+            ratio = result["per_run"] / studyrun_per_run["scalar"]
+            target(entry, f"studyrun (scalar) >= 100x faster per run than EasyVVUQ "
+                   f"(measured {ratio:.0f}x)", ratio >= 100)
+
+
+# ------------------------------------------------------------------ PySD: flowers
+
+def compare_pysd(table: list) -> None:
+    from bench_equations import FLOWERS, equation_study
+
+    quantities = {"final_area": "final(area)", "peak_growth": "max(growth)"}
+    walls = {n: best(2, run_study, equation_study(f"flowers-{n}", "flowers", FLOWERS, quantities,
+                                                  n))["wall"] for n in (16, 10_000)}
+    per_run = (walls[10_000] - walls[16]) / (10_000 - 16)
+    row(table, "studyrun flowers: per run (16 -> 10,000 runs)", per_run * 1e6, "us",
+        tool="studyrun", runs=10_000, cli_wall_s=round(walls[10_000], 3))
+    if not PEERS_PYTHON.exists():
+        return
+    done = measure([PEERS_PYTHON, PEERS / "pysd_flowers.py", "--runs", "10"])
+    pysd = last_float(done["stdout"], "per_run")
+    entry = row(table, "PySD flowers: per run (model.run)", pysd * 1e6, "us", tool="pysd", runs=10,
+                translate_s=round(last_float(done["stdout"], "translate"), 3),
+                imports_s=round(last_float(done["stdout"], "import"), 3),
+                vs_studyrun=round(pysd / per_run))
+    target(entry, f"studyrun >= 1000x faster per run than PySD (measured {pysd / per_run:.0f}x)",
+           pysd / per_run >= 1000)
+
+
+# ------------------------------------------------------------------ scaling
+
+PLAIN_MC = """
+import time, resource
+t0 = time.perf_counter()
+import numpy as np
+from benchmodels import ishigami, ishigami_scalar
+n = {n}
+x = np.random.default_rng(1).uniform(-np.pi, np.pi, (n, 3))
+if {vectorized}:
+    y = ishigami(x[:, 0], x[:, 1], x[:, 2])
+else:
+    y = np.array([ishigami_scalar(x1=a, x2=b, x3=c) for a, b, c in x.tolist()])
+summary = (y.mean(), y.std(), np.percentile(y, [5, 50, 95]))
+print(f"work={{time.perf_counter() - t0}}")
+"""
+
+
+def compare_scaling(table: list, sizes: list[int]) -> None:
+    from bench_sobol import SALIB_DIRECT
+
+    for vectorized, label in ((True, "vectorized"), (False, "scalar")):
+        for n in sizes:
+            path = write_study(f"scaling-mc-{label}-{n}", {
+                "seed": 1, "model": {"type": "python", "vectorized": vectorized,
+                                     "function": "benchmodels:" + ("ishigami" if vectorized
+                                                                   else "ishigami_scalar")},
+                "parameters": {"x1": UNIFORM_PI, "x2": UNIFORM_PI, "x3": UNIFORM_PI},
+                "quantities": {"y": "value"},
+                "analysis": {"type": "montecarlo", "samples": n, "sampling": "random"}})
+            done = run_study(path)
+            scheduler = json.loads((OUT / "results" / path.stem / "analysis.json").read_text())[
+                "execution"]["scheduler"]
+            row(table, f"montecarlo {label} {n}: studyrun", done["wall"], "s", kind="montecarlo",
+                model=label, tool="studyrun", runs=n, rss_mb=round(done["rss_mb"]),
+                cpu_s=round(done["cpu"], 2), scheduler=scheduler)
+            plain = python(PLAIN_MC.format(n=n, vectorized=vectorized))
+            row(table, f"montecarlo {label} {n}: plain Python", plain["wall"], "s",
+                kind="montecarlo", model=label, tool="plain python", runs=n,
+                rss_mb=round(plain["rss_mb"]), cpu_s=round(plain["cpu"], 2))
+    for n in sizes:
+        base = 1 << max(4, round(n / 5).bit_length() - 1)  # N (D + 2) = 5 N runs near n
+        path = sobol_study(base, True)
+        done = run_study(path)
+        row(table, f"sobol vectorized {5 * base}: studyrun", done["wall"], "s", kind="sobol",
+            model="vectorized", tool="studyrun", runs=5 * base, rss_mb=round(done["rss_mb"]),
+            cpu_s=round(done["cpu"], 2))
+        salib = python(SALIB_DIRECT.format(n=base))
+        row(table, f"sobol vectorized {5 * base}: SALib directly", salib["wall"], "s",
+            kind="sobol", model="vectorized", tool="SALib directly", runs=5 * base,
+            rss_mb=round(salib["rss_mb"]), cpu_s=round(salib["cpu"], 2))
+    plot_scaling(table)
+
+
+def plot_scaling(table: list) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    series: dict[str, list] = {}
+    for entry in table:
+        if "runs" in entry and "kind" in entry:
+            key = f"{entry['kind']} {entry['model']}: {entry['tool']}"
+            series.setdefault(key, []).append((entry["runs"], entry["measured"], entry["rss_mb"]))
+    for key, points in series.items():
+        points.sort()
+        style = "-o" if "studyrun" in key else "--s"
+        left.plot([p[0] for p in points], [p[1] for p in points], style, label=key, markersize=4)
+        right.plot([p[0] for p in points], [p[2] for p in points], style, label=key, markersize=4)
+    for axis, ylabel in ((left, "wall time, process start to end (s)"), (right, "peak RSS (MB)")):
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("runs")
+        axis.set_ylabel(ylabel)
+        axis.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize=7)
+    fig.suptitle("Ishigami: studyrun against a plain Python script and SALib directly")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "scaling.png", dpi=80)
+    print(f"wrote {RESULTS / 'scaling.png'}")
+
+
+# ------------------------------------------------------------------ parallel efficiency
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DaskScheduler:
+    """`dask scheduler` and `dask worker --nworkers N` on 127.0.0.1, stopped on exit."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.address = f"tcp://127.0.0.1:{free_port()}"
+        self.processes: list[subprocess.Popen] = []
+
+    def __enter__(self) -> str:
+        env, port = bench_env(), self.address.rsplit(":", 1)[1]
+        log = open(OUT / "dask.log", "a")
+        dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+        self.processes.append(subprocess.Popen(
+            [*dask, "--host", "127.0.0.1", "--port", port, "--dashboard-address", ":0"],
+            env=env, cwd=OUT, stdout=log, stderr=log))
+        self.processes.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nworkers",
+             str(self.workers), "--nthreads", "1", "--dashboard-address", ":0"],
+            env=env, cwd=OUT, stdout=log, stderr=log))
+        wait = ("from distributed import Client;c=Client(%r,timeout='30s');"
+                "c.wait_for_workers(%d,timeout=60);c.close()" % (self.address, self.workers))
+        subprocess.run([sys.executable, "-c", wait], env=env, cwd=OUT, check=True, timeout=90)
+        return self.address
+
+    def __exit__(self, *exc) -> None:
+        for process in reversed(self.processes):
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def compare_parallel(table: list, costs: list[float], seconds: float) -> None:
+    for mode in ("local", "scheduler"):
+        for cost in costs:
+            throughput = {}
+            for workers in (1, 2):
+                runs = int(round(seconds / cost)) * workers
+                path = write_study(f"parallel-{mode}-{workers}", {
+                    "seed": 1, "model": {"type": "python", "function": "benchmodels:busy",
+                                         "constants": {"cost": cost}},
+                    "parameters": {"x": {"distribution": "uniform", "low": 0, "high": 1}},
+                    "quantities": {"y": "value"},
+                    "analysis": {"type": "montecarlo", "samples": runs, "sampling": "random"}})
+                if mode == "local":
+                    done = traced_run(path, "--workers", str(workers))
+                else:
+                    with DaskScheduler(workers) as address:
+                        done = traced_run(path, "--scheduler", address)
+                throughput[workers] = done["throughput"]
+                efficiency = done["throughput"] * cost / workers
+                entry = row(table, f"{mode} {cost * 1e3:g} ms/run {workers} worker(s): throughput",
+                            done["throughput"], "runs/s", mode=mode, cost_ms=cost * 1e3,
+                            workers=workers, runs=runs, efficiency=round(efficiency, 3),
+                            startup_s=round(done["startup"], 2), wall_s=round(done["wall"], 2),
+                            processes=done["processes"])
+                if cost == 0.02 and workers == 2:
+                    target(entry, "parallel efficiency >= 90% at 20 ms/run", efficiency >= 0.9)
+            row(table, f"{mode} {cost * 1e3:g} ms/run: speed-up 2 workers / 1",
+                throughput[2] / throughput[1], "x", mode=mode, cost_ms=cost * 1e3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="peers,pysd,scaling,parallel")
+    parser.add_argument("--source", help="head (default), a commit, or tree (the work tree)")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
+    args = parser.parse_args()
+    print("studyrun measured:", use_source(args.source))
+    parts = args.only.split(",")
+    load = os.getloadavg()[0]
+    if "peers" in parts or "pysd" in parts:
+        table: list = []
+        if "peers" in parts:
+            compare_peers(table, repeats=1 if args.quick else 2)
+        if "pysd" in parts:
+            compare_pysd(table)
+        if not args.quick:
+            write_rows("peers", table)
+    if "scaling" in parts:
+        table = []
+        compare_scaling(table, [1000, 10_000] if args.quick else [1000, 10_000, 100_000, 1_000_000])
+        if not args.quick:
+            write_rows("scaling", table)
+    if "parallel" in parts:
+        table = []
+        compare_parallel(table, [0.001, 0.02, 0.2], 1.0 if args.quick else 5.0)
+        if not args.quick:
+            write_rows("parallel", table)
+    print(f"load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f} (2 cores)")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    main()
