@@ -45,8 +45,8 @@ class Cluster(BaseModel):
         None, description="adaptive scaling: fewest jobs (with maximum_jobs)")
     maximum_jobs: PositiveInt | None = Field(
         None, description="adaptive scaling: most jobs; jobs are added while runs wait")
-    job_extra: list[str] = Field(default_factory=list,
-                                 description="extra directives, e.g. ['--exclusive'] on SLURM")
+    job_extra: list[str] = Field(default_factory=list, description="extra directives, e.g. "
+                                 "['--exclusive'] on SLURM, ['key = value'] on htcondor")
     prologue: list[str] = Field(default_factory=list, description="shell lines run in each job "
                                 "before the workers start, e.g. 'module load python'")
     interface: str | None = Field(None, description="network interface of workers and scheduler, "
@@ -99,6 +99,9 @@ class Cluster(BaseModel):
             if given:
                 raise ValueError(f"htcondor has no {given[0]}; write it as a submit-file line in "
                                  "job_extra instead")
+            if any("=" not in line for line in self.job_extra):
+                raise ValueError("htcondor's job_extra lines are submit-file commands "
+                                 "'key = value', e.g. 'requirements = (OpSysMajorVer == 9)'")
         elif self.disk is not None:
             raise ValueError("disk is for htcondor only")
         return self
@@ -128,14 +131,31 @@ def job_keywords(spec: Cluster) -> dict:
                     job_extra_directives=list(spec.job_extra),
                     job_script_prologue=list(spec.prologue))
     if spec.walltime is not None:
-        keywords["walltime"] = spec.walltime
+        keywords["walltime"] = walltime_for(spec.cluster, spec.walltime)
     if spec.queue is not None:
         keywords["queue"] = spec.queue
     if spec.account is not None:
         keywords["account" if spec.cluster in ("slurm", "pbs") else "project"] = spec.account
     if spec.cluster == "htcondor":
         keywords["disk"] = spec.disk or "1GB"
+        pairs = (line.split("=", 1) for line in spec.job_extra)
+        keywords["job_extra_directives"] = {k.strip(): v.strip() for k, v in pairs}
     return {k: v for k, v in keywords.items() if v is not None}
+
+
+def walltime_for(kind: str, text: str) -> str:
+    """The walltime as the batch system writes it: D-HH:MM:SS on SLURM, HH:MM on LSF (minutes
+    rounded up), HH:MM:SS elsewhere (hours past 24 allowed)."""
+    if kind == "slurm":
+        return text
+    days, _, clock = text.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    parts = [0] * (3 - len(parts)) + parts if len(parts) > 1 else [0, parts[0], 0]
+    seconds = int(days or 0) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    if kind == "lsf":
+        minutes = -(-seconds // 60)
+        return f"{minutes // 60:02d}:{minutes % 60:02d}"
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def cluster_class(kind: str):

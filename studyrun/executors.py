@@ -11,8 +11,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
-import socket
-import time
 from typing import Any, Callable
 
 from .errors import ExecutionError
@@ -73,6 +71,12 @@ class DaskExecutor:
         self.cluster = cluster
         self.name = name
         self.planned_workers = planned_workers  # a batch-system cluster's workers, once started
+        self.lost = False
+        # the client logs each failed reconnection with a traceback; this executor reports a lost
+        # scheduler itself, in one line (restored on close)
+        self._client_log = logging.getLogger("distributed.client")
+        self._client_level = self._client_log.level
+        self._client_log.setLevel(logging.CRITICAL)
 
     @property
     def workers(self) -> int:
@@ -93,6 +97,9 @@ class DaskExecutor:
                 return set(result.done), set(result.not_done)
             except TimeoutError:
                 self.check_scheduler()
+            except Exception:  # futures cancelled as the connection dropped
+                self.check_scheduler()
+                raise
 
     def result(self, future):
         """The batch's result; a lost scheduler becomes an ExecutionError that says so."""
@@ -103,22 +110,28 @@ class DaskExecutor:
             raise
 
     def check_scheduler(self) -> None:
-        """Raise an ExecutionError when the scheduler no longer answers."""
-        address = getattr(self.client.scheduler, "address", None) or ""
-        if reachable(address):
+        """Raise an ExecutionError when the scheduler does not answer within CHECK_SECONDS."""
+        try:
+            self.client.sync(self.client.scheduler.identity, callback_timeout=self.CHECK_SECONDS)
             return
+        except Exception:  # refused, reset or timed out: it is gone, whatever the cause
+            address = getattr(self.client.scheduler, "address", None) or "its address"
+        self.lost = True
         raise ExecutionError(
             f"lost the Dask scheduler at {address} (it stopped, or its host or network went "
             "away); the runs finished so far are recorded: start the scheduler again (or use "
             "another) and run the study again to resume")
 
     def close(self) -> None:
+        if self.lost:  # the loss is reported already; spare the user distributed's tracebacks
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)
         try:
-            self.client.close()
+            self.client.close(timeout=2 if self.lost else None)
             if self.cluster is not None:
                 self.cluster.close()
         except Exception:  # closing a client of a lost scheduler may raise; nothing is left to save
             pass
+        self._client_log.setLevel(self._client_level)
 
 
 def default_workers() -> int:
@@ -127,20 +140,6 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
-
-
-def reachable(address: str, attempts: int = 3) -> bool:
-    """Whether a TCP scheduler address accepts connections (other protocols: assumed so)."""
-    if not address.startswith(("tcp://", "tls://")):
-        return True
-    host, _, port = address.split("://", 1)[1].rpartition(":")
-    for attempt in range(attempts):
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
-                return True
-        except (OSError, ValueError):
-            time.sleep(0.2 * (attempt + 1))
-    return False
 
 
 def scheduler_name(scheduler) -> str:

@@ -1,0 +1,396 @@
+"""Faults, each with real processes: a worker killed, the scheduler lost, models that fail in every
+way, a results folder that cannot be written, a disk that fills, a damaged run store.
+
+Each test states the guarantee it proves; README.md's reliability section points here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import studyrun
+from conftest import REPO, free_port, write_study
+from studyrun.cli import main
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    """`studyrun ARGS` in this process: (exit status, stdout, stderr)."""
+    capsys.readouterr()
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+SLOW = """
+name: faults
+seed: 3
+model: {type: python, function: "slow:model"}
+parameters:
+  a: {bounds: [0, 1]}
+  b: {distribution: normal, mean: 0, std: 1}
+quantities: {y: y}
+analysis: {type: montecarlo, samples: RUNS}
+execution: {batch_size: 6, scheduler: SCHEDULER, workers: 2}
+"""
+SLOW_MODEL = "import time\ndef model(a, b):\n    time.sleep(0.015)\n    return {'y': a * a - b}\n"
+
+
+def count_runs(path: Path) -> int:
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1) as db:
+            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def start_study(study: Path, out: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out", str(out),
+                             "--quiet", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=study.parent)
+
+
+def wait_for_runs(process: subprocess.Popen, store: Path, threshold: int, timeout: float = 60):
+    deadline = time.time() + timeout
+    while count_runs(store) < threshold:
+        assert process.poll() is None, process.communicate()
+        assert time.time() < deadline, "the study made no progress"
+        time.sleep(0.05)
+
+
+class DaskProcesses:
+    """A `dask scheduler` and `dask worker` processes (no nanny: killing one kills the worker)."""
+
+    def __init__(self, workers: int = 2) -> None:
+        self.address = f"tcp://127.0.0.1:{free_port()}"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        self.scheduler = subprocess.Popen(
+            ["dask", "scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
+             "--no-dashboard"], **quiet)
+        self.workers = [subprocess.Popen(
+            ["dask", "worker", self.address, "--nthreads", "1", "--no-dashboard", "--no-nanny",
+             "--death-timeout", "20"], **quiet) for _ in range(workers)]
+        self.wait_until_ready(workers)
+
+    def wait_until_ready(self, workers: int) -> None:
+        from distributed import Client
+
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with Client(self.address, timeout="2s") as client:
+                    if len(client.scheduler_info()["workers"]) == workers:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError("dask scheduler did not start")
+
+    def stop(self) -> None:
+        for process in [*self.workers, self.scheduler]:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def dask_processes():
+    processes = DaskProcesses()
+    yield processes
+    processes.stop()
+
+
+def slow_study(study_dir: Path, scheduler: str, runs: int = 120) -> Path:
+    (study_dir / "slow.py").write_text(SLOW_MODEL)
+    return write_study(study_dir, SLOW.replace("SCHEDULER", scheduler).replace("RUNS", str(runs)))
+
+
+def assert_complete_and_equal_to_a_sync_run(study: Path, out: Path, runs: int) -> None:
+    analysis = json.loads((out / "analysis.json").read_text())
+    assert analysis["runs"]["succeeded"] == runs and analysis["runs"]["failed"] == 0
+    with sqlite3.connect(out / "runs.sqlite") as db:
+        stored, distinct = db.execute("SELECT count(*), count(DISTINCT id) FROM runs").fetchone()
+    assert stored == distinct == runs, "a run was lost or recorded twice"
+    reference = studyrun.run(study, out.parent / "reference", scheduler="sync", quiet=True)
+    assert analysis["results"] == json.loads(json.dumps(reference.analysis["results"]))
+
+
+# -- workers, scheduler, driver -------------------------------------------------------------------
+
+def test_a_killed_dask_worker_loses_nothing(study_dir, dask_processes):
+    """Guarantee: a worker killed mid-study (kill -9) costs only time; its batches run again."""
+    study = slow_study(study_dir, dask_processes.address)
+    out = study_dir / "out"
+    process = start_study(study, out)
+    wait_for_runs(process, out / "runs.sqlite", 30)
+    os.kill(dask_processes.workers[0].pid, signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert dask_processes.workers[0].wait(5) == -signal.SIGKILL
+    assert_complete_and_equal_to_a_sync_run(study, out, 120)
+
+
+def local_cluster_workers(driver: int) -> list[int]:
+    """Pids of the LocalCluster worker processes the driver spawned."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == driver and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds workers through /proc")
+def test_a_killed_local_cluster_worker_loses_nothing(study_dir):
+    """Guarantee: the same on the default LocalCluster, whose nanny starts a new worker."""
+    study = slow_study(study_dir, "local")
+    out = study_dir / "out"
+    process = start_study(study, out)
+    wait_for_runs(process, out / "runs.sqlite", 30)
+    workers = local_cluster_workers(process.pid)
+    assert workers, "no LocalCluster worker found"
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert_complete_and_equal_to_a_sync_run(study, out, 120)
+
+
+def test_a_lost_scheduler_is_a_clear_error_and_the_next_start_resumes(study_dir, dask_processes,
+                                                                      capsys):
+    """Guarantee: losing the scheduler ends the study with exit status 1 and a message naming
+    it; every recorded run is reused by the next start."""
+    study = slow_study(study_dir, dask_processes.address)
+    out = study_dir / "out"
+    process = start_study(study, out)
+    wait_for_runs(process, out / "runs.sqlite", 30)
+    started = time.time()
+    os.kill(dask_processes.scheduler.pid, signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr
+    assert time.time() - started < 30
+    assert "lost the Dask scheduler at tcp://127.0.0.1:" in stderr, stderr
+    assert "Traceback" not in stderr
+    recorded = count_runs(out / "runs.sqlite")
+    assert 30 <= recorded < 120
+    status, stdout, stderr = cli(capsys, "run", study, "--out", out, "--scheduler", "sync", "--quiet")
+    assert status == 0, stderr
+    assert f"{recorded} reused" in stdout
+    assert_complete_and_equal_to_a_sync_run(study, out, 120)
+
+
+# -- models that fail -----------------------------------------------------------------------------
+
+FAILING = '''
+import time
+
+def model(a, b, kind=0.0):
+    if a > 0.8:
+        raise ValueError("a is too large")
+    if b > 0.9:
+        return {"y": float("nan")}
+    if b < 0.1:
+        return {"y": float("inf")}
+    return {"y": a + b}
+'''
+
+
+def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_dir, capsys):
+    """Guarantee: an exception, NaN or inf fails that run (recorded with its error), never the
+    study with on_failure: continue, and never enters the analysis."""
+    (study_dir / "failing.py").write_text(FAILING)
+    study = write_study(study_dir, """
+        name: failing
+        model: {type: python, function: "failing:model"}
+        parameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}
+        quantities: {y: y}
+        analysis: {type: montecarlo, samples: 200}
+        execution: {scheduler: sync, on_failure: continue}
+    """)
+    result = studyrun.run(study, study_dir / "out", quiet=True)
+    runs = result.runs
+    bad_a, nan_b, inf_b = runs.a > 0.8, (runs.a <= 0.8) & (runs.b > 0.9), (runs.a <= 0.8) & (runs.b < 0.1)
+    assert (runs.status[bad_a | nan_b | inf_b] == "failed").all()
+    assert (runs.status[~(bad_a | nan_b | inf_b)] == "ok").all()
+    assert runs.error[bad_a].str.contains("ValueError: a is too large").all()
+    assert runs.error[nan_b].str.contains("is nan").all() and runs.error[inf_b].str.contains("is inf").all()
+    assert result.analysis["runs"]["failed"] == int((bad_a | nan_b | inf_b).sum())
+    assert result.results["y"]["max"] <= 1.8 + 1e-9
+    status, listed, _ = cli(capsys, "runs", study_dir / "out", "--failed")
+    assert status == 0 and listed.count("\nrun ") + 1 == result.analysis["runs"]["failed"]
+    strict = write_study(study_dir, study.read_text().replace("continue", "abort"), "strict.yaml")
+    status, _, stderr = cli(capsys, "run", strict, "--out", study_dir / "strict", "--quiet")
+    assert status == 1 and "failed:" in stderr and "will be reused" in stderr
+
+
+HANG_OR_HOG = r'''
+import json, sys, time
+p = json.load(open(sys.argv[1]))
+if p["a"] > 0.75:
+    time.sleep(60)
+if p["b"] > 0.75:
+    block = bytearray(2 * 1024 ** 3)
+json.dump({"y": p["a"] + p["b"]}, open("results.json", "w"))
+'''
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
+def test_a_command_that_hangs_or_exhausts_memory_fails_that_run(study_dir, capsys):
+    """Guarantee: a command model past execution.timeout is killed (with its children) and a run
+    past memory_limit fails; both are recorded with their working directories kept."""
+    (study_dir / "sim.py").write_text(HANG_OR_HOG)
+    study = write_study(study_dir, """
+        name: hang-or-hog
+        model:
+          type: command
+          run: [PYTHON, "{study_dir}/sim.py", "{params_file}"]
+          memory_limit: 300MB
+        parameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}
+        quantities: {y: y}
+        analysis: {type: sweep, levels: {a: [0.1, 0.9], b: [0.1, 0.9]}}
+        execution: {scheduler: threads, workers: 4, timeout: 1.5, on_failure: continue}
+    """.replace("PYTHON", sys.executable))
+    started = time.time()
+    result = studyrun.run(study, study_dir / "out", quiet=True)
+    assert time.time() - started < 15
+    runs = result.runs.set_index(["a", "b"])
+    assert runs.loc[(0.1, 0.1), "status"] == "ok"
+    assert runs.loc[(0.9, 0.1), "error"].startswith("timed out after 1.5 s")
+    assert runs.loc[(0.9, 0.9), "error"].startswith("timed out after 1.5 s")
+    assert "memory_limit is 300MB" in runs.loc[(0.1, 0.9), "error"]
+    _, listed, _ = cli(capsys, "runs", study_dir / "out", "--failed")
+    assert listed.count("workdir: ") == 3
+    for line in listed.splitlines():
+        if "workdir: " in line:
+            assert Path(line.split("workdir: ")[1]).joinpath("params.json").is_file()
+
+
+# -- the results folder and its disk --------------------------------------------------------------
+
+SMALL = """
+name: small
+model: {type: python, function: "linear:linear", vectorized: true}
+parameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}
+quantities: {y: y, a2: a_squared}
+analysis: {type: montecarlo, samples: RUNS}
+execution: {scheduler: sync, batch_size: 500}
+"""
+
+
+def can_mount() -> bool:
+    return os.geteuid() == 0 and shutil.which("mount") is not None and sys.platform == "linux"
+
+
+@pytest.fixture
+def mount_tmpfs():
+    """Mount small tmpfs file systems (root only); unmounted afterwards."""
+    mounted = []
+
+    def mount(where: Path, options: str) -> Path:
+        where.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounted):
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_an_unwritable_results_folder_is_a_clear_error(study_dir, mount_tmpfs, capsys):
+    """Guarantee: a results folder that cannot be written stops the study before any run, with
+    exit status 1 and the folder's name."""
+    study = write_study(study_dir, SMALL.replace("RUNS", "100"))
+    if can_mount():
+        folder = mount_tmpfs(study_dir / "readonly", "ro,size=1m")
+    else:
+        folder = study_dir / "readonly"
+        folder.mkdir()
+        folder.chmod(0o555)
+    status, _, stderr = cli(capsys, "run", study, "--out", folder / "out")
+    assert status == 1, stderr
+    assert "cannot write the results folder" in stderr and str(folder) in stderr
+
+
+@pytest.mark.skipif(not can_mount(), reason="needs root to mount a small tmpfs")
+def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir, mount_tmpfs,
+                                                                       capsys):
+    """Guarantee: a disk that fills mid-study ends it with exit status 1; the store holds whole
+    batches only, and a resume on a roomier disk reuses them and equals a fresh run."""
+    study = write_study(study_dir, SMALL.replace("RUNS", "20000"))
+    disk = mount_tmpfs(study_dir / "tiny", "size=320k")
+    status, _, stderr = cli(capsys, "run", study, "--out", disk / "out", "--quiet")
+    assert status == 1, stderr
+    assert "full" in stderr.lower() or "no space" in stderr.lower(), stderr
+    moved = study_dir / "moved"
+    shutil.copytree(disk / "out", moved)
+    with sqlite3.connect(moved / "runs.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        stored, = db.execute("SELECT count(*) FROM runs").fetchone()
+        partial, = db.execute("SELECT count(*) FROM runs WHERE status != 'ok' OR y IS NULL "
+                              "OR a2 IS NULL OR a IS NULL OR b IS NULL").fetchone()
+    assert 0 < stored < 20000 and partial == 0
+    assert stored % 500 == 0, "a batch was recorded in part"
+    resumed = studyrun.run(study, moved, quiet=True)
+    assert resumed.analysis["runs"]["reused"] == stored
+    assert resumed.results == studyrun.run(study, study_dir / "fresh", quiet=True).results
+
+
+# -- a damaged run store --------------------------------------------------------------------------
+
+def damage_garbage(path: Path) -> None:
+    with open(path, "r+b") as handle:
+        handle.seek(path.stat().st_size // 2)
+        handle.write(os.urandom(8192))
+
+
+def damage_header(path: Path) -> None:
+    with open(path, "r+b") as handle:
+        handle.write(b"\0" * 100)
+
+
+def damage_truncate(path: Path) -> None:
+    os.truncate(path, path.stat().st_size // 2 + 123)
+
+
+@pytest.mark.parametrize("damage", [damage_garbage, damage_header, damage_truncate])
+def test_a_damaged_store_is_reported_and_never_reused(study_dir, damage, capsys):
+    """Guarantee: garbage bytes in runs.sqlite or a truncated runs.sqlite are detected when the
+    study starts again (exit status 1, the file named) and by `studyrun status`; --fresh starts over."""
+    study = write_study(study_dir, SMALL.replace("RUNS", "3000"))
+    out = study_dir / "out"
+    first = studyrun.run(study, out, quiet=True)
+    damage(out / "runs.sqlite")
+    status, _, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
+    assert status == 1 and f"{out / 'runs.sqlite'}: the run store is corrupted" in stderr, stderr
+    status, _, stderr = cli(capsys, "status", out)
+    assert status == 1 and "corrupted" in stderr
+    status, _, stderr = cli(capsys, "run", study, "--out", out, "--fresh", "--quiet")
+    assert status == 0, stderr
+    assert json.loads((out / "analysis.json").read_text())["results"] == json.loads(
+        json.dumps(first.analysis["results"]))
+
+
+def test_an_emptied_store_reruns_everything(study_dir):
+    """A runs.sqlite truncated to nothing is an empty store: every run executes again."""
+    study = write_study(study_dir, SMALL.replace("RUNS", "300"))
+    out = study_dir / "out"
+    first = studyrun.run(study, out, quiet=True)
+    os.truncate(out / "runs.sqlite", 0)
+    again = studyrun.run(study, out, quiet=True)
+    assert again.analysis["runs"]["reused"] == 0 and again.results == first.results
