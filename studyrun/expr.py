@@ -27,6 +27,8 @@ __all__ = ["ExprError", "FunctionDef", "BUILTINS", "Expr", "parse", "check_names
 
 TIME = "time"
 MAX_LENGTH = 20_000
+MAX_DEPTH = 200  # nesting of operators and calls (as Python's own limit on parentheses), so that
+# checking, compiling and evaluating never meet the interpreter's recursion limit, on any worker
 UNBOUNDED = 1_000_000  # max_args of a function that takes any number of arguments
 
 
@@ -164,11 +166,22 @@ class _Checker:
         self.text, self.shift, self.functions = text, shift, functions
         self.names: set[str] = set()
         self.calls: set[str] = set()
+        self.depth = 0
 
     def fail(self, message: str, node: ast.AST) -> ExprError:
         return ExprError(message, _offset(self.text, node, self.shift))
 
     def visit(self, node: ast.AST) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"expression nested too deeply (more than {MAX_DEPTH} levels of "
+                            "operators and calls); split it into auxiliaries", node)
+        try:
+            self.visit_node(node)
+        finally:
+            self.depth -= 1
+
+    def visit_node(self, node: ast.AST) -> None:
         if isinstance(node, ast.Constant):
             self.check_constant(node)
         elif isinstance(node, ast.Name):
@@ -203,6 +216,11 @@ class _Checker:
             raise self.fail("strings are not allowed", node)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{value!r} is not a number; only numbers are allowed", node)
+        try:
+            float(value)
+        except OverflowError:  # an integer literal beyond float64 (about 1.8e308)
+            raise self.fail(f"the number {str(value)[:12]}... ({len(str(value))} digits) is too "
+                            "large; numbers are floats, at most about 1.8e308", node) from None
 
     def check_name(self, name: str, node: ast.AST) -> None:
         if name.startswith("__") or name.startswith("_"):
@@ -456,6 +474,8 @@ class _SympyBuilder:
         if isinstance(node, ast.BinOp):
             a, b = self.build(node.left), self.build(node.right)
             op = type(node.op)
+            if op is ast.Pow and a.is_Number and b.is_Number:
+                return self.power(a, b)
             return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
                     ast.Div: lambda: a / b, ast.Pow: lambda: a**b}[op]()
         if isinstance(node, ast.Compare):
@@ -463,6 +483,17 @@ class _SympyBuilder:
         if isinstance(node, ast.Call):
             return self.build_call(node.func.id, node.args)
         raise ExprError(f"cannot convert {type(node).__name__} to sympy")  # unreachable: checked
+
+    def power(self, a: Any, b: Any) -> Any:
+        """A power of two numbers: exact while small, else folded in float64 as the compiled
+        expression folds it (sympy would compute 9**9**9 exactly, without end)."""
+        sp = self.sp
+        if a.is_Integer and b.is_Integer and abs(int(a)).bit_length() * abs(int(b)) <= 4096:
+            return a**b
+        with np.errstate(all="ignore"):
+            value = float(np.power(float(a), float(b)))
+        return sp.Float(value) if np.isfinite(value) else (sp.nan if np.isnan(value)
+                                                           else sp.oo if value > 0 else -sp.oo)
 
     def condition(self, node: ast.AST) -> Any:
         """A sympy relational for a comparison node, else 'value != 0'."""

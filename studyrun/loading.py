@@ -31,8 +31,12 @@ def include_files(source: Source, key: str = "model") -> Source:
         raise StudyError([source.problem(where, f"expected the path of a YAML file, got {describe(target)}")])
     folder = Path(source.file).parent
     path = folder / target
-    if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "file not found"
+    try:
+        found = path.is_file()
+        what = "" if found else "is a folder, not a file" if path.is_dir() else "file not found"
+    except OSError as exc:  # a name too long, a folder that cannot be searched
+        found, what = False, f"cannot use the path ({exc.strerror or exc})"
+    if not found:
         raise StudyError([source.problem(where, f"{what}: {target} (relative to {folder}/)")])
     included = read_yaml(path)
     positions = {p: pos for p, pos in source.positions.items() if not (len(p) > 1 and p[0] == key)}

@@ -44,7 +44,18 @@ class Source:
     def problem(self, path: Sequence[str | int], message: str) -> Problem:
         """A Problem at `path`, with its dotted name (`cases[2].x`) and position."""
         file, line, col = self.where(path)
-        return Problem(message, path=format_path(path), file=file, line=line, col=col)
+        return Problem(one_line(message), path=one_line(format_path(path)), file=file, line=line,
+                       col=col)
+
+
+_BREAKS = {ord(c): repr(c)[1:-1] for c in "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_BREAKS[ord("\n")] = " "
+
+
+def one_line(text: str) -> str:
+    """A message on one line: a user's text may hold line breaks (\\r, U+2028, ...) that would
+    split a FILE:LINE:COL line; newlines become spaces, other breaks their escapes."""
+    return text.translate(_BREAKS)
 
 
 def format_path(path: Sequence[str | int]) -> str:
@@ -163,7 +174,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, name: str, text: str) -> Problem:
     lines = text.splitlines()
     if "'\\t'" in message or (line <= len(lines) and lines[line - 1][col - 1:col] == "\t"):
         message += "; indent with spaces, not tabs"
-    return Problem(f"YAML syntax error: {message}", file=name, line=line, col=col)
+    return Problem(one_line(f"YAML syntax error: {message}"), file=name, line=line, col=col)
 
 
 def _convert_document(root: yaml.Node, loader: yaml.SafeLoader, name: str) -> Source:
@@ -228,7 +239,8 @@ class _Converter:
 
     def fail(self, node: yaml.Node, path: tuple, message: str) -> None:
         _, line, col = self.at(node)
-        self.problems.append(Problem(message, path=format_path(path), file=self.name, line=line, col=col))
+        self.problems.append(Problem(one_line(message), path=one_line(format_path(path)),
+                                     file=self.name, line=line, col=col))
 
     def convert(self, node: yaml.Node, path: tuple) -> Any:
         self.positions[path + (VALUE,)] = self.at(node)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from pydantic import BaseModel
 
 from .errors import Problem
-from .source import ABSENT, VALUE, Source, describe, sort_key
+from .source import ABSENT, VALUE, Source, describe, one_line, sort_key
 
 
 @dataclass
@@ -45,10 +45,9 @@ def problems_from(errors: list[dict], model_cls: type, source: Source) -> list[P
         if loc.error["type"] == "missing" and (loc.path, str(loc.error["loc"][-1])) in typo_targets:
             continue  # `smaples: 1` is one mistake, reported as the unknown key
         problem = _to_problem(loc, source)
-        if "\n" in problem.message:
-            problem = replace(problem, message=problem.message.replace("\n", " "))
         if "[key]" in loc.error["loc"] and loc.path:  # a mapping's key, not its value, is wrong
             problem = replace(problem, message=f"the key '{loc.path[-1]}': {problem.message}")
+        problem = replace(problem, message=one_line(problem.message))
         if problem not in problems:
             problems.append(problem)
     main = source.file

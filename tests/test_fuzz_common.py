@@ -1,0 +1,81 @@
+"""Shared helpers of the fuzz suite (tests/test_fuzz_*.py); holds no tests itself.
+
+The property every fuzz test checks: loading a study ends in a `Loaded` or in a `StudyError`
+whose every line reads `FILE:LINE:COL: ...`, within a time limit, and nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from studyrun.errors import StudyError
+from studyrun.pipeline import load_study
+
+REPO = Path(__file__).resolve().parents[1]
+STUDIES = REPO / "studies"
+LOCATED = re.compile(r"^[^:\n]+:\d+:\d+: ")
+TIME_LIMIT = 5.0  # seconds for one load; a hang is a failure, not a slow test
+SCALE = float(os.environ.get("STUDYRUN_FUZZ_SCALE", "1"))  # e.g. 20 for a long hunt
+
+
+def examples(count: int) -> int:
+    """`count` examples, times STUDYRUN_FUZZ_SCALE (the suite stays under a minute at 1)."""
+    return max(1, int(count * SCALE))
+
+
+class Hang(Exception):
+    """Raised by the alarm when one example runs past its time limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float = TIME_LIMIT):
+    """Fail with Hang when the block runs longer than `seconds` (main thread, POSIX)."""
+    def alarm(signum, frame):
+        raise Hang(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def assert_located(error: StudyError) -> None:
+    """Every line of the error is FILE:LINE:COL: ..., and there is at least one."""
+    text = str(error)
+    assert error.problems and text.strip(), "a StudyError with no problem in it"
+    for line in text.splitlines():
+        assert LOCATED.match(line), f"not a FILE:LINE:COL line: {line!r}\nin:\n{text}"
+
+
+def load_cleanly(path: Path, seconds: float = TIME_LIMIT) -> str:
+    """Load a study; 'valid' or 'invalid' (a located StudyError); anything else fails the test."""
+    start = time.perf_counter()
+    try:
+        with time_limit(seconds):
+            load_study(path)
+        outcome = "valid"
+    except StudyError as error:
+        assert_located(error)
+        outcome = "invalid"
+    assert time.perf_counter() - start < seconds
+    return outcome
+
+
+def copy_studies(target: Path) -> Path:
+    """studies/ (model files, python modules, simulator scripts) copied to `target`."""
+    shutil.copytree(STUDIES, target, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    return target
+
+
+def study_files() -> list[str]:
+    """The names of the example studies (each a valid study to mutate)."""
+    return sorted(p.name for p in STUDIES.glob("*.yaml"))

@@ -1,0 +1,62 @@
+"""Regression tests for what the fuzz suite found (issue 8, point 4), each a plain example.
+
+The expression-language regressions (huge integer literals, nesting, sympy powers) live in
+test_fuzz_expressions.py next to the fuzzers that found them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from studyrun.errors import StudyError
+from studyrun.pipeline import load_study
+from test_fuzz_common import assert_located
+
+GOOD = """\
+name: good
+model:
+  type: ode
+  time: {start: 0, stop: 1, step: 0.5}
+  states: {x: 1}
+  rates: {x: -k * x}
+  constants: {k: 1}
+parameters:
+  k: {bounds: [0.5, 1.5]}
+quantities: {y: final(x)}
+analysis: {type: montecarlo, samples: 4}
+"""
+
+
+def load_error(tmp_path, text: str) -> StudyError:
+    path = tmp_path / "study.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(StudyError) as caught:
+        load_study(path)
+    assert_located(caught.value)
+    return caught.value
+
+
+@pytest.mark.parametrize("escaped, shown", [("\\r", "\\r"), ("\\u2028", "\\u2028"),
+                                            ("\\x85", "\\x85"), ("\\f", "\\x0c")])
+def test_a_line_break_in_a_value_stays_on_the_problems_line(tmp_path, escaped, shown):
+    """Regression: `model: {file: "0\\r"}` printed `file not found: 0` then a stray line."""
+    error = load_error(tmp_path, GOOD.replace("model:\n", f'model: {{file: "0{escaped}"}}\nx:\n', 1))
+    assert len(str(error).splitlines()) == len(error.problems)
+    assert any(f"0{shown}" in p.message for p in error.problems), str(error)
+
+
+@pytest.mark.parametrize("brk", ["\\r", "\\u2028", "\\n"])
+def test_a_line_break_in_a_key_stays_on_the_problems_line(tmp_path, brk):
+    text = GOOD.replace("analysis: {type: montecarlo, samples: 4}",
+                        f'analysis: {{type: montecarlo, samples: 4, "sam{brk}ples": 1}}')
+    text = text.replace("quantities: {y: final(x)}", f'quantities: {{"y{brk}": final(x)}}')
+    error = load_error(tmp_path, text)
+    assert len(str(error).splitlines()) == len(error.problems)
+
+
+def test_a_model_file_name_too_long_is_located(tmp_path):
+    """Regression: a 5000-character `model: {file: ...}` raised OSError (name too long)."""
+    error = load_error(tmp_path, f"name: x\nmodel: {{file: {'x' * 5000}.yaml}}\n")
+    (problem,) = error.problems
+    assert problem.path == "model.file" and problem.line == 2
+    assert "cannot use the path" in problem.message
