@@ -312,3 +312,17 @@ def test_quantities_get_their_normalised_derivatives_by_differences(tmp_path):
     exact_only = run(tmp_path, text.replace("central", "exact"), "exact.yaml")
     assert "quantities" not in exact_only.results  # no difference runs to take them from
     assert any("compare: [central]" in n for n in exact_only.results["notes"])
+
+
+def test_flowers_example_reaches_the_equilibrium_sensitivities(tmp_path):
+    # equilibrium area = SA (1 - d / ig): S = 1 for SA, d / (ig - d) for ig, -d / (ig - d) for d
+    result = studyrun.run(STUDIES / "flowers-local.yaml", tmp_path / "out")
+    area = functions(result.results["area"])
+    assert area["suitable_area"][-1] == pytest.approx(1.0, abs=1e-3)  # nearly settled at 20
+    assert area["intrinsic_growth_rate"][-1] == pytest.approx(0.25, abs=1e-3)
+    assert area["decay_rate"][-1] == pytest.approx(-0.25, abs=1e-3)
+    assert abs(area["initial_area"][-1]) < 1e-3
+    assert result.results["area"]["method"] == "central"
+    partition = result.results["partition"]
+    assert partition["clustering"]["points"] < partition["full"]["points"] == 161
+    assert result.results["agreement"]["full vs clustering"]["Tr"] >= 80
