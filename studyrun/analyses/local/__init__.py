@@ -198,7 +198,11 @@ def tighten(model: Any, delta: float, solver_rtol: float | str) -> tuple[Any, st
     """The model with an adaptive solver's tolerances fit for differences, and a note."""
     from ...models.equations import FIXED_METHODS
 
-    if getattr(model, "type", None) not in EQUATION_MODELS or model.method in FIXED_METHODS:
+    if getattr(model, "type", None) not in EQUATION_MODELS:
+        return model, (f"differences of a {getattr(model, 'type', '')} model are only as "
+                       f"accurate as its own computation: an adaptive solver inside it needs a "
+                       f"relative tolerance far below delta ({delta:g})")
+    if model.method in FIXED_METHODS:
         return model, None
     rtol = max(min(model.rtol, delta * RTOL_PER_DELTA), RTOL_FLOOR) \
         if solver_rtol == "auto" else float(solver_rtol)
