@@ -189,8 +189,7 @@ class Runner:
                             enabled=not (self.settings.quiet or quiet))
         recorder = Recorder(plan, self.store, self.settings, progress)
         recorder.counts.reused = plan.size - len(pending)
-        self.store.set_meta(planned=self.totals.planned + plan.size, started=time.time(),
-                            reused=self.totals.reused + recorder.counts.reused)
+        self.note_progress(plan.size)
         try:
             if len(pending):
                 self.run_pending(plan, pending, recorder)
@@ -198,6 +197,15 @@ class Runner:
             progress.close()
             self.add_to_totals(recorder.counts)
         return recorder.counts
+
+    def note_progress(self, size: int) -> None:
+        """The plan size so far, and at the first plan the start time and the runs already
+        recorded, in the store's meta: what `studyrun status` reads."""
+        meta = {"planned": self.totals.planned + size}
+        if self.totals.planned == 0:
+            counts = self.store.counts() if self.store.meta("format") is not None else {}
+            meta.update(started=time.time(), recorded_at_start=sum(counts.values()))
+        self.store.set_meta(**meta)
 
     def add_to_totals(self, counts: Counts) -> None:
         totals = self.totals

@@ -118,7 +118,7 @@ def rate_lines(view: StoreView, recorded: int, planned: int | None, running: boo
     (mean, workers), = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs") or [(None, 0)]
     if running and view.meta.get("started"):
         elapsed = max(time.time() - view.meta["started"], 1e-9)
-        done_now = max(recorded - int(view.meta.get("reused") or 0), 0)
+        done_now = max(recorded - int(view.meta.get("recorded_at_start") or 0), 0)
         rate = done_now / elapsed
         line = f"rate: {rate:.3g} runs/s over the last {elapsed:.0f} s"
         if planned and rate > 0:

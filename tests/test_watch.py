@@ -1,0 +1,94 @@
+"""`studyrun status DIR` and `studyrun runs DIR --failed`: progress and failures from the store,
+while the study runs (without its lock) and after it ended."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import studyrun
+from conftest import write_study
+from studyrun.cli import main
+
+FLAKY = """
+name: watched
+seed: 2
+model: {type: python, function: "linear:flaky"}
+parameters:
+  a: {bounds: [0, 1]}
+  b: {bounds: [0, 1]}
+analysis: {type: montecarlo, samples: 100}
+execution: {scheduler: sync, on_failure: continue}
+"""
+
+SLOW = """
+name: watched-slowly
+model: {type: python, function: "slow:model"}
+parameters: {a: {bounds: [0, 1]}}
+quantities: {y: y}
+analysis: {type: montecarlo, samples: 400}
+execution: {scheduler: sync, batch_size: 5}
+"""
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_status_and_failed_runs_of_a_finished_study(study_dir, capsys):
+    study = write_study(study_dir, FLAKY)
+    out = study_dir / "out"
+    result = studyrun.run(study, out, quiet=True)
+    failed = result.analysis["runs"]["failed"]
+    assert 0 < failed < 100
+    status, text, _ = cli(capsys, "status", out)
+    assert status == 0
+    assert "study: watched" in text and "state: finished" in text
+    assert f"runs: 100 planned, 100 recorded ({100 - failed} succeeded, {failed} failed), 0 to go" in text
+    assert "ValueError: a is too large" in text or "quantity 'value' is nan" in text
+    assert "s per run on average, on 1 worker" in text
+    status, listed, _ = cli(capsys, "runs", out, "--failed")
+    assert status == 0
+    runs = re.findall(r"^run ([0-9a-f]{16})  failed  a=\S+  b=\S+", listed, re.MULTILINE)
+    assert len(runs) == failed
+    assert listed.count("  error: ") == failed
+    _, some, _ = cli(capsys, "runs", out, "--limit", "3")
+    assert len(re.findall(r"^run ", some, re.MULTILINE)) == 3
+
+
+def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
+    (study_dir / "slow.py").write_text(
+        "import time\ndef model(a):\n    time.sleep(0.01)\n    return {'y': a}\n")
+    study = write_study(study_dir, SLOW)
+    out = study_dir / "out"
+    driver = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out",
+                               str(out), "--quiet"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        text = ""
+        while int((re.search(r"(\d+) recorded", text) or [0, "0"])[1]) < 20:
+            assert driver.poll() is None and time.time() < deadline, text
+            time.sleep(0.2)
+            if (out / "runs.sqlite").exists():
+                status, text, errors = cli(capsys, "status", out)
+        assert f"state: running (pid {driver.pid})" in text
+        assert re.search(r"runs: 400 planned, \d+ recorded \(\d+ succeeded, 0 failed\)", text)
+        assert re.search(r"rate: [\d.e+]+ runs/s over the last \d+ s; about \d+ s left", text)
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+    status, text, _ = cli(capsys, "status", out)
+    assert status == 0 and "state: stopped before finishing" in text
+
+
+def test_status_of_a_folder_without_a_store(tmp_path, capsys):
+    status, _, errors = cli(capsys, "status", tmp_path)
+    assert status == 1 and "no runs.sqlite here" in errors
