@@ -204,7 +204,7 @@ def command_runs(args) -> int:
 def describe_os_error(error: Exception) -> str:
     """One line for an operating-system or SQLite error: which file, and what went wrong."""
     if isinstance(error, OSError):
-        where = f"{error.filename}: " if error.filename else ""
+        where = f"{error.filename}: " if error.filename else "the results folder: "
         what = error.strerror or str(error)
         hint = {28: "; free some space", 13: "; check the folder's permissions",
                 30: "; the file system is read-only"}.get(error.errno or 0, "")
