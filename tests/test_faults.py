@@ -395,3 +395,17 @@ def test_an_emptied_store_reruns_everything(study_dir):
     os.truncate(out / "runs.sqlite", 0)
     again = studyrun.run(study, out, quiet=True)
     assert again.analysis["runs"]["reused"] == 0 and again.results == first.results
+
+
+def test_a_second_driver_on_the_same_folder_is_refused(study_dir, capsys):
+    """Guarantee: one driver per results folder; a second one stops at once and says who holds it."""
+    study = slow_study(study_dir, "sync")
+    out = study_dir / "out"
+    first = start_study(study, out)
+    try:
+        wait_for_runs(first, out / "runs.sqlite", 6)
+        status, _, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
+        assert status == 1 and f"another studyrun (pid {first.pid}) is using this results folder" in stderr
+    finally:
+        first.kill()
+        first.wait()
