@@ -86,8 +86,10 @@ def _render(parts: tuple[str, ...], values: dict[str, str]) -> str:
 
 def _check_relative(name: str) -> str:
     path = Path(name)
-    if not name or path.is_absolute() or ".." in path.parts:
+    if not name or path.is_absolute() or ".." in path.parts or not path.name:
         raise ValueError(f"must be a file name inside the run's working directory; got {name!r}")
+    if not name.isprintable():  # a NUL byte or a line break no file system takes as meant
+        raise ValueError(f"must be a file name without control characters; got {name!r}")
     return name
 
 
