@@ -207,7 +207,7 @@ def test_templates_are_only_ever_text(template, tmp_path_factory):
 @pytest.mark.parametrize("key, name, words", [
     ("params_file", "a\x00.json", "control characters"), ("results_file", "r\n.json", "control"),
     ("template_file", ".", "inside the run's working directory"),
-    ("template_file", "sub/.", "inside the run's working directory"),
+    ("template_file", "./", "inside the run's working directory"),
 ])
 def test_file_names_no_run_can_write_are_refused(key, name, words):
     """Regression: a NUL byte or a name with no file in it (`.`) passed validation and then
