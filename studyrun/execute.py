@@ -222,7 +222,7 @@ class Runner:
         if settings.batch_size != "auto":
             batch, scheduler = int(settings.batch_size), settings.scheduler
         else:
-            if self.executor is None:
+            if self.executor is None and self.seconds_per_run is None:  # time the model once
                 self.seconds_per_run, used = run_pilot(plan, self.job, pending, recorder)
                 pending = pending[used:]
             workers = (self.executor.workers if self.executor
@@ -231,6 +231,8 @@ class Runner:
             short = self.seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
             in_process = starts_a_cluster(settings.scheduler) and self.executor is None and short
             scheduler = "sync" if in_process else settings.scheduler
+            if in_process:  # one in-process batch: splitting it would only add calls
+                batch = max(1, min(len(pending), MAX_BATCH))
             if in_process and len(pending):
                 counts.notes.append("ran in-process: the runs took less than a cluster start-up")
         counts.batch_size, counts.scheduler = batch, scheduler_name(scheduler)
