@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr,
                       model_validator)
 
-from ...errors import Problem
+from ...errors import Problem, StudyError
 from ..base import AnalysisSpec, Design
 from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
 
@@ -123,7 +123,10 @@ class Calibrate(AnalysisSpec):
         return self._observations
 
     def needs_series(self) -> list[str]:
-        return outputs_needed(self.observations()) + self._extra_series
+        try:
+            return outputs_needed(self.observations()) + self._extra_series
+        except StudyError:  # `studyrun report DIR` reads the study copy, away from its data;
+            return []       # a run checks the data before it asks (check())
 
     def check(self, parameters) -> list[Problem]:
         problems = []
