@@ -14,7 +14,8 @@ import re
 import sys
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator,
+                      model_validator)
 
 from .errors import ExecutionError
 
@@ -38,8 +39,8 @@ class Cluster(BaseModel):
     memory: str = Field("4GB", description="memory per job, e.g. 16GB or 64GiB")
     walltime: str | None = Field(None, description="time limit per job, e.g. '02:00:00' "
                                  "(dask-jobqueue's default when absent; not for htcondor)")
-    queue: str | None = Field(None, description="queue (partition on SLURM)")
-    account: str | None = Field(None, description="account or project to charge")
+    queue: str | None = Field(None, min_length=1, description="queue (partition on SLURM)")
+    account: str | None = Field(None, min_length=1, description="account or project to charge")
     jobs: PositiveInt = Field(1, description="number of jobs to keep running")
     minimum_jobs: NonNegativeInt | None = Field(
         None, description="adaptive scaling: fewest jobs (with maximum_jobs)")
@@ -49,11 +50,14 @@ class Cluster(BaseModel):
                                  "['--exclusive'] on SLURM, ['key = value'] on htcondor")
     prologue: list[str] = Field(default_factory=list, description="shell lines run in each job "
                                 "before the workers start, e.g. 'module load python'")
-    interface: str | None = Field(None, description="network interface of workers and scheduler, "
-                                  "e.g. ib0")
-    local_directory: str | None = Field(None, description="workers' scratch folder on the node")
-    log_directory: str | None = Field(None, description="folder for the jobs' output files")
-    python: str | None = Field(None, description="python on the nodes (default: this one)")
+    interface: str | None = Field(None, min_length=1, description="network interface of "
+                                  "workers and scheduler, e.g. ib0")
+    local_directory: str | None = Field(None, min_length=1,
+                                        description="workers' scratch folder on the node")
+    log_directory: str | None = Field(None, min_length=1,
+                                      description="folder for the jobs' output files")
+    python: str | None = Field(None, min_length=1,
+                               description="python on the nodes (default: this one)")
     disk: str | None = Field(None, description="htcondor only: disk per job (default 1GB)")
 
     @field_validator("memory", "disk")
@@ -62,7 +66,10 @@ class Cluster(BaseModel):
         if value is not None:
             from .models.command import parse_bytes
 
-            parse_bytes(value)
+            try:
+                parse_bytes(value)
+            except OverflowError:
+                raise ValueError(f"not a memory size: {value!r} is too large") from None
         return value
 
     @field_validator("walltime", mode="before")

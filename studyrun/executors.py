@@ -164,7 +164,7 @@ def planned_workers(scheduler, workers: int | None) -> int:
 
 
 def start_executor(scheduler, workers: int | None):
-    """The executor named by `scheduler`: sync, threads, local, tcp://host:port or a cluster block."""
+    """The executor for `scheduler`: sync, threads, local, tcp://host:port or a cluster block."""
     from .clusters import Cluster, start_cluster
 
     if isinstance(scheduler, Cluster):

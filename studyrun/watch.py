@@ -115,7 +115,8 @@ def describe_status(folder: Path, errors: int = 5) -> str:
 def rate_lines(view: StoreView, recorded: int, planned: int | None, running: bool) -> list[str]:
     """Runs per second since the last start (while running), mean run time and workers."""
     lines = []
-    (mean, workers), = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs") or [(None, 0)]
+    rows = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs")
+    mean, workers = rows[0] if rows else (None, 0)
     if running and view.meta.get("started"):
         elapsed = max(time.time() - view.meta["started"], 1e-9)
         done_now = max(recorded - int(view.meta.get("recorded_at_start") or 0), 0)
