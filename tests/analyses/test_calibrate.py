@@ -95,3 +95,15 @@ def test_gradient_matching_reaches_the_trajectory_fit_with_far_fewer_integration
     total = refined["gradient_matching"]["integrations"] + refined["gradient_matching"]["refine_integrations"]
     assert total == refined["evaluations"]["runs"] and total * 2 <= trajectory["evaluations"]["runs"]
     assert "## Calibration (gradient-matching)" in (folder / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("method", ["nelder-mead", "lbfgsb", "differential-evolution\n  generations: 20",
+                                    "lm\n  multistart: 3"])
+def test_other_methods_recover_the_logistic_parameters(tmp_path, method):
+    result = studyrun.run(write_logistic(tmp_path, method), tmp_path / "out").results
+    assert result["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-4)
+    assert result["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-4)
+    if "multistart" in method:
+        starts = result["starts"]
+        assert len(starts) == 4 and sum(s["best"] for s in starts) == 1
+        assert result["evaluations"]["batches"] < result["evaluations"]["runs"] / 3
