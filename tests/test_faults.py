@@ -191,6 +191,18 @@ def test_a_lost_scheduler_is_a_clear_error_and_the_next_start_resumes(study_dir,
     assert_complete_and_equal_to_a_sync_run(study, out, 120)
 
 
+def test_a_batch_longer_than_the_scheduler_check_is_waited_for(study_dir, dask_scheduler,
+                                                               monkeypatch):
+    """A live scheduler that is slow to finish a batch is asked, found alive, and waited for."""
+    from studyrun.executors import DaskExecutor
+
+    monkeypatch.setattr(DaskExecutor, "CHECK_SECONDS", 0.1)
+    study = slow_study(study_dir, dask_scheduler, runs=40)
+    study.write_text(study.read_text().replace("batch_size: 6", "batch_size: 20"))
+    result = studyrun.run(study, study_dir / "out", quiet=True)
+    assert result.analysis["runs"]["succeeded"] == 40
+
+
 # -- models that fail -----------------------------------------------------------------------------
 
 FAILING = '''
