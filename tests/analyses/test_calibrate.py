@@ -107,3 +107,11 @@ def test_other_methods_recover_the_logistic_parameters(tmp_path, method):
         starts = result["starts"]
         assert len(starts) == 4 and sum(s["best"] for s in starts) == 1
         assert result["evaluations"]["batches"] < result["evaluations"]["runs"] / 3
+
+
+def test_the_fit_does_not_depend_on_the_scheduler(tmp_path):
+    reference = studyrun.run(write_logistic(tmp_path, "lm\n  multistart: 2"), tmp_path / "sync").results
+    threads = studyrun.run(write_logistic(tmp_path, "lm\n  multistart: 2"), tmp_path / "threads",
+                           scheduler="threads", workers=2).results
+    assert threads["parameters"] == reference["parameters"]
+    assert threads["evaluations"] == reference["evaluations"]

@@ -159,3 +159,34 @@ def test_data_against_the_model_from_the_command_line(tmp_path, change, where, m
     done = run_cli("validate", write_study(tmp_path, text))
     assert done.returncode == 2, done.stdout
     assert where in done.stderr and message in done.stderr, done.stderr
+
+
+def test_a_python_models_time_span_is_checked_after_its_first_run(tmp_path):
+    (tmp_path / "handmade.py").write_text(MODEL)
+    (tmp_path / "obs.csv").write_text("name,time,value\nA,1,1\nA,9,2\n")
+    done = run_cli("run", write_study(tmp_path, STUDY.replace(", err: sd", "")),
+                   "--out", tmp_path / "out", "--quiet")
+    assert done.returncode == 2, done.stderr
+    assert "obs.csv:3:3: x = 9 of 'A' lies outside the model's time span [0, 4]" in done.stderr
+
+
+FLAKY = '''
+import numpy as np
+
+def series(a=1.0, b=1.0):
+    if a > 2.5:
+        raise ValueError("a is too large")
+    t = np.linspace(0, 4, 5)
+    return {"time": t, "A": a * t, "B": b * t ** 2}
+'''
+
+
+def test_failed_runs_count_as_an_infinite_cost_when_the_study_continues(tmp_path):
+    (tmp_path / "handmade.py").write_text(FLAKY)
+    (tmp_path / "obs.csv").write_text(LONG)
+    text = STUDY.replace("err: sd}", "err: sd}\n  method: differential-evolution\n  generations: 15") \
+        .replace("scheduler: sync}", "scheduler: sync, on_failure: continue}")
+    result = studyrun.run(write_study(tmp_path, text), tmp_path / "out")
+    assert result.analysis["runs"]["failed"] > 0
+    a = (0.5 * 1 / 0.25 + 2 * 1.5 / 1 + 3.5 * 3 / 4) / (0.25 / 0.25 + 4 / 1 + 12.25 / 4)
+    assert result.results["parameters"]["a"]["estimate"] == pytest.approx(a, rel=1e-5)
