@@ -115,28 +115,17 @@ def fit_from_starts(spec, evaluations: Evaluations, box: Box, settings: Settings
 def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box: Box, parameters,
              result: FitResult, stats: dict, extra: dict) -> dict[str, Any]:
     """The results block."""
-    from scipy.stats import t as student
-
     both = evaluations(np.vstack([box.start, result.estimate]))
     outcome = evaluate(np.vstack([box.start, result.estimate]))  # reused runs: their series
     final_costs = costs.compute(outcome.time, {o: outcome.series[o] for o in costs.outputs}) \
         if outcome.time is not None else None
     before, after = costs.variables_from(both, 0), costs.variables_from(both, 1)
-    quantile = student.ppf(0.975, stats["df"]) if stats["df"] > 0 else math.nan
     names = box.names
-    se = stats["std_error"]
     at_bound = np.isclose(result.estimate, box.lo) | np.isclose(result.estimate, box.hi)
     results: dict[str, Any] = {
         "method": spec.method,
-        "parameters": {n: {"initial": float(box.start[j]), "estimate": float(result.estimate[j]),
-                           "std_error": float(se[j]), "t": float(stats["t"][j]),
-                           "p": float(stats["p"][j]),
-                           "lower": float(result.estimate[j] - quantile * se[j]),
-                           "upper": float(result.estimate[j] + quantile * se[j]),
-                           "at_bound": bool(at_bound[j])}
-                       for j, n in enumerate(names)},
-        "correlation": {a: {b: float(stats["correlation"][i, j]) for j, b in enumerate(names)}
-                        for i, a in enumerate(names)},
+        "parameters": parameter_table(box, result, stats, at_bound),
+        "correlation": by_name(stats["correlation"], names),
         "cost": {"initial": float(both["cost"][0]), "final": float(both["cost"][1])},
         "variables": {key: {"N": before[key]["N"], "SSR": after[key]["SSR"],
                             "SSR_unweighted": after[key]["SSR_unweighted"],
@@ -146,14 +135,13 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
         "minlogp_initial": float(both["minlogp"][0]),
         "converged": bool(result.converged),
         "message": result.message,
-        "covariance": {a: {b: float(stats["covariance"][i, j]) for j, b in enumerate(names)}
-                       for i, a in enumerate(names)},
+        "covariance": by_name(stats["covariance"], names),
         "df": int(stats["df"]),
         "residual_variance": float(stats["s2"]),
         "evaluations": {"runs": evaluations.runs, "batches": evaluations.calls},
         "outputs": {t.key: t.output for t in costs.terms},
         "fitted": dict(zip(names, map(float, result.estimate))),
-        "fitted_yaml": fitted_yaml(parameters, result.estimate, se),
+        "fitted_yaml": fitted_yaml(parameters, result.estimate, stats["std_error"]),
         "progress": result.progress,
         "notes": stats["notes"] + [f"{n} ended at a bound of its box; widen its bounds if the "
                                    "data allow" for n, b in zip(names, at_bound) if b],
@@ -164,6 +152,24 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
         results["residuals"] = costs.residual_table(final_costs, row=1)
     results.update({k: v for k, v in extra.items() if v})
     return results
+
+
+def by_name(matrix: np.ndarray, names: list[str]) -> dict[str, dict[str, float]]:
+    return {a: {b: float(matrix[i, j]) for j, b in enumerate(names)} for i, a in enumerate(names)}
+
+
+def parameter_table(box: Box, result: FitResult, stats: dict, at_bound: np.ndarray) -> dict:
+    """initial, estimate, std_error, t, p and 95% confidence limits (Student's t) per parameter."""
+    from scipy.stats import t as student
+
+    quantile = student.ppf(0.975, stats["df"]) if stats["df"] > 0 else math.nan
+    se = stats["std_error"]
+    return {n: {"initial": float(box.start[j]), "estimate": float(result.estimate[j]),
+                "std_error": float(se[j]), "t": float(stats["t"][j]), "p": float(stats["p"][j]),
+                "lower": float(result.estimate[j] - quantile * se[j]),
+                "upper": float(result.estimate[j] + quantile * se[j]),
+                "at_bound": bool(at_bound[j])}
+            for j, n in enumerate(box.names)}
 
 
 def fitted_yaml(parameters, estimate: np.ndarray, se: np.ndarray) -> str:

@@ -162,59 +162,80 @@ def number(table: Table, line: int, row: list[tuple[str, int]], index: int, what
 def read_block(block: DataBlock, index: int) -> Observations:
     """One file in long or wide format, missing values skipped and the window applied."""
     table = Table(block.file, block.sep)
-    x_index = table.column(block.x, "x")
-    found: dict[str, dict] = {}
-
-    def add(label: str, where: tuple[int, int], line: int, col: int, x: float, y: float,
-            err: float | None) -> None:
-        entry = found.setdefault(label, {"where": where, "x": [], "obs": [], "err": [], "cells": []})
-        if math.isnan(x) or math.isnan(y):
-            return
-        if block.window is not None and not block.window[0] <= x <= block.window[1]:
-            return
-        entry["x"].append(x)
-        entry["obs"].append(y)
-        entry["err"].append(err)
-        entry["cells"].append((line, col))
-
-    if block.format == "long":
-        name_index, y_index = table.column(block.name, "name"), table.column(block.y, "y")
-        err_index = table.column(block.err, "err") if block.err else None
-        for line, row in table.rows:
-            if name_index >= len(row) or not row[name_index][0].strip():
-                raise table.fail(line, 1, f"no variable name in column {block.name!r}")
-            label, col = row[name_index][0].strip(), row[name_index][1]
-            x = number(table, line, row, x_index, "x")
-            y = number(table, line, row, y_index, "value")
-            err = None
-            if err_index is not None and not math.isnan(y):
-                err = number(table, line, row, err_index, "error")
-                if not err > 0:
-                    where = row[err_index][1] if err_index < len(row) else 1
-                    raise table.fail(line, where, f"error {err:g} must be above 0 (it is the "
-                                                  "standard deviation of the observation)")
-            add(label, (line, col), line, row[x_index][1] if x_index < len(row) else 1, x, y, err)
-    else:
-        columns = [j for j in range(len(table.header)) if j != x_index]
-        if not columns:
-            raise table.fail(table.header_line, 1, "a wide data file needs an x column and at "
-                                                   "least one column of observations")
-        for line, row in table.rows:
-            x = number(table, line, row, x_index, "x")
-            for j in columns:
-                y = number(table, line, row, j, "value")
-                add(table.header[j], (table.header_line, table.header_cols[j]), line,
-                    row[x_index][1] if x_index < len(row) else 1, x, y, None)
+    found = Found(block.window)
+    (read_long if block.format == "long" else read_wide)(block, table, found)
     variables = [Variable(label, block.map.get(label, label), entry["where"],
                           np.asarray(entry["x"], float), np.asarray(entry["obs"], float),
                           np.asarray(entry["err"], float) if block.err else None, entry["cells"])
-                 for label, entry in found.items()]
-    variables = [v for v in variables if len(v.x)]
+                 for label, entry in found.entries.items() if entry["x"]]
     if not variables:
         raise StudyError("no observations left (every value is missing or outside the window)",
                          file=block.file, line=table.header_line, col=1)
     check_weights(block, table, variables)
     return Observations(block, index, variables)
+
+
+class Found:
+    """Observations gathered per variable label, in order of first appearance."""
+
+    def __init__(self, window: tuple[float, float] | None) -> None:
+        self.window = window
+        self.entries: dict[str, dict] = {}
+
+    def add(self, label: str, where: tuple[int, int], cell: tuple[int, int], x: float, y: float,
+            err: float | None = None) -> None:
+        entry = self.entries.setdefault(label, {"where": where, "x": [], "obs": [], "err": [],
+                                                "cells": []})
+        if math.isnan(x) or math.isnan(y):
+            return
+        if self.window is not None and not self.window[0] <= x <= self.window[1]:
+            return
+        entry["x"].append(x)
+        entry["obs"].append(y)
+        entry["err"].append(err)
+        entry["cells"].append(cell)
+
+
+def column_of(row: list[tuple[str, int]], index: int) -> int:
+    return row[index][1] if index < len(row) else 1
+
+
+def read_long(block: DataBlock, table: Table, found: Found) -> None:
+    """name, x, value[, err] per line."""
+    x_index = table.column(block.x, "x")
+    name_index, y_index = table.column(block.name, "name"), table.column(block.y, "y")
+    err_index = table.column(block.err, "err") if block.err else None
+    for line, row in table.rows:
+        if name_index >= len(row) or not row[name_index][0].strip():
+            raise table.fail(line, 1, f"no variable name in column {block.name!r}")
+        label = row[name_index][0].strip()
+        x = number(table, line, row, x_index, "x")
+        y = number(table, line, row, y_index, "value")
+        err = None
+        if err_index is not None and not math.isnan(y):
+            err = number(table, line, row, err_index, "error")
+            if math.isnan(err):
+                raise table.fail(line, column_of(row, err_index),
+                                 f"no error for this observation in column {block.err!r}")
+            if not err > 0:
+                raise table.fail(line, column_of(row, err_index),
+                                 f"error {err:g} must be above 0 (it is the standard deviation "
+                                 "of the observation)")
+        found.add(label, (line, row[name_index][1]), (line, column_of(row, x_index)), x, y, err)
+
+
+def read_wide(block: DataBlock, table: Table, found: Found) -> None:
+    """An x column and one column per variable."""
+    x_index = table.column(block.x, "x")
+    columns = [j for j in range(len(table.header)) if j != x_index]
+    if not columns:
+        raise table.fail(table.header_line, 1, "a wide data file needs an x column and at least "
+                                               "one column of observations")
+    for line, row in table.rows:
+        x = number(table, line, row, x_index, "x")
+        for j in columns:
+            found.add(table.header[j], (table.header_line, table.header_cols[j]),
+                      (line, column_of(row, x_index)), x, number(table, line, row, j, "value"))
 
 
 def check_weights(block: DataBlock, table: Table, variables: list[Variable]) -> None:

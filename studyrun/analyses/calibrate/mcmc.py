@@ -32,64 +32,88 @@ def run_mcmc(settings, evaluate, evaluations: Evaluations, costs: CostFunction, 
              parameters, estimate: np.ndarray, stats: dict, seed, data) -> dict[str, Any]:
     """Run the chains; return the `mcmc` block of the results."""
     rng = np.random.default_rng(seed)
-    m, C, n = len(box.names), settings.chains, settings.iterations
-    runs_before = evaluations.runs
     mode = settings.error_variance
     if mode == "auto":
         mode = "fixed" if all(obs.block.err for obs in data) else "sample"
-    sizes = np.array([t.n for t in costs.terms], float)
-    at_fit = evaluations(estimate[None])
-    var0 = np.maximum(at_fit["ssr"][0] / sizes, 1e-300)
-    n0 = settings.wvar0 * sizes
-    priors = [prior_of(parameters[name]) for name in box.names]
-    R = proposal_root(stats["covariance"] * SD / m, box)
-    x = starting_points(rng, estimate, R, box, C)
-    now = evaluations(x)
-    ssr_x, cost_x = now["ssr"], now["cost"]
-    sig2 = np.tile(var0, (C, 1))
-    chain = np.empty((n, C, m))
-    sig_chain = np.empty((n, C, len(sizes)))
-    accepted = np.zeros(C)
-
-    def log_target(ssr, cost, s2, points):
-        like = -0.5 * cost if mode == "fixed" else -0.5 * np.sum(ssr / s2, axis=1)
-        return like + log_prior(priors, points, box)
-
+    runs_before = evaluations.runs
+    sampler = Sampler(settings, evaluations, costs, box, parameters, estimate, stats, mode, rng)
+    n, m = settings.iterations, len(box.names)
+    chain = np.empty((n, settings.chains, m))
+    sig_chain = np.empty((n, settings.chains, len(costs.terms)))
     for it in range(n):
+        sampler.step()
+        chain[it], sig_chain[it] = sampler.x, sampler.sig2
+        if settings.update_cov and (it + 1) % settings.update_cov == 0:
+            sampler.R = adapted_root(chain[:it + 1].reshape(-1, m), sampler.R, m)
+    runs = evaluations.runs - runs_before
+    block = summarise_chains(settings, chain, sig_chain, sampler.accepted, box, costs, mode, runs)
+    block["prediction"] = prediction_band(settings, evaluate, evaluations, costs, chain, rng)
+    return block
+
+
+class Sampler:
+    """C chains side by side: their points, SSR and cost, error variances and proposal."""
+
+    def __init__(self, settings, evaluations: Evaluations, costs: CostFunction, box: Box,
+                 parameters, estimate: np.ndarray, stats: dict, mode: str, rng) -> None:
+        self.settings, self.evaluations, self.box, self.mode, self.rng = (
+            settings, evaluations, box, mode, rng)
+        self.sizes = np.array([t.n for t in costs.terms], float)
+        at_fit = evaluations(estimate[None])
+        self.var0 = np.maximum(at_fit["ssr"][0] / self.sizes, 1e-300)
+        self.n0 = settings.wvar0 * self.sizes
+        self.priors = [prior_of(parameters[name]) for name in box.names]
+        self.R = proposal_root(stats["covariance"] * SD / len(box.names), box)
+        self.x = starting_points(rng, estimate, self.R, box, settings.chains)
+        now = evaluations(self.x)
+        self.ssr, self.cost = now["ssr"], now["cost"]
+        self.sig2 = np.tile(self.var0, (settings.chains, 1))
+        self.accepted = np.zeros(settings.chains)
+
+    def log_target(self, ssr, cost, s2, points) -> np.ndarray:
+        like = -0.5 * cost if self.mode == "fixed" else -0.5 * np.sum(ssr / s2, axis=1)
+        return like + log_prior(self.priors, points, self.box)
+
+    def proposals(self, y: np.ndarray, mask: np.ndarray, answer, part: slice):
+        """Log target, SSR and cost of proposals y (-inf where outside the box)."""
+        C = len(y)
+        lp, cost = np.full(C, -np.inf), np.full(C, np.inf)
+        ssr = np.full((C, len(self.sizes)), np.inf)
+        if mask.any():
+            ssr[mask], cost[mask] = answer["ssr"][part], answer["cost"][part]
+            lp[mask] = self.log_target(ssr[mask], cost[mask], self.sig2[mask], y[mask])
+        return np.where(np.isfinite(cost), lp, -np.inf), ssr, cost
+
+    def step(self) -> None:
+        """One iteration: both stages' proposals of every chain in one batch, then Mira's
+        delayed-rejection acceptance, then (sample) the error variances."""
+        rng, settings, x, R = self.rng, self.settings, self.x, self.R
+        C, m = x.shape
         z1, z2 = rng.standard_normal((C, m)), rng.standard_normal((C, m))
         u1, u2 = rng.random(C), rng.random(C)
         y1, y2 = x + z1 @ R, x + (z2 @ R) / settings.dr_scale
-        in1 = inside(y1, box)
-        in2 = inside(y2, box) & settings.delayed_rejection
+        in1 = inside(y1, self.box)
+        in2 = inside(y2, self.box) & settings.delayed_rejection
         rows = np.vstack([y1[in1], y2[in2]])
-        answer = evaluations(rows) if len(rows) else None
-        lp1, ssr1, cost1 = targets(answer, slice(0, in1.sum()), in1, C, sizes, sig2, y1, log_target)
-        lp2, ssr2, cost2 = targets(answer, slice(in1.sum(), len(rows)), in2, C, sizes, sig2, y2,
-                                   log_target)
-        lpx = log_target(ssr_x, cost_x, sig2, x)
-        a1 = np.exp(np.minimum(0.0, np.nan_to_num(lp1 - lpx, nan=-np.inf)))
+        answer = self.evaluations(rows) if len(rows) else None
+        lp1, ssr1, cost1 = self.proposals(y1, in1, answer, slice(0, in1.sum()))
+        lp2, ssr2, cost2 = self.proposals(y2, in2, answer, slice(in1.sum(), len(rows)))
+        lpx = self.log_target(self.ssr, self.cost, self.sig2, x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a1 = np.exp(np.minimum(0.0, np.nan_to_num(lp1 - lpx, nan=-np.inf)))
+            back = np.exp(np.minimum(0.0, np.nan_to_num(lp1 - lp2, nan=-np.inf)))  # a1(y2, y1)
+            log_a2 = (lp2 + log_q(y2, y1, R) + np.log1p(-back)
+                      - lpx - log_q(x, y1, R) - np.log1p(-a1))
+        a2 = np.exp(np.minimum(0.0, np.nan_to_num(log_a2, nan=-np.inf)))
         take1 = u1 < a1
-        take2 = np.zeros(C, bool)
-        if settings.delayed_rejection:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                back = np.exp(np.minimum(0.0, np.nan_to_num(lp1 - lp2, nan=-np.inf)))  # a1(y2, y1)
-                log_a2 = (lp2 + log_q(y2, y1, R) + np.log1p(-back)
-                          - lpx - log_q(x, y1, R) - np.log1p(-a1))
-            a2 = np.exp(np.minimum(0.0, np.nan_to_num(log_a2, nan=-np.inf)))
-            take2 = ~take1 & in2 & (u2 < a2)
+        take2 = ~take1 & in2 & (u2 < a2)
         for take, y, s, c in ((take1, y1, ssr1, cost1), (take2, y2, ssr2, cost2)):
-            x[take], ssr_x[take], cost_x[take] = y[take], s[take], c[take]
-        accepted += take1 | take2
-        if mode == "sample":
-            shape = 0.5 * (n0 + sizes)
-            sig2 = 0.5 * (n0 * var0 + ssr_x) / rng.gamma(shape, 1.0, size=(C, len(sizes)))
-        chain[it], sig_chain[it] = x, sig2
-        if settings.update_cov and (it + 1) % settings.update_cov == 0:
-            R = adapted_root(chain[:it + 1].reshape(-1, m), R, m)
-    runs = evaluations.runs - runs_before
-    block = summarise_chains(settings, chain, sig_chain, accepted, box, costs, mode, runs)
-    block["prediction"] = prediction_band(settings, evaluate, evaluations, costs, chain, rng)
-    return block
+            x[take], self.ssr[take], self.cost[take] = y[take], s[take], c[take]
+        self.accepted += take1 | take2
+        if self.mode == "sample":
+            shape = 0.5 * (self.n0 + self.sizes)
+            self.sig2 = (0.5 * (self.n0 * self.var0 + self.ssr)
+                         / rng.gamma(shape, 1.0, size=(C, len(self.sizes))))
 
 
 def prior_of(parameter):
@@ -108,16 +132,6 @@ def log_prior(priors, points: np.ndarray, box: Box) -> np.ndarray:
 
 def inside(points: np.ndarray, box: Box) -> np.ndarray:
     return np.all((points >= box.lo) & (points <= box.hi), axis=1)
-
-
-def targets(answer, part: slice, mask: np.ndarray, C: int, sizes, sig2, points, log_target):
-    """Log target, SSR and cost of proposals (-inf where outside the box)."""
-    lp, cost = np.full(C, -np.inf), np.full(C, np.inf)
-    ssr = np.full((C, len(sizes)), np.inf)
-    if mask.any():
-        ssr[mask], cost[mask] = answer["ssr"][part], answer["cost"][part]
-        lp[mask] = log_target(ssr[mask], cost[mask], sig2[mask], points[mask])
-    return np.where(np.isfinite(cost), lp, -np.inf), ssr, cost
 
 
 def log_q(a: np.ndarray, b: np.ndarray, R: np.ndarray) -> np.ndarray:
