@@ -102,7 +102,8 @@ class Python(ModelSpec):
         return module_source(self.function, study_dir)
 
     def build(self, study_dir: Path) -> "PythonEvaluator":
-        return PythonEvaluator(self.function, self.vectorized, str(study_dir))
+        return PythonEvaluator(self.function, self.vectorized, str(study_dir),
+                               tuple(self.constants.items()))
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,13 @@ class PythonEvaluator:
     function: str
     vectorized: bool
     study_dir: str
+    constants: tuple[tuple[str, float], ...] = ()  # keyword arguments no parameter sets
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         function = import_function(self.function, Path(self.study_dir))
         n = len(context.run_ids)
+        missing = {name: np.full(n, value) for name, value in self.constants if name not in inputs}
+        inputs = {**missing, **inputs} if missing else inputs
         if self.vectorized:
             return call_vectorized(function, inputs, n)
         return call_per_run(function, inputs, n)
