@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-from harness import (HERE, OUT, PEERS_PYTHON, RESULTS, UNIFORM_PI, bench_env, best, last_float,
+from harness import (HERE, OUT, PEERS_PYTHON, PRIORITY, RESULTS, UNIFORM_PI, bench_env, best, last_float,
                      measure, python, run_study, show, traced_run, use_source, write_rows,
                      write_study)
 
@@ -279,10 +279,10 @@ class DaskScheduler:
         log = open(OUT / "dask.log", "a")
         dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
         self.processes.append(subprocess.Popen(
-            [*dask, "--host", "127.0.0.1", "--port", port, "--dashboard-address", ":0"],
+            [*PRIORITY, *dask, "--host", "127.0.0.1", "--port", port, "--dashboard-address", ":0"],
             env=env, cwd=OUT, stdout=log, stderr=log))
         self.processes.append(subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nworkers",
+            [*PRIORITY, sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nworkers",
              str(self.workers), "--nthreads", "1", "--dashboard-address", ":0"],
             env=env, cwd=OUT, stdout=log, stderr=log))
         wait = ("from distributed import Client;c=Client(%r,timeout='30s');"
