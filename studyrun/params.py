@@ -17,8 +17,9 @@ import difflib
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Iterator, Literal, Union
 
 import numpy as np
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
@@ -594,6 +595,26 @@ def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
     else:
         raise ValueError(f"sampling must be one of random, lhs, sobol; got {method!r}")
     return np.clip(u, _EPS, 1 - _EPS)
+
+
+def sample_unit_chunks(n: int, d: int, method: Literal["random", "lhs", "sobol"],
+                       seed: np.random.SeedSequence, rows: int) -> Iterator[np.ndarray]:
+    """The points of `sample_unit` in consecutive slices of at most `rows`, drawn as they are
+    needed (Latin hypercubes, stratified over all n, come whole)."""
+    if method == "lhs" or n <= rows:
+        yield sample_unit(n, d, method, seed)
+        return
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if method == "random":
+        def draw(k: int) -> np.ndarray:
+            return rng.random((k, d))
+    else:
+        engine = stats.qmc.Sobol(d, scramble=True, **{_rng_keyword(): rng})
+        draw = engine.random
+    for start in range(0, n, rows):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Sobol' balance: the whole run is a power of 2
+            yield np.clip(draw(min(rows, n - start)), _EPS, 1 - _EPS)
 
 
 def map_unit(parameters: Mapping[str, ParameterBase], u: np.ndarray) -> np.ndarray:

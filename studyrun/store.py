@@ -225,7 +225,8 @@ class RunStore:
         the planned, succeeded runs: what Spearman's correlation needs, sorted by SQLite."""
         def rank(column: str) -> str:
             c = f"runs.{quote(column)}"
-            return f"(rank() OVER (ORDER BY {c}) + (count(*) OVER (PARTITION BY {c}) - 1) / 2.0)"
+            # the first and (counting peers) last rank of a tie share one sort: their mean
+            return f"((rank() OVER (ORDER BY {c}) + count(*) OVER (ORDER BY {c})) / 2.0)"
 
         ranks = ", ".join(f"{rank(p)} AS r{j}" for j, p in enumerate(parameters))
         sums = ", ".join(f"sum(r{j}), sum(r{j} * r{j}), sum(r{j} * ry)" for j in range(len(parameters)))

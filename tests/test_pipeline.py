@@ -204,3 +204,22 @@ def test_quantities_reduce_series(study_dir):
     assert r["at3"] == pytest.approx(100 * math.exp(-1.525), rel=1e-3)
     assert r["ratio"] == pytest.approx(math.exp(5))
     assert r["average"] == pytest.approx(np.mean(100 * np.exp(-0.5 * np.linspace(0, 10, 101))))
+
+
+def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypatch):
+    import studyrun.pipeline
+
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "5000").replace("sobol", "random"))
+    whole = studyrun.run(path, study_dir / "whole")
+    monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", 1024)
+    chunked = studyrun.run(path, study_dir / "chunked")
+    assert chunked.analysis["runs"] == whole.analysis["runs"]
+    for name, expected in whole.results.items():
+        got = chunked.results[name]
+        assert got["n"] == expected["n"] and got["min"] == expected["min"] and got["max"] == expected["max"]
+        assert got["percentiles"] == expected["percentiles"]
+        assert got["mean"] == pytest.approx(expected["mean"], rel=1e-12)
+        assert got["std"] == pytest.approx(expected["std"], rel=1e-12)
+        for p, rho in expected["correlations"].items():
+            assert got["correlations"][p] == pytest.approx(rho, abs=1e-12)
+    assert chunked.runs["id"].tolist() == whole.runs["id"].tolist()

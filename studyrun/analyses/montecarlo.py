@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt
 
-from ..params import map_unit, sample_unit
+from ..params import map_unit, sample_unit, sample_unit_chunks
 from ..report.markdown import table
 from .base import AnalysisSpec, Design, Outcome
 
@@ -27,6 +27,28 @@ class Montecarlo(AnalysisSpec):
             return Design(names, np.zeros((self.samples, 0)))
         u = sample_unit(self.samples, len(names), self.sampling, seed)
         return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+
+    def design_chunks(self, parameters, seed, rows):
+        names = list(parameters)
+        if not names or self.samples <= rows:
+            yield self.design(parameters, seed)
+            return
+        for u in sample_unit_chunks(self.samples, len(names), self.sampling, seed, rows):
+            yield Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+
+    def analyse_runs(self, runs, parameters) -> dict[str, Any]:
+        """In memory for a design of one chunk; otherwise streamed: moments merged chunk by
+        chunk, percentiles from one sorted pass and rank correlations computed by SQLite."""
+        if not runs.chunked:
+            return self.analyse(runs.whole(), parameters)
+        moments: dict[str, Moments] = {}
+        for outcome in runs.chunks():
+            for name, values in outcome.values.items():
+                kept = values[outcome.ok & np.isfinite(values)]
+                moments.setdefault(name, Moments()).add(kept)
+        return {name: m.summary(runs.sorted_values(name), self.percentiles, runs.rank_sums(name),
+                                runs.names)
+                for name, m in moments.items()}
 
     def analyse(self, outcome: Outcome, parameters) -> dict[str, Any]:
         results = {}
@@ -72,6 +94,68 @@ def summarise(values: np.ndarray, inputs: np.ndarray, names: list[str], percenti
         "percentiles": {label(p): float(v) for p, v in zip(percentiles, np.percentile(values, percentiles))},
         "correlations": {name: spearman(inputs[:, j], values) for j, name in enumerate(names)},
     }
+
+
+class Moments:
+    """Count, mean, sum of squared deviations, min and max, merged chunk by chunk (Chan et al.)."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+        self.low, self.high = np.inf, -np.inf
+
+    def add(self, values: np.ndarray) -> None:
+        k = len(values)
+        if not k:
+            return
+        mean = float(np.mean(values))
+        m2 = float(np.sum((values - mean) ** 2))
+        total = self.n + k
+        delta = mean - self.mean
+        self.mean += delta * k / total
+        self.m2 += m2 + delta * delta * self.n * k / total
+        self.n = total
+        self.low, self.high = min(self.low, float(values.min())), max(self.high, float(values.max()))
+
+    def summary(self, ordered, percentiles, rank_sums, names) -> dict[str, Any]:
+        if not self.n:
+            return summarise(np.zeros(0), np.zeros((0, len(names))), names, percentiles)
+        return {"n": self.n, "mean": self.mean,
+                "std": float(np.sqrt(self.m2 / (self.n - 1))) if self.n > 1 else 0.0,
+                "min": self.low, "max": self.high,
+                "percentiles": dict(zip(map(label, percentiles),
+                                        order_percentiles(ordered, self.n, percentiles))),
+                "correlations": {p: spearman_from_sums(*rank_sums[p]) for p in names}}
+
+
+def order_percentiles(ordered, n: int, percentiles) -> list[float]:
+    """numpy's default (linear) percentiles from values streamed in increasing order."""
+    wanted = {}
+    for p in percentiles:
+        index = p / 100 * (n - 1)
+        low = int(np.floor(index))
+        wanted[p] = (low, min(low + 1, n - 1), index - low)
+    needed = {i for low, high, _ in wanted.values() for i in (low, high)}
+    found = {}
+    for i, value in enumerate(ordered):
+        if i in needed:
+            found[i] = value
+            if len(found) == len(needed):
+                break
+    out = []
+    for p in percentiles:
+        low, high, t = wanted[p]
+        a, b = found[low], found[high]
+        out.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))
+    return out
+
+
+def spearman_from_sums(n, sx, sy, sxx, syy, sxy) -> float | None:
+    """Pearson's correlation of ranks from their sums; None when either side is constant."""
+    if not n or n < 3:
+        return None
+    covariance = sxy - sx * sy / n
+    spread = (sxx - sx * sx / n) * (syy - sy * sy / n)
+    return float(covariance / np.sqrt(spread)) if spread > 0 else None
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
