@@ -190,3 +190,11 @@ def test_failed_runs_count_as_an_infinite_cost_when_the_study_continues(tmp_path
     assert result.analysis["runs"]["failed"] > 0
     a = (0.5 * 1 / 0.25 + 2 * 1.5 / 1 + 3.5 * 3 / 4) / (0.25 / 0.25 + 4 / 1 + 12.25 / 4)
     assert result.results["parameters"]["a"]["estimate"] == pytest.approx(a, rel=1e-5)
+
+
+def test_a_missing_data_file_is_located_in_the_study(tmp_path):
+    (tmp_path / "handmade.py").write_text(MODEL)
+    text = STUDY.replace("data: {file: obs.csv, err: sd}", "data:\n    file: nothere.csv\n    err: sd")
+    done = run_cli("validate", write_study(tmp_path, text))
+    assert done.returncode == 2
+    assert "study.yaml:9:5: analysis.data.file: data file not found" in done.stderr, done.stderr

@@ -134,7 +134,12 @@ class Calibrate(AnalysisSpec):
             if getattr(p, "kind", "") == "discrete":
                 problems.append(Problem(f"calibrate fits continuous parameters; {name!r} is "
                                         "discrete (fix it, or give it bounds)", ""))
-        self.observations()  # CSV mistakes are StudyErrors at the file's line and column
+        for i, block in enumerate(self.blocks):
+            if not Path(block.file).is_file():
+                where = f"data[{i}].file" if isinstance(self.data, list) else "data.file"
+                problems.append(Problem(f"data file not found: {block.file}", where))
+        if not problems:
+            self.observations()  # CSV mistakes are StudyErrors at the file's line and column
         return problems
 
     def check_study(self, study) -> list[Problem]:
@@ -146,6 +151,8 @@ class Calibrate(AnalysisSpec):
         self._model = study.model
         self._fixed = {n: p.nominal_value(None) for n, p in study.parameters.items()
                        if isinstance(p, Fixed)}
+        if not all(Path(block.file).is_file() for block in self.blocks):
+            return []  # reported by check()
         time = getattr(study.model, "time", None)
         span = (float(time.start), float(time.stop)) if time is not None else None
         check_against_model(self.observations(), study.model.output_names(), span)
