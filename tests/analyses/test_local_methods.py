@@ -112,8 +112,8 @@ def test_points_where_the_output_is_zero_are_left_out():
 
 def test_one_pass_clustering_by_hand():
     points = np.array([[0.0], [0.01], [0.02], [1.0], [1.01]])
-    centres, weights, clocks = cluster(points, np.arange(5.0), radius=0.05)
-    assert weights.tolist() == [3.0, 2.0]
+    centres, weights, clocks, labels = cluster(points, np.arange(5.0), radius=0.05)
+    assert weights.tolist() == [3.0, 2.0] and labels.tolist() == [0, 0, 0, 1, 1]
     assert centres[:, 0] == pytest.approx([0.01, 1.005])
     assert clocks == pytest.approx([1.0, 3.5])
 
@@ -158,3 +158,22 @@ def test_rate_coefficients_of_logistic_growth_by_hand():
     assert full["rate"] == pytest.approx(np.mean(0.4 * x * (1 - x / 1000)), rel=1e-4)
     assert full["capacity"] == pytest.approx(np.mean(0.4 * x ** 2 / 1000), rel=1e-4)
     assert full["initial_population"] == 0.0
+
+
+def test_time_varying_inputs_join_the_extended_trajectory():
+    from studyrun.models.ode import Ode
+
+    model = Ode(type="ode", time={"start": 0, "stop": 20, "step": 0.1},
+                states={"x": 1.0}, rates={"x": "forcing - k * x"},
+                auxiliaries={"forcing": "amplitude * (1 + sin(time))", "scaled": "2 * x"},
+                constants={"amplitude": 1.0, "k": 0.5})
+    result = analyse_partition(model.to_system(), {}, ["amplitude", "k"], 1e-6, True, 4, 0.05,
+                               0.05)
+    assert result["coordinates"] == ["x", "forcing"]  # not `scaled`: it depends on the state
+    t = np.arange(0, 20.05, 0.1)
+    forcing = 1 + np.sin(t)
+    assert result["full"]["coefficients"]["x"]["amplitude"] == pytest.approx(forcing.mean(),
+                                                                              rel=1e-5)
+    clustered = result["clustering"]
+    assert clustered["model"]["amplitude"] == pytest.approx(forcing.mean(), rel=0.05)
+    assert clustered["points"] < len(t)

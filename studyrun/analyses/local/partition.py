@@ -75,8 +75,11 @@ class RateSensitivity:
         self.factor = self.nominal if relative else np.ones(len(parameters))
         self.inputs, _ = input_names(self.compiled)
 
-    def __call__(self, points: dict[str, np.ndarray]) -> np.ndarray:
-        """(P, n, m) from points: state, input and 'time' arrays of length P."""
+    def __call__(self, points: dict[str, np.ndarray],
+                 shifts: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """(P, n, m) from points: state, input and 'time' arrays of length P. `shifts`: how
+        each input moves per perturbed parameter, (m + 1, P) (default: input_shifts at the
+        points' times)."""
         m, size = len(self.parameters), len(points["time"])
         env: dict[str, Any] = {k: np.tile(np.asarray(v, dtype=float), m + 1)
                                for k, v in points.items()}
@@ -85,6 +88,9 @@ class RateSensitivity:
             values = np.full((m + 1, size), self.nominal[j])
             values[j + 1] += self.steps[j]
             env[name] = values.reshape(-1)
+        shifts = self.input_shifts(points["time"]) if shifts is None else shifts
+        for name, shift in shifts.items():
+            env[name] = env[name] + shift.reshape(-1)
         for name, expr in self.compiled.variables:
             if name not in self.inputs:
                 env[name] = expr(env)
@@ -92,6 +98,25 @@ class RateSensitivity:
                           for d in self.compiled.derivatives]).reshape(-1, m + 1, size)
         slopes = (rates[:, 1:, :] - rates[:, :1, :]) / self.steps[None, :, None]  # (n, m, P)
         return np.transpose(slopes * self.factor[None, :, None], (2, 0, 1))
+
+
+    def input_shifts(self, times: np.ndarray) -> dict[str, np.ndarray]:
+        """u(t; p + h_j e_j) - u(t; p) for each input that reads a parameter, (m + 1, P); the
+        inputs are the dissertation's external u(t), but a parameter may drive them."""
+        m, size = len(self.parameters), len(times)
+        env: dict[str, Any] = {**self.constants, "time": np.tile(np.asarray(times, float), m + 1)}
+        for j, name in enumerate(self.parameters):
+            values = np.full((m + 1, size), self.nominal[j])
+            values[j + 1] += self.steps[j]
+            env[name] = values.reshape(-1)
+        shifts = {}
+        for name, expr in self.compiled.variables:
+            if name in self.inputs:
+                env[name] = np.broadcast_to(expr(env), env["time"].shape)
+                moved = env[name].reshape(m + 1, size)
+                if np.any(moved != moved[:1]):
+                    shifts[name] = moved - moved[:1]
+        return shifts
 
 
 def coefficients(sensitivities: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -130,16 +155,18 @@ def refine_uniform(sensitivity: RateSensitivity, points: dict[str, np.ndarray],
 
 
 def cluster(coordinates: np.ndarray, times: np.ndarray, radius: float
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Algorithm 2: centres (C, d), their weights (counts) and mean times, in one pass."""
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Algorithm 2: centres (C, d), their weights (counts), mean times and each point's
+    cluster, in one pass."""
     span = np.ptp(coordinates, axis=0)
     span = np.where(span > 0, span, np.maximum(np.abs(coordinates).max(axis=0), 1.0))
     unit = coordinates / span
-    centres, weights, clocks = [unit[0].copy()], [1.0], [float(times[0])]
-    stack = np.array(centres)
+    weights, clocks, labels = [1.0], [float(times[0])], [0]
+    stack = unit[:1].copy()
     for point, clock in zip(unit[1:], times[1:]):
         distance = np.max(np.abs(stack - point), axis=1)
         k = int(np.argmin(distance))
+        labels.append(k if distance[k] <= radius else len(weights))
         if distance[k] <= radius:
             w = weights[k]
             stack[k] = (w * stack[k] + point) / (w + 1)
@@ -149,7 +176,7 @@ def cluster(coordinates: np.ndarray, times: np.ndarray, radius: float
             stack = np.vstack([stack, point])
             weights.append(1.0)
             clocks.append(float(clock))
-    return stack * span, np.array(weights), np.array(clocks)
+    return stack * span, np.array(weights), np.array(clocks), np.array(labels)
 
 
 def analyse_partition(system: EquationSystem, values: dict[str, float], parameters: list[str],
@@ -176,10 +203,15 @@ def analyse_partition(system: EquationSystem, values: dict[str, float], paramete
 
     uniform = refine_uniform(sensitivity, points, intervals, tolerance)
     coords = np.column_stack([points[k] for k in names])
-    centres, weights, clocks = cluster(coords, times, radius)
+    centres, weights, clocks, labels = cluster(coords, times, radius)
     at = {k: centres[:, i] for i, k in enumerate(names)}
     at["time"] = clocks if "time" not in names else at["time"]
-    clustered = coefficients(sensitivity(at), weights)
+    shifts = {}  # an input's shift at a centre: the mean of its members' shifts
+    for name, shift in sensitivity.input_shifts(times).items():
+        total = np.zeros((shift.shape[0], len(weights)))
+        np.add.at(total.T, labels, shift.T)
+        shifts[name] = total / weights
+    clustered = coefficients(sensitivity(at, shifts), weights)
     return {
         "scale": "relative" if relative else "absolute", "coordinates": names,
         "full": entry(full, full_points, full_points),
