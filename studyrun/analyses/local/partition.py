@@ -5,7 +5,9 @@ The extended trajectory is the nominal run's points (x(t), u(t)) on the integrat
 step of a fixed-step method; the output grid of an adaptive one), u the time-varying inputs:
 flows and auxiliaries that depend on time but on no state (and time itself when a rate reads
 the clock directly). At a point, s_ij = w * p_j df_i/dp_j by directed differences of the
-right-hand side (m + 1 evaluations of f per point, no perturbed integration). We scale by p_j
+right-hand side (m + 1 evaluations of f per point, no perturbed integration); an input that
+reads a parameter moves with it by u(t; p + h) - u(t; p) (at a cluster centre, the mean of its
+members' moves). We scale by p_j
 (`scale: relative`, the default) so that parameters of different units compare;
 `scale: absolute` keeps the formula's df_i/dp_j. A coefficient is the weighted mean
 c_ij = sum w |s_ij| / sum w (the formula's 1/N over the partition's points scales every
