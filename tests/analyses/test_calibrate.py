@@ -115,3 +115,34 @@ def test_the_fit_does_not_depend_on_the_scheduler(tmp_path):
                            scheduler="threads", workers=2).results
     assert threads["parameters"] == reference["parameters"]
     assert threads["evaluations"] == reference["evaluations"]
+
+
+def test_exact_jacobians_from_the_sensitivity_equations(tmp_path):
+    differences = studyrun.run(write_logistic(tmp_path), tmp_path / "fd").results
+    exact = studyrun.run(write_logistic(tmp_path, "lm\n  jacobian: exact"), tmp_path / "ex").results
+    for name in ("capacity", "rate"):
+        a, b = exact["parameters"][name], differences["parameters"][name]
+        assert a["estimate"] == pytest.approx(b["estimate"], rel=1e-7)
+        assert a["std_error"] == pytest.approx(b["std_error"], rel=0.01)
+    assert exact["evaluations"]["runs"] < differences["evaluations"]["runs"] / 2
+    assert exact["notes"] == []
+
+
+def test_exact_jacobians_fall_back_for_a_model_with_a_lookup(tmp_path):
+    t = np.arange(0, 21.0)
+    (tmp_path / "area.csv").write_text("time,area\n" + "".join(
+        f"{a:g},{600 + (10 - 600) * np.exp(-0.6 * a):.6f}\n" for a in t))
+    study = write_study(tmp_path, f"""
+        name: flowers-fit
+        model: {{file: {STUDIES}/models/flowers.yaml}}
+        parameters:
+          decay_rate: {{bounds: [0.05, 0.8], nominal: 0.2}}
+        analysis:
+          type: calibrate
+          jacobian: exact
+          data: {{file: area.csv, format: wide}}
+        execution: {{scheduler: sync}}
+        """)
+    result = studyrun.run(study, tmp_path / "out").results
+    assert "lookup" in result["notes"][0] and "forward differences" in result["notes"][0]
+    assert result["cost"]["final"] < result["cost"]["initial"]

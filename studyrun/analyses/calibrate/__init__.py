@@ -92,7 +92,9 @@ class Calibrate(AnalysisSpec):
     max_evaluations: PositiveInt | None = Field(None, description="cap on the optimiser's "
                                                                   "function evaluations")
     tolerance: float = Field(1e-8, gt=0, description="convergence tolerance of the optimiser")
-    jacobian: Literal["forward", "central"] = Field("forward", description="finite differences")
+    jacobian: Literal["forward", "central", "exact"] = Field(
+        "forward", description="finite differences (their rows one batch), or exact: the forward "
+                               "sensitivity equations of an ode or stockflow model")
     step: float = Field(1e-4, gt=0, lt=1, description="relative finite-difference step")
     generations: PositiveInt = Field(100, description="differential-evolution: generations")
     population: PositiveInt = Field(15, description="differential-evolution: population per parameter")

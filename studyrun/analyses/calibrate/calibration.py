@@ -29,6 +29,12 @@ def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[
     check_first_run(data, evaluations.first, costs)
     settings = fit_settings(spec)
     extra: dict[str, Any] = {}
+    notes = []
+    if spec.jacobian == "exact":
+        from .exact import exact_jacobian
+
+        settings.exact, note = exact_jacobian(spec, costs, box)
+        notes += [note] if note else []
     if spec.method == "gradient-matching":
         from .gradient import gradient_matching
 
@@ -46,6 +52,7 @@ def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[
 
         extra["mcmc"] = run_mcmc(spec.mcmc, evaluate, evaluations, costs, box, parameters,
                                  result.estimate, stats, mcmc_seed, data)
+    stats["notes"] = notes + stats["notes"]
     return assemble(spec, evaluate, evaluations, costs, box, parameters, result, stats, extra)
 
 

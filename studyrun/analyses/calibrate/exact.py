@@ -1,0 +1,52 @@
+"""Exact Jacobians of the residuals of equation models (`jacobian: exact`), from the forward
+sensitivity equations of the local analysis (:mod:`studyrun.analyses.local.exact`).
+
+The residuals at p still come from the runs on the executor; their derivatives dmod/dp come
+from one integration of the model with its sensitivities, in the driver, interpolated to the
+observations like the model itself and weighted like the residuals. A model that cannot be
+differentiated exactly (lookups, kinks in states or parameters) falls back to finite differences
+with a note.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .cost import CostFunction
+from .fit import Box
+
+
+def exact_jacobian(spec, costs: CostFunction, box: Box) -> tuple[Callable | None, str | None]:
+    """p -> J (N, m), or None and the reason when the model has no exact derivatives."""
+    from ..local.exact import NotDifferentiable, exact_functions, symbolic_model
+
+    model = spec._model
+    if model is None or not hasattr(model, "to_system"):
+        return None, "exact Jacobians need an ode or stockflow model; used forward differences"
+    system = model.to_system()
+    try:
+        symbolic = symbolic_model(system, box.names, costs.outputs)
+    except NotDifferentiable as error:
+        return None, f"no exact Jacobian ({error}); used forward differences"
+
+    def jacobian(p: np.ndarray) -> np.ndarray:
+        values = {**spec._fixed, **dict(zip(box.names, map(float, p)))}
+        times, found = exact_functions(system, values, box.names, costs.outputs, system.rtol,
+                                       system.atol, symbolic)
+        return residual_jacobian(costs, times, {o: found[o][1] for o in costs.outputs})
+
+    return jacobian, None
+
+
+def residual_jacobian(costs: CostFunction, times: np.ndarray,
+                      derivatives: dict[str, np.ndarray]) -> np.ndarray:
+    """d(weighted, scaled residuals)/dp (N, m) from each output's dy/dp (T, m) on the grid."""
+    m = next(iter(derivatives.values())).shape[1]
+    J = np.empty((costs.n, m))
+    for term, (i, f) in zip(costs.terms, costs.interpolation(times)):
+        dy = derivatives[term.output]
+        right = dy[np.minimum(i + 1, len(dy) - 1)]
+        J[term.start:term.stop] = dy[i] * (1 - f)[:, None] + right * f[:, None]
+    return J * (np.sqrt(costs.scales) / costs.err)[:, None]
