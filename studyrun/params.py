@@ -532,7 +532,11 @@ def _check_shape(data: Any) -> Any:
     if isinstance(data, bool):
         raise ValueError(f"{_SHAPES}; got {str(data).lower()} (a boolean)")
     if isinstance(data, numbers.Real):  # numpy scalars too
-        return float(data)
+        try:
+            return float(data)
+        except OverflowError:  # an integer beyond float64
+            raise ValueError(f"must be a finite number, got an integer of {len(str(data))} digits "
+                             "(numbers are floats, at most about 1.8e308)") from None
     if isinstance(data, str):
         try:
             return float(data)  # YAML reads 1e-3 (no dot) as text

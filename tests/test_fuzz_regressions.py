@@ -60,3 +60,10 @@ def test_a_model_file_name_too_long_is_located(tmp_path):
     (problem,) = error.problems
     assert problem.path == "model.file" and problem.line == 2
     assert "cannot use the path" in problem.message
+
+
+def test_a_huge_integer_for_a_fixed_parameter_is_located(tmp_path):
+    """Regression: `k: 1000...0` (400 digits) raised OverflowError in the parameter check."""
+    error = load_error(tmp_path, GOOD.replace("parameters:\n", f"parameters:\n  k2: {10**400}\n"))
+    (problem,) = error.problems
+    assert problem.path == "parameters.k2" and "401 digits" in problem.message
