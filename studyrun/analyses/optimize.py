@@ -4,7 +4,7 @@ Finds parameter values within their bounds that minimise an objective made of qu
 as Dakota's optimisation methods do: `minimize: [q...]` adds w*q, `maximize: [q...]` adds -w*q
 and `target: {q: value}` adds w*(q - value)^2 (weights w from `weights`, default 1). Starts
 from the parameters' nominal values; `nelder-mead` (default; its first simplex as one batch),
-`lbfgsb` (finite-difference gradients, m + 1 runs per batch) or `differential-evolution` (a
+`lbfgsb` (central-difference gradients, 2m + 1 runs per batch) or `differential-evolution` (a
 whole population per batch). Every run goes through the executor and the run store, so an
 optimisation is parallel where it can be, cached and resumable.
 
@@ -204,7 +204,7 @@ def make_box(parameters, defaults):
 
 
 def minimise_lbfgsb(ask, start, box, settings):
-    """L-BFGS-B in the unit box with forward-difference gradients, m + 1 runs per batch."""
+    """L-BFGS-B in the unit box with central-difference gradients, 2m + 1 runs per batch."""
     from scipy.optimize import minimize
 
     from .calibrate.fit import FitResult, Recording, steps
@@ -215,10 +215,15 @@ def minimise_lbfgsb(ask, start, box, settings):
     def fun_and_gradient(u):
         p = box.to_natural(np.clip(u, 0, 1))
         h = steps(p, box, settings.step)
-        costs = record(np.vstack([p] + [p + np.eye(m)[j] * h[j] for j in range(m)]))["cost"]
+        back = np.where(p - h >= box.lo, p - h, p)  # central where the box allows
+        rows = [p] + [p + np.eye(m)[j] * h[j] for j in range(m)]
+        rows += [np.where(np.arange(m) == j, back, p) for j in range(m)]
+        costs = record(np.vstack(rows))["cost"]
         if not np.isfinite(costs[0]):
             return 1e300, np.zeros(m)
-        grad = np.where(np.isfinite(costs[1:]), (costs[1:] - costs[0]) / h, 0.0)
+        forward, backward = costs[1:m + 1], costs[m + 1:]
+        grad = (forward - backward) / (p + h - back)
+        grad = np.where(np.isfinite(grad), grad, 0.0)
         return float(costs[0]), grad * (box.hi - box.lo)
 
     out = minimize(fun_and_gradient, np.clip(box.to_unit(start), 0, 1), jac=True,
