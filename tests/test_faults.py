@@ -340,13 +340,12 @@ def test_an_unwritable_results_folder_is_a_clear_error(study_dir, mount_tmpfs, c
 
 
 @pytest.mark.skipif(not can_mount(), reason="needs root to mount a small tmpfs")
-@pytest.mark.parametrize("size", ["320k", "9m"])  # full while recording runs; while writing results
 def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir, mount_tmpfs,
-                                                                       capsys, size):
+                                                                       capsys):
     """Guarantee: a disk that fills mid-study ends it with exit status 1; the store holds whole
     batches only, and a resume on a roomier disk reuses them and equals a fresh run."""
     study = write_study(study_dir, SMALL.replace("RUNS", "20000"))
-    disk = mount_tmpfs(study_dir / "tiny", f"size={size}")
+    disk = mount_tmpfs(study_dir / "tiny", "size=320k")
     status, _, stderr = cli(capsys, "run", study, "--out", disk / "out", "--quiet")
     assert status == 1, stderr
     assert "full" in stderr.lower() or "no space" in stderr.lower(), stderr
@@ -362,6 +361,32 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
     resumed = studyrun.run(study, moved, quiet=True)
     assert resumed.analysis["runs"]["reused"] == stored
     assert resumed.results == studyrun.run(study, study_dir / "fresh", quiet=True).results
+
+
+@pytest.mark.skipif(not can_mount(), reason="needs root to mount a small tmpfs")
+def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, capsys):
+    """Guarantee: a disk that fills while runs.csv or analysis.json is written ends the study with
+    exit status 1 and the disk's message; the store is intact and the next start, with space,
+    reuses every run and writes the results."""
+    study = write_study(study_dir, SMALL.replace("RUNS", "20000"))
+    disk = mount_tmpfs(study_dir / "disk", "size=32m")
+    out = disk / "out"
+    first = studyrun.run(study, out, quiet=True)
+    for name in ("runs.csv", "analysis.json", "report.md"):
+        (out / name).unlink()
+    filler = disk / "filler"
+    free = shutil.disk_usage(disk).free
+    filler.write_bytes(b"\0" * max(free - 256 * 1024, 0))  # room for the store's meta, not results
+    status, _, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
+    assert status == 1, stderr
+    assert "No space left on device" in stderr and "run the study again to resume" in stderr
+    with sqlite3.connect(out / "runs.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 20000
+    assert not (out / "analysis.json").exists()  # written whole or not at all
+    filler.unlink()
+    again = studyrun.run(study, out, quiet=True)
+    assert again.analysis["runs"]["reused"] == 20000 and again.results == first.results
 
 
 # -- a damaged run store --------------------------------------------------------------------------
