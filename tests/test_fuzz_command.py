@@ -219,3 +219,28 @@ def test_file_names_no_run_can_write_are_refused(key, name, words):
         spec[key] = name
     with pytest.raises(ValidationError, match=words):
         Command.model_validate(spec)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("run", ["x" * 300], "program not found"),
+    ("run", ["/" + "x" * 300], "program not found"),
+    ("params_file", {"template": "x" * 300, "file": "in.txt"}, "template file not found"),
+    ("memory_limit", "1" * 400 + "GB", "too large"),
+    ("memory_limit", 10**400, "too large"),
+    ("memory_limit", "9" * 30 + "TiB", "too large"),
+    ("env", {"A=B": "1"}, "environment variable"),
+    ("env", {"": "1"}, "environment variable"),
+    ("env", {"PATH": "a\x00b"}, "environment variable"),
+])
+def test_command_keys_that_crashed_validation_are_located(sandbox, key, value, words):
+    """Regression: a program or template name too long raised OSError (ENAMETOOLONG) and a
+    huge memory_limit OverflowError, out of `validate`; environment names with '=' or NUL
+    passed validation and then failed every run."""
+    model = {"type": "command", "run": ["true"], key: value}
+    text = {"name": "keys", "model": model, "parameters": {"x": {"bounds": [0, 1]}},
+            "quantities": {"y": "y"}, "analysis": {"type": "montecarlo", "samples": 2}}
+    path = sandbox / "study" / "keys.yaml"
+    path.write_text(json.dumps(text, indent=1))
+    with pytest.raises(StudyError, match=words) as caught:
+        load_study(path)
+    assert_located(caught.value)

@@ -56,20 +56,26 @@ _UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
           "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 _BYTES = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(|b|[kmgt]i?b?)\s*$", re.IGNORECASE)
 _STDERR_LINES = 20
+MAX_BYTES = 2**63 - 1  # what setrlimit takes
 
 
 def parse_bytes(text: str | int) -> int:
     """Bytes in `512MB`, `2GiB`, `1e9`-free integer text, or an int; ValueError if malformed."""
     if isinstance(text, int) and not isinstance(text, bool):
-        number, unit = float(text), ""
+        number, unit = (float(text) if abs(text) <= MAX_BYTES else math.inf), ""
     else:
         match = _BYTES.match(str(text))
         if not match:
             raise ValueError(f"not a memory size: {text!r} (try '512MB' or '2GiB')")
         number, unit = float(match[1]), match[2].lower().removesuffix("b")
-    size = int(number * _UNITS[unit])
+    try:
+        size = int(number * _UNITS[unit])
+    except (OverflowError, ValueError):  # a number beyond float64 (inf)
+        size = MAX_BYTES + 1
     if size <= 0:
         raise ValueError(f"must be positive; got {text!r}")
+    if size > MAX_BYTES:
+        raise ValueError(f"too large: {str(text)[:40]!r} is more than 2**63 bytes")
     return size
 
 
@@ -164,6 +170,15 @@ class Command(ModelSpec):
             raise ValueError(f"must end in .json or .csv; got {value!r}")
         return value
 
+    @field_validator("env")
+    @classmethod
+    def _environment(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not name or "=" in name or "\x00" in name or "\x00" in text:
+                raise ValueError(f"cannot set the environment variable {name!r} (a name is not "
+                                 "empty and has no '=' nor NUL; a value has no NUL)")
+        return value
+
     @field_validator("memory_limit")
     @classmethod
     def _memory(cls, value):
@@ -182,7 +197,7 @@ class Command(ModelSpec):
         problems = []
         if isinstance(self.params_file, Template):
             template = Path(study_dir) / self.params_file.template
-            if not template.is_file():
+            if not _is_file(template):
                 problems.append(Problem(f"template file not found: {template}",
                                         path="params_file.template"))
         program = self.run[0].replace("{study_dir}", str(Path(study_dir).resolve()))
@@ -225,12 +240,20 @@ def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str 
     """The program's path: a relative path against the study folder, a bare name on PATH first."""
     if os.sep in program or (os.altsep and os.altsep in program):
         path = Path(program) if Path(program).is_absolute() else study_dir / program
-        return str(path) if path.is_file() else None
+        return str(path) if _is_file(path) else None
     found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH", os.defpath)))
     if found:
         return program  # leave PATH lookup to exec, as a shell would
     local = study_dir / program
-    return str(local) if local.is_file() else None
+    return str(local) if _is_file(local) else None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether path is a file; False, not OSError, for a name too long or a folder unreadable."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 class _RunFailed(Exception):
