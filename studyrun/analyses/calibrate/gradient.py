@@ -150,7 +150,7 @@ def gradient_matching(spec, evaluate, evaluations: Evaluations, data: list[Obser
     """Gradient matching from the nominal start, then (refine) a trajectory fit from its answer."""
     field = DirectionField(spec, data, box)
     p = box.start
-    steps = 0
+    steps, settled = 0, True
     out = None
     for steps in range(1, (OUTER if field.hidden else 1) + 1):
         if field.hidden:
@@ -159,7 +159,7 @@ def gradient_matching(spec, evaluate, evaluations: Evaluations, data: list[Obser
             outcome = evaluate(p[None])
             field.use_trajectory(outcome.time, {s: outcome.series[s][0] for s in field.hidden})
         new, out = field.minimise(p)
-        settled = np.max(np.abs(box.to_unit(new) - box.to_unit(p))) < 1e-6
+        settled = not field.hidden or np.max(np.abs(box.to_unit(new) - box.to_unit(p))) < 1e-6
         p = new
         if settled:
             break
@@ -169,8 +169,13 @@ def gradient_matching(spec, evaluate, evaluations: Evaluations, data: list[Obser
                             "objective": field.mismatch(p), "integrations": integrations,
                             "collocation_points": int(len(field.times)),
                             "outer_iterations": steps, "observed_states": field.observed,
-                            "hidden_states": field.hidden, "refine_integrations": None}
-    result = FitResult(p, cost, bool(out.success), f"gradient matching: {out.message}", steps)
+                            "hidden_states": field.hidden, "settled": bool(settled),
+                            "refine_integrations": None}
+    message = f"gradient matching: {out.message}"
+    if not settled:
+        message += (f"; the parameters still moved after {OUTER} outer steps (states without "
+                    f"data: {', '.join(field.hidden)}); try refine: true")
+    result = FitResult(p, cost, bool(out.success) and settled, message, steps)
     if spec.refine:
         refined = fit(evaluations, p, box, Settings(**{**settings.__dict__, "method": spec.fit}))
         info["refine_integrations"] = evaluations.runs - integrations
