@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import copy
 import math
+import typing
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pydantic import BaseModel
+
+from studyrun import spec
+from studyrun.clusters import Cluster
 from studyrun.loading import include_files, read_yaml
+from studyrun.params import ParameterSpec
 from test_fuzz_common import copy_studies, examples, load_cleanly, study_files
 
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
@@ -85,6 +91,68 @@ WRONG = st.one_of(SCALARS, VALUES, DEEP)
 # ------------------------------------------------------------------------------ mutations
 
 
+def _members(union) -> list[type]:
+    """The classes of a (possibly annotated) union."""
+    found = []
+    for arg in typing.get_args(union):
+        if typing.get_origin(arg) in (typing.Union, typing.Annotated):
+            found += _members(arg)
+        elif isinstance(arg, type) and issubclass(arg, BaseModel):
+            found.append(arg)
+    return found
+
+
+def _fields(classes) -> dict[str, list[str]]:
+    """type tag (or class name) -> the keys that class accepts."""
+    table = {}
+    for cls in classes:
+        tag = cls.model_fields.get("type") or cls.model_fields.get("distribution")
+        default = tag.default if tag is not None and isinstance(tag.default, str) else None
+        literal = typing.get_args(tag.annotation) if tag is not None else ()
+        table[default or (literal[0] if literal else cls.__name__)] = [
+            info.alias or name for name, info in cls.model_fields.items()]
+    return table
+
+
+SECTIONS = {"model": _fields(_members(spec.ModelUnion)),
+            "analysis": _fields(_members(spec.AnalysisUnion)),
+            "parameters": _fields(_members(ParameterSpec)),
+            "execution": {"": list(spec.Execution.model_fields)},
+            "scheduler": {"": list(Cluster.model_fields)}}
+PLAUSIBLE = st.one_of(NUMBERS, st.lists(NUMBERS, max_size=4), HOSTILE_TEXT,
+                      st.lists(HOSTILE_TEXT, max_size=3),
+                      st.dictionaries(st.sampled_from(["x", "a", "PATH", "A=B", "time"]),
+                                      st.one_of(NUMBERS, HOSTILE_TEXT), max_size=3))
+
+
+def add_known_key(data, draw) -> None:
+    """A key the schema knows (timeout, memory_limit, rtol, second_order...) with an odd value,
+    in the model, the analysis, a parameter, execution or a cluster block."""
+    section = draw(st.sampled_from(list(SECTIONS)))
+    if section == "parameters":
+        params = data.get("parameters")
+        if not isinstance(params, dict) or not params:
+            return
+        target = params[draw(st.sampled_from(sorted(params)))]
+        kind = target.get("distribution", "") if isinstance(target, dict) else ""
+    elif section == "scheduler":
+        execution = data.setdefault("execution", {})
+        if not isinstance(execution, dict):
+            return
+        if not isinstance(execution.get("scheduler"), dict):
+            execution["scheduler"] = {"cluster": draw(st.sampled_from(
+                ["slurm", "pbs", "sge", "lsf", "htcondor"]))}
+        target, kind = execution["scheduler"], ""
+    else:
+        target = data.setdefault(section, {})
+        kind = target.get("type", "") if isinstance(target, dict) else ""
+    if not isinstance(target, dict):
+        return
+    table = SECTIONS[section]
+    keys = (table.get(kind) if isinstance(kind, str) else None) or sorted({k for keys in table.values() for k in keys})
+    target[draw(st.sampled_from(keys))] = draw(st.one_of(PLAUSIBLE, WRONG))
+
+
 def paths(data, prefix=()):
     """Every key and item path in the data."""
     found = []
@@ -134,7 +202,10 @@ def mutate(data, draw) -> None:
     """One random mutation of the data, in place."""
     where = paths(data)
     how = draw(st.sampled_from(["delete", "typo", "replace", "replace", "swap", "add", "type",
-                                "deep", "include"]))
+                                "deep", "include", "known", "known"]))
+    if how == "known":
+        add_known_key(data, draw)
+        return
     if how == "include":
         data["model"] = {"file": draw(st.one_of(HOSTILE_TEXT, TEXT, st.sampled_from([
             "../../../../etc/hostname", "/dev/null", "/dev/zero", "models", ".", "study.yaml",
