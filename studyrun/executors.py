@@ -64,7 +64,8 @@ class DaskExecutor:
     """A dask.distributed Client: on a LocalCluster or a batch-system cluster it starts, or on an
     existing scheduler (whose loss it reports as an ExecutionError)."""
 
-    CHECK_SECONDS = 5.0  # how often a wait checks that the scheduler is still there
+    POLL_SECONDS = 5.0  # how often a wait checks that the scheduler is still there
+    ANSWER_SECONDS = 5.0  # how long the scheduler may take to answer before it counts as lost
 
     def __init__(self, client, cluster=None, name: str = "local", planned_workers: int = 0) -> None:
         self.client = client
@@ -92,7 +93,7 @@ class DaskExecutor:
 
         while True:
             try:
-                result = wait(list(futures), timeout=self.CHECK_SECONDS,
+                result = wait(list(futures), timeout=self.POLL_SECONDS,
                               return_when="FIRST_COMPLETED")
                 return set(result.done), set(result.not_done)
             except TimeoutError:
@@ -110,9 +111,9 @@ class DaskExecutor:
             raise
 
     def check_scheduler(self) -> None:
-        """Raise an ExecutionError when the scheduler does not answer within CHECK_SECONDS."""
+        """Raise an ExecutionError when the scheduler does not answer within ANSWER_SECONDS."""
         try:
-            self.client.sync(self.client.scheduler.identity, callback_timeout=self.CHECK_SECONDS)
+            self.client.sync(self.client.scheduler.identity, callback_timeout=self.ANSWER_SECONDS)
             return
         except Exception:  # refused, reset or timed out: it is gone, whatever the cause
             address = getattr(self.client.scheduler, "address", None) or "its address"
@@ -123,15 +124,22 @@ class DaskExecutor:
             "another) and run the study again to resume")
 
     def close(self) -> None:
+        root = logging.getLogger("distributed")
+        root_level = root.level
         if self.lost:  # the loss is reported already; spare the user distributed's tracebacks
-            logging.getLogger("distributed").setLevel(logging.CRITICAL)
+            root.setLevel(logging.CRITICAL)
         try:
-            self.client.close(timeout=2 if self.lost else None)
+            if self.lost:
+                self.client.close(timeout=2)
+            else:
+                self.client.close()
             if self.cluster is not None:
                 self.cluster.close()
         except Exception:  # closing a client of a lost scheduler may raise; nothing is left to save
             pass
-        self._client_log.setLevel(self._client_level)
+        finally:
+            root.setLevel(root_level)
+            self._client_log.setLevel(self._client_level)
 
 
 def default_workers() -> int:

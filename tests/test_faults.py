@@ -196,7 +196,7 @@ def test_a_batch_longer_than_the_scheduler_check_is_waited_for(study_dir, dask_s
     """A live scheduler that is slow to finish a batch is asked, found alive, and waited for."""
     from studyrun.executors import DaskExecutor
 
-    monkeypatch.setattr(DaskExecutor, "CHECK_SECONDS", 0.1)
+    monkeypatch.setattr(DaskExecutor, "POLL_SECONDS", 0.1)
     study = slow_study(study_dir, dask_scheduler, runs=40)
     study.write_text(study.read_text().replace("batch_size: 6", "batch_size: 20"))
     result = studyrun.run(study, study_dir / "out", quiet=True)
