@@ -48,13 +48,15 @@ class Source:
                        col=col)
 
 
-_BREAKS = {ord(c): repr(c)[1:-1] for c in "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+_BREAKS = {c: repr(chr(c))[1:-1] for c in _CONTROLS if c != ord("\t")}
 _BREAKS[ord("\n")] = " "
 
 
 def one_line(text: str) -> str:
-    """A message on one line: a user's text may hold line breaks (\\r, U+2028, ...) that would
-    split a FILE:LINE:COL line; newlines become spaces, other breaks their escapes."""
+    """A message on one line and safe for a terminal: a user's text may hold line breaks (\\r,
+    U+2028, ...) that would split a FILE:LINE:COL line, or escape sequences; newlines become
+    spaces, other control characters their escapes (\\x1b)."""
     return text.translate(_BREAKS)
 
 

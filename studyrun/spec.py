@@ -118,15 +118,25 @@ def suggest(word: str, choices) -> str:
 def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
     """Problems that span sections, as (key path, message) pairs."""
     problems: list[tuple[tuple, str]] = []
-    problems += [(("model", *split_path(p.path)), p.message) for p in study.model.check(study_dir)]
+    problems += checked("model", lambda: study.model.check(study_dir))
     problems += check_parameters(study)
     problems += check_quantities(study)
-    problems += [(("analysis", *split_path(p.path)), p.message)
-                 for p in study.analysis.check(dict(varied(study.parameters)))]
+    problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))
     check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
     if check_whole is not None:
-        problems += [(("analysis", *split_path(p.path)), p.message) for p in check_whole(study)]
-    return problems
+        problems += checked("analysis", lambda: check_whole(study))
+    return list(dict.fromkeys(problems))
+
+
+def checked(section: str, check) -> list[tuple[tuple, str]]:
+    """A section's own problems, located in it; a path its check cannot even look at (a name
+    too long, a folder it may not search) is one of them, not an OSError out of validation."""
+    try:
+        return [((section, *split_path(p.path)), p.message) for p in check()]
+    except OSError as exc:
+        name = str(exc.filename or "")
+        name = f" {name[:77]}..." if len(name) > 80 else f" {name}" if name else ""
+        return [((section,), f"cannot use the path{name}: {exc.strerror or exc}")]
 
 
 def split_path(path: str) -> tuple:

@@ -67,3 +67,27 @@ def test_a_huge_integer_for_a_fixed_parameter_is_located(tmp_path):
     error = load_error(tmp_path, GOOD.replace("parameters:\n", f"parameters:\n  k2: {10**400}\n"))
     (problem,) = error.problems
     assert problem.path == "parameters.k2" and "401 digits" in problem.message
+
+
+def test_escape_sequences_in_a_value_are_shown_escaped(tmp_path):
+    """A terminal never gets a user's escape sequence (ESC [2J clears the screen) or NUL raw."""
+    error = load_error(tmp_path, GOOD.replace("model:\n", 'model: {file: "\\e[2J\\0x"}\nx:\n', 1))
+    text = str(error)
+    assert "\x1b" not in text and "\x00" not in text and "\\x1b[2J\\x00x" in text
+
+
+def test_a_data_file_name_too_long_is_located(tmp_path):
+    """Regression: calibrate's check met ENAMETOOLONG and the OSError left `validate`; a section
+    whose check cannot look at a path now reports it at that section."""
+    import shutil
+
+    from test_fuzz_common import STUDIES
+
+    folder = shutil.copytree(STUDIES, tmp_path / "studies")
+    path = folder / "logistic-calibrate.yaml"
+    path.write_text(path.read_text().replace("data/logistic-growth.csv", "x" * 300 + ".csv"))
+    with pytest.raises(StudyError) as caught:
+        load_study(path)
+    assert_located(caught.value)
+    (problem,) = caught.value.problems
+    assert problem.path.startswith("analysis") and "File name too long" in problem.message
