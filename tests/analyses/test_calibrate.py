@@ -146,3 +146,38 @@ def test_exact_jacobians_fall_back_for_a_model_with_a_lookup(tmp_path):
     result = studyrun.run(study, tmp_path / "out").results
     assert "lookup" in result["notes"][0] and "forward differences" in result["notes"][0]
     assert result["cost"]["final"] < result["cost"]["initial"]
+
+
+def test_two_data_files_in_two_formats_fit_lotka_volterra(tmp_path):
+    from studyrun.models.ode import Ode
+    import yaml
+
+    spec = Ode.model_validate(yaml.safe_load((STUDIES / "models" / "lotka_volterra.yaml").read_text()))
+    out = spec.build(tmp_path).integrate({}, n=1)
+    t, prey, predator = out.time, out.series["prey"][0], out.series["predator"][0]
+    (tmp_path / "prey.csv").write_text("time,prey\n" + "".join(
+        f"{a:g},{b:.12g}\n" for a, b in zip(t[:21:2], prey[:21:2])))
+    (tmp_path / "predator.csv").write_text("name,time,value\n" + "".join(
+        f"predator,{a:g},{b:.12g}\n" for a, b in zip(t[:29:2], predator[:29:2])))
+    study = write_study(tmp_path, f"""
+        name: two-files
+        model: {{file: {STUDIES}/models/lotka_volterra.yaml}}
+        parameters:
+          alpha: {{bounds: [0.2, 3], nominal: 0.8}}
+          beta: {{bounds: [0.05, 1], nominal: 0.3}}
+          delta: {{bounds: [0.01, 0.5], nominal: 0.2}}
+          gamma: {{bounds: [0.05, 2], nominal: 0.6}}
+        analysis:
+          type: calibrate
+          method: trf
+          data:
+            - {{file: prey.csv, format: wide, weight: std}}
+            - {{file: predator.csv, format: long, weight: mean, scale_var: true}}
+        execution: {{scheduler: sync}}
+        """)
+    result = studyrun.run(study, tmp_path / "out").results
+    for name, truth in {"alpha": 1.1, "beta": 0.4, "delta": 0.1, "gamma": 0.4}.items():
+        assert result["parameters"][name]["estimate"] == pytest.approx(truth, rel=1e-5)
+    variables = result["variables"]
+    assert variables["prey"]["N"] == 11 and variables["predator"]["N"] == 15
+    assert variables["predator"]["scale"] == pytest.approx(1 / 15) and variables["prey"]["scale"] == 1
