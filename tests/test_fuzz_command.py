@@ -244,3 +244,16 @@ def test_command_keys_that_crashed_validation_are_located(sandbox, key, value, w
     with pytest.raises(StudyError, match=words) as caught:
         load_study(path)
     assert_located(caught.value)
+
+
+def test_a_study_folder_with_braces_in_its_path_runs(tmp_path):
+    """Regression: {study_dir} was filled in before the argument was split into placeholders,
+    so a folder named `{x}` became a placeholder and every run failed with KeyError: 'x'."""
+    study = tmp_path / "{x}" / "{params_file}"
+    study.mkdir(parents=True)
+    (study / "prog.py").write_text("import json, sys\njson.dump({'y': 2.0}, open(sys.argv[2], 'w'))\n")
+    model = Command.model_validate({"type": "command", "run": [
+        sys.executable, "{study_dir}/prog.py", "{params_file}", "{results_file}"]})
+    assert model.check(study) == []
+    out = model.build(study)({"a": [1.0]}, RunContext(run_ids=[1], workdir=tmp_path / "{run_id}"))
+    assert out.errors == [None] and out.scalars["y"][0] == 2.0

@@ -201,7 +201,7 @@ class Command(ModelSpec):
                 problems.append(Problem(f"template file not found: {template}",
                                         path="params_file.template"))
         program = self.run[0].replace("{study_dir}", str(Path(study_dir).resolve()))
-        if not _NAME.search(program):
+        if not _NAME.search(self.run[0].replace("{study_dir}", "")):
             where = _resolve_program(program, Path(study_dir), self.env)
             if where is None:
                 problems.append(Problem(
@@ -216,9 +216,11 @@ class Command(ModelSpec):
     def build(self, study_dir: Path) -> CommandEvaluator:
         """A picklable evaluator holding the resolved argv, template text and options."""
         study_dir = Path(study_dir).resolve()
-        argv = [a.replace("{study_dir}", str(study_dir)) for a in self.run]
-        if not _NAME.search(argv[0]):
-            argv[0] = _resolve_program(argv[0], study_dir, self.env) or argv[0]
+        argv = [_split(a) for a in self.run]  # before any path is filled in: a folder named
+        # {x} stays a folder name, never a placeholder
+        if not _NAME.search(self.run[0].replace("{study_dir}", "")):
+            program = self.run[0].replace("{study_dir}", str(study_dir))
+            argv[0] = (_resolve_program(program, study_dir, self.env) or program,)
         template, params_name = None, self.params_file
         if isinstance(self.params_file, Template):
             path = study_dir / self.params_file.template
@@ -229,7 +231,7 @@ class Command(ModelSpec):
                                  path="model.params_file.template") from None
             params_name = self.params_file.file
         return CommandEvaluator(
-            argv=tuple(_split(a) for a in argv), study_dir=str(study_dir),
+            argv=tuple(argv), study_dir=str(study_dir),
             params_name=params_name, template=template, results_name=self.results_file,
             timeout=self.timeout, env=tuple(self.env.items()), keep=self.keep_workdirs,
             memory_limit=None if self.memory_limit is None else parse_bytes(self.memory_limit),
