@@ -85,6 +85,8 @@ def test_traces_band_and_report(posterior):
     assert band["median"][-1] == pytest.approx(16 * mc["intervals"]["b"]["median"], rel=0.01)
     report = (folder / "out" / "report.md").read_text()
     assert "### Posterior (MCMC)" in report and "mcmc-trace.png" in report and "mcmc-pairs.png" in report
+    samples = (folder / "out" / "mcmc-samples.csv").read_text().splitlines()
+    assert samples[0] == "chain,iteration,burnin,a,b" and len(samples) == 1 + 4 * 600 // mc["thin"]
 
 
 def test_the_same_study_gives_the_same_chains_and_reuses_every_run(posterior):

@@ -17,6 +17,8 @@ RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"
 def report(spec, analysis: dict[str, Any], figures) -> str:
     results = analysis["results"]
     write_residuals(figures.folder.parent / "residuals.csv", results.get("residuals", []))
+    if results.get("mcmc"):
+        write_samples(figures.folder.parent / "mcmc-samples.csv", results["mcmc"])
     params = results["parameters"]
     lines = [f"## Calibration ({results.get('method', spec.method)})", "",
              f"{'Converged' if results['converged'] else 'Did not converge'}: "
@@ -42,7 +44,8 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
     lines += section_gradient(results) + section_starts(results) + section_mcmc(results)
     lines += draw_curves(results, figures) + draw_residuals(results, figures)
     lines += draw_progress(results, figures) + draw_mcmc(results, figures)
-    lines += ["The residuals at the estimate are in residuals.csv.", ""]
+    lines += ["The residuals at the estimate are in residuals.csv"
+              + (", the chains in mcmc-samples.csv." if results.get("mcmc") else "."), ""]
     return "\n".join(lines)
 
 
@@ -51,6 +54,18 @@ def write_residuals(path, rows: list[dict]) -> None:
         writer = csv.DictWriter(handle, RESIDUAL_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def write_samples(path, mc: dict) -> None:
+    """The chains (every `thin`-th iteration) as a table: chain, iteration, burnin, parameters."""
+    names = list(mc["trace"])
+    thin = mc.get("thin", 1)
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["chain", "iteration", "burnin", *names])
+        for c in range(mc["chains"]):
+            for k, values in enumerate(zip(*(mc["trace"][n][c] for n in names))):
+                writer.writerow([c, k * thin, k * thin < mc["burnin"], *values])
 
 
 def section_gradient(results: dict) -> list[str]:
