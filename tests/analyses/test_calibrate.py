@@ -72,6 +72,10 @@ def test_example_study_runs_from_the_command_line(tmp_path):
     assert results["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-4)
     assert results["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-4)
     assert "```yaml\nparameters:" in (tmp_path / "report.md").read_text()
+    (tmp_path / "report.md").unlink()
+    again = run_cli("report", tmp_path)  # from the results folder, away from the data file
+    assert again.returncode == 0, again.stderr
+    assert "## Calibration (lm)" in (tmp_path / "report.md").read_text()
 
 
 def test_gradient_matching_reaches_the_trajectory_fit_with_far_fewer_integrations(tmp_path):
