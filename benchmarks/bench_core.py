@@ -64,7 +64,7 @@ def million_vectorized(samples: int) -> None:
         "parameters": {"x1": UNIFORM_PI, "x2": UNIFORM_PI, "x3": UNIFORM_PI},
         "quantities": {"y": "value"},
         "analysis": {"type": "montecarlo", "samples": samples, "sampling": "random"}})
-    done = best(2, run_study, path)
+    done = run_study(path)
     execution = analysis_of(path.stem)["execution"]
     command = f"studyrun run {path.relative_to(ROOT)} --fresh --quiet"
     record(f"Monte Carlo {samples:,} runs, vectorized: wall", "< 30 s", done["wall"], "s",
@@ -104,6 +104,21 @@ def scalar_overhead(small: int, large: int, repeats: int) -> None:
            overhead < 20e-6, command)
     record("scalar python: studyrun / plain loop", "<= 1.5 (issue 9)", per_run / loop_per_run, "x",
            per_run / loop_per_run <= 1.5, command)
+    evaluator = best(repeats, python,
+        "import time,numpy as np;from pathlib import Path;"
+        "from studyrun.models.python import Python;from studyrun.models.base import RunContext;"
+        "import benchmodels;"
+        "m=Python(type='python',function='benchmodels:ishigami_scalar')"
+        ".build(Path(benchmodels.__file__).parent);"
+        f"x=np.random.default_rng(1).uniform(-3.14159,3.14159,({large},3));"
+        "inputs={'x1':x[:,0],'x2':x[:,1],'x3':x[:,2]};c=RunContext(run_ids=np.arange(len(x)));"
+        "m(inputs,c);t=time.process_time();out=m(inputs,c);"
+        f"print(f'evaluator={{(time.process_time()-t)/{large}}}')")
+    model_per_run = last_float(evaluator["stdout"], "evaluator")
+    record("scalar python: model call path alone (evaluator, no store), per run", "",
+           model_per_run * 1e6, "us", None, "PythonEvaluator on one batch",
+           over_loop_us=round((model_per_run - loop_per_run) * 1e6, 2),
+           ratio_to_loop=round(model_per_run / loop_per_run, 2))
 
 
 def parallel_speedup(cost: float, runs: int) -> None:
@@ -161,7 +176,7 @@ def main() -> None:
     validate()
     small_study()
     million_vectorized(100_000 if args.quick else 1_000_000)
-    scalar_overhead(*((2_000, 20_000) if args.quick else (20_000, 200_000)), repeats=3)
+    scalar_overhead(*((2_000, 20_000) if args.quick else (20_000, 200_000)), repeats=2)
     parallel_speedup(0.02, 200 if args.quick else 500)
     if not args.quick:
         print(f"\nwrote {write_rows('core', ROWS)}")

@@ -51,6 +51,23 @@ print(f"per_run={(time.process_time() - t) / n}")
 """
 
 
+MODEL_ONLY = """
+import sys, time
+from pathlib import Path
+import numpy as np
+from studyrun.pipeline import load_study, plan_study, make_job
+from studyrun.models.base import RunContext
+loaded = load_study(sys.argv[1]); plan = plan_study(loaded)
+job = make_job(loaded, Path(sys.argv[2]))
+inputs = plan.inputs(np.arange(plan.size))
+context = RunContext(run_ids=plan.run_ids, workdir=None)
+job.evaluator(inputs, context)
+t = time.process_time(); out = job.evaluator(inputs, context); m = time.process_time()
+values = job.quantities.evaluate(out, inputs); q = time.process_time()
+print(f"model={(m - t) / plan.size} quantities={(q - m) / plan.size}")
+"""
+
+
 def record(measure: str, target: str, value: float, unit: str, ok: bool | None, command: str,
            **extra) -> None:
     row = {"measure": measure, "target": target, "measured": round(value, 6), "unit": unit,
@@ -97,6 +114,12 @@ def flowers(repeats: int) -> None:
            "benchmarks/bench_equations.py PURE_PYTHON_FLOWERS")
     record("flowers: pure-Python loop / studyrun", ">= 20", loop_per_run / per_run, "x",
            loop_per_run / per_run >= 20, command)
+    alone = best(repeats, measure, [sys.executable, "-c", MODEL_ONLY,
+                                    STUDIES / "flowers-10000.yaml", STUDIES / "work"])
+    model = last_float(alone["stdout"], "model") + last_float(alone["stdout"], "quantities")
+    record("flowers: ensemble integration + quantities alone, per run (one batch of 10,000)",
+           "", model * 1e6, "us", None, "bench_equations.py MODEL_ONLY",
+           loop_ratio=round(loop_per_run / model, 1))
     pysd, source = pysd_per_run()
     record(f"flowers: PySD per run ({source})", "", pysd, "s", None,
            "benchmarks/peers/pysd_flowers.py")

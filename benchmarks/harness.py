@@ -28,6 +28,7 @@ PI = 3.141592653589793
 UNIFORM_PI = {"distribution": "uniform", "low": -PI, "high": PI}
 
 
+TRACE_FILE = OUT / "trace.txt"
 SOURCE = OUT / "src"  # the studyrun measured: a snapshot of a commit (see use_source)
 _source: list[str] = []
 
@@ -175,7 +176,7 @@ def traced_run(path: Path, *extra: str) -> dict:
     """`run_study` with the benchmark models tracing each run; adds the throughput of the runs
     done off the driver (after the in-process pilot and the cluster start-up): runs over the
     window from the first start to the last end, and the start-up until the first such run."""
-    trace = OUT / "trace.txt"
+    trace = TRACE_FILE  # workers started elsewhere (dask worker) must trace to it too
     trace.unlink(missing_ok=True)
     env = bench_env()
     env["BENCH_TRACE"] = str(trace)
@@ -184,7 +185,10 @@ def traced_run(path: Path, *extra: str) -> dict:
     rows = [line.split() for line in trace.read_text().splitlines()]
     runs = [(int(pid), float(a), float(b)) for pid, a, b in rows]
     driver = min(runs, key=lambda r: r[1])[0]  # the pilot runs first, in the driver
-    off = [r for r in runs if r[0] != driver] or runs
+    off = [r for r in runs if r[0] != driver]
+    if not off:
+        raise RuntimeError(f"{path.name}: no run was traced off the driver (in-process, or the "
+                           "workers do not have BENCH_TRACE)")
     window = max(r[2] for r in off) - min(r[1] for r in off)
     done.update(throughput=len(off) / window, window=window, runs_off_driver=len(off),
                 startup=min(r[1] for r in off) - before,

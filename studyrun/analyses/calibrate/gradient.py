@@ -10,7 +10,8 @@ trajectory for the others, and sum_i sum_k ((f_i - dx~_i/dt) / scale_i)^2 is min
 (scale_i: the root mean square of state i's slopes) in unit-box coordinates by L-BFGS-B with a
 logarithmic barrier mu * sum(-log u - log(1 - u)) that keeps p inside its bounds, for a
 decreasing sequence of mu, each solution starting the next. When some states are not observed,
-the model is integrated once per outer step at the current p to supply their trajectory (the
+the model and its finite-difference sensitivities (m + 1 runs, one batch) are computed once per
+outer step at the current p, and those states enter the mismatch linearised in p around it (the
 dissertation's outer loop), until p settles. `refine: true` then runs an ordinary trajectory fit
 from the answer.
 """
@@ -25,7 +26,7 @@ import numpy as np
 from ...errors import StudyError
 from .batching import Evaluations
 from .data import Observations
-from .fit import Box, FitResult, Settings, fit
+from .fit import Box, FitResult, Settings, fit, steps
 
 MUS = [10.0 ** -k for k in range(2, 11)]  # barrier weights, decreasing
 EDGE = 1e-12  # unit-box coordinates stay in [EDGE, 1 - EDGE]
@@ -58,6 +59,8 @@ class DirectionField:
         self.times = grid[(grid >= lo) & (grid <= hi)]
         self.observed = list(merged)
         self.hidden = [s for s in states if s not in merged]
+        self.linear: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.anchor = box.start
         self.values: dict[str, np.ndarray] = {}
         self.slopes: dict[str, np.ndarray] = {}
         for state, (x, y, err) in merged.items():
@@ -71,6 +74,8 @@ class DirectionField:
         env: dict[str, Any] = dict(self.constants)
         env.update(zip(self.box.names, map(float, p)))
         env.update(self.values)
+        for s, (base, sensitivity) in self.linear.items():  # states without data, linearised
+            env[s] = base + sensitivity @ (p - self.anchor)
         env["time"] = self.times
         with np.errstate(all="ignore"):
             rates = dict(zip(self.compiled.state_names, self.compiled.evaluate(env)))
@@ -81,13 +86,18 @@ class DirectionField:
         value = total / (len(self.times) * len(self.observed))
         return value if math.isfinite(value) else 1e300
 
-    def use_trajectory(self, time: np.ndarray, series: dict[str, np.ndarray]) -> None:
-        """The model's trajectory for the states without data."""
+    def use_trajectories(self, p: np.ndarray, h: np.ndarray, time: np.ndarray,
+                         series: dict[str, np.ndarray]) -> None:
+        """The states without data as x(t, p) + dx/dp (q - p), from the runs at p and at p + h_j
+        e_j (series: state -> (m + 1, T))."""
+        self.anchor = p
         for s in self.hidden:
-            self.values[s] = np.interp(self.times, time, series[s])
+            runs = np.array([np.interp(self.times, time, row) for row in series[s]])
+            self.linear[s] = (runs[0], ((runs[1:] - runs[0]) / h[:, None]).T)
 
-    def minimise(self, start: np.ndarray) -> tuple[np.ndarray, Any]:
-        """Barrier-penalised quasi-Newton in unit-box coordinates, mu decreasing."""
+    def minimise(self, start: np.ndarray, radius: float = 1.0) -> tuple[np.ndarray, Any]:
+        """Barrier-penalised quasi-Newton in unit-box coordinates, mu decreasing; each
+        coordinate moves at most `radius` from the start."""
         from scipy.optimize import minimize
 
         box = self.box
@@ -98,12 +108,38 @@ class DirectionField:
             return self.mismatch(box.to_natural(u)) / scale + mu * barrier(u)
 
         u = np.clip(box.to_unit(start), 1e-6, 1 - 1e-6)
+        limits = list(zip(np.maximum(u - radius, EDGE), np.minimum(u + radius, 1 - EDGE)))
         out = None
         for mu in MUS:
-            out = minimize(objective, u, method="L-BFGS-B", bounds=[(EDGE, 1 - EDGE)] * len(u),
+            out = minimize(objective, u, method="L-BFGS-B", bounds=limits,
                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 2000})
             u = out.x
         return box.to_natural(np.clip(u, EDGE, 1 - EDGE)), out
+
+
+def match_with_hidden_states(spec, evaluate, evaluations: Evaluations, field: DirectionField,
+                             box: Box, settings: Settings):
+    """Outer steps: the trajectory and its sensitivities at p (m + 1 runs, one batch), then the
+    direction-field fit with the unobserved states linearised around p, within a trust radius
+    that grows when the trajectory cost falls and shrinks (the step undone) when it rises."""
+    spec._extra_series = list(field.hidden)
+    p, radius, best, out = box.start, 0.25, np.inf, None
+    trial, outer = box.start, 0
+    for outer in range(1, OUTER + 1):
+        h = steps(trial, box, settings.step * 10)
+        rows = np.vstack([trial] + [trial + np.eye(len(trial))[j] * h[j] for j in range(len(trial))])
+        cost = float(evaluations(rows)["cost"][0])  # counted once; below, the same runs' series
+        if cost <= best:
+            moved = np.max(np.abs(box.to_unit(trial) - box.to_unit(p)))
+            p, best, radius = trial, cost, min(2 * radius, 1.0)
+            outcome = evaluate(rows)
+            field.use_trajectories(p, h, outcome.time, {s: outcome.series[s] for s in field.hidden})
+            if outer > 1 and moved < 1e-6:
+                return p, out, outer, True
+        else:
+            radius /= 4
+        trial, out = field.minimise(p, radius)
+    return p, out, outer, False
 
 
 def barrier(u: np.ndarray) -> float:
@@ -149,33 +185,24 @@ def gradient_matching(spec, evaluate, evaluations: Evaluations, data: list[Obser
                       settings: Settings) -> tuple[FitResult, dict[str, Any]]:
     """Gradient matching from the nominal start, then (refine) a trajectory fit from its answer."""
     field = DirectionField(spec, data, box)
-    p = box.start
-    steps, settled = 0, True
-    out = None
-    for steps in range(1, (OUTER if field.hidden else 1) + 1):
-        if field.hidden:
-            spec._extra_series = list(field.hidden)
-            evaluations(p[None])  # counted once; the call below reads the same run's series
-            outcome = evaluate(p[None])
-            field.use_trajectory(outcome.time, {s: outcome.series[s][0] for s in field.hidden})
-        new, out = field.minimise(p)
-        settled = not field.hidden or np.max(np.abs(box.to_unit(new) - box.to_unit(p))) < 1e-6
-        p = new
-        if settled:
-            break
+    if field.hidden:
+        p, out, outer, settled = match_with_hidden_states(spec, evaluate, evaluations, field, box,
+                                                          settings)
+    else:
+        (p, out), outer, settled = field.minimise(box.start), 1, True
     cost = float(evaluations(p[None])["cost"][0])
     integrations = evaluations.runs
     info: dict[str, Any] = {"estimate": dict(zip(box.names, map(float, p))), "cost": cost,
                             "objective": field.mismatch(p), "integrations": integrations,
                             "collocation_points": int(len(field.times)),
-                            "outer_iterations": steps, "observed_states": field.observed,
+                            "outer_iterations": outer, "observed_states": field.observed,
                             "hidden_states": field.hidden, "settled": bool(settled),
                             "refine_integrations": None}
     message = f"gradient matching: {out.message}"
     if not settled:
         message += (f"; the parameters still moved after {OUTER} outer steps (states without "
                     f"data: {', '.join(field.hidden)}); try refine: true")
-    result = FitResult(p, cost, bool(out.success) and settled, message, steps)
+    result = FitResult(p, cost, bool(out.success) and settled, message, outer)
     if spec.refine:
         refined = fit(evaluations, p, box, Settings(**{**settings.__dict__, "method": spec.fit}))
         info["refine_integrations"] = evaluations.runs - integrations
