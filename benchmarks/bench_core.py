@@ -13,7 +13,7 @@
 4. A small study (studies/ishigami-montecarlo.yaml, 10,000 runs) end to end (target < 3 s).
 5. `studyrun validate` of one study and of every study in studies/ (target < 1 s).
 
-Writes benchmarks/results/core.csv.
+Writes benchmarks/measured/core.csv.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
 2. A 10,000-member adaptive RK45 ensemble of logistic growth (studies/models/logistic.yaml):
    target < 15 s.
 
-Writes benchmarks/results/equations.csv.
+Writes benchmarks/measured/equations.csv.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ imports SALib, samples with `SALib.sample.sobol` (N = 2^16, no second order), ev
 vectorized function and calls `SALib.analyze.sobol` with the same resamples and confidence
 (target: studyrun within 2x of it). Both are timed from process start.
 
-Writes benchmarks/results/sobol.csv.
+Writes benchmarks/measured/sobol.csv.
 """
 
 from __future__ import annotations

@@ -15,14 +15,14 @@ pysd      the flowers model: PySD (model.run per parameter set, peers venv) agai
           10,000-run Monte Carlo (slope between 16 and 10,000 runs).
 scaling   Monte Carlo of Ishigami, 10^3 to 10^6 runs, scalar and vectorized, through `studyrun
           run` and as a plain Python script; Sobol' through `studyrun run` and SALib directly.
-          Wall time and peak RSS against runs: results/scaling.csv and results/scaling.png.
+          Wall time and peak RSS against runs: measured/scaling.csv and measured/scaling.png.
 parallel  models of 1, 20 and 200 ms a run (busy loops, and time.sleep: the latter needs no core,
           so it shows the runner's own losses apart from CPU contention) on 1 and 2 workers, on a LocalCluster
           and on a `dask scheduler` + `dask worker` started here on 127.0.0.1. Throughput is taken
           from the model's own trace of each run on the workers (start-up reported apart);
           efficiency = throughput / (workers / cost).
 
-Writes benchmarks/results/{peers,scaling,parallel}.csv and scaling.png.
+Writes benchmarks/measured/{peers,scaling,parallel}.csv and scaling.png.
 """
 
 from __future__ import annotations

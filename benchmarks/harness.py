@@ -2,7 +2,7 @@
 
 Every measurement runs in a fresh process (`measure`), so imports and start-up are counted as a
 user sees them, and peak RSS is that process's (and its waited-for children's) own, read with
-os.wait4. Results go to benchmarks/results/*.csv; scratch folders to benchmarks/out/ (git-ignored).
+os.wait4. Results go to benchmarks/measured/*.csv; scratch folders to benchmarks/out/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
-RESULTS = HERE / "results"
+RESULTS = HERE / "measured"
 STUDIES = OUT / "studies"
 PEERS_PYTHON = OUT / "peers-venv" / "bin" / "python"
 PI = 3.141592653589793
@@ -115,7 +115,7 @@ def write_study(name: str, study: dict) -> Path:
 
 
 def run_study(path: Path, *extra: str, **kwargs) -> dict:
-    """`studyrun run PATH --fresh --quiet` into benchmarks/out/results/NAME."""
+    """`studyrun run PATH --fresh --quiet` into benchmarks/out/measured/NAME."""
     out = OUT / "results" / path.stem
     return studyrun("run", str(path), "--out", str(out), "--fresh", "--quiet", *extra, **kwargs)
 
@@ -135,7 +135,7 @@ def last_float(text: str, key: str) -> float:
 
 
 def write_rows(name: str, rows: list[dict]) -> Path:
-    """benchmarks/results/NAME.csv."""
+    """benchmarks/measured/NAME.csv."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.csv"
     keys = list(dict.fromkeys(k for row in rows for k in row))

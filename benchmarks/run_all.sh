@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every benchmark in one invocation (~12-15 min on the 2-core machine); results in
-# benchmarks/results/, the log in benchmarks/out/run_all.log. Usage: bash benchmarks/run_all.sh
+# benchmarks/measured/, the log in benchmarks/out/run_all.log. Usage: bash benchmarks/run_all.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)

@@ -1,4 +1,4 @@
-"""benchmarks/results/*.csv as Markdown tables: benchmarks/results/summary.md.
+"""benchmarks/measured/*.csv as Markdown tables: benchmarks/measured/summary.md.
 
     python benchmarks/summarize.py
 """
@@ -6,7 +6,7 @@
 import csv
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "measured"
 ORDER = ("core", "equations", "sobol", "peers", "parallel", "scaling")
 COLUMNS = ("measure", "target", "measured", "unit", "meets", "command")
 
