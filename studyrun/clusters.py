@@ -199,10 +199,13 @@ def start_cluster(spec: Cluster):
         raise ExecutionError(f"cannot start the {spec.cluster} cluster: {type(error).__name__}: "
                              f"{error}") from None
     try:
+        # adaptive even for a fixed count (minimum = maximum): a job that ends early (walltime,
+        # a node lost, qdel) is then replaced once Dask declares its workers lost
+        # (distributed.deploy.lost-worker-timeout, 15 s), where a fixed scale would wait forever
         if spec.maximum_jobs is not None:
             cluster.adapt(minimum_jobs=spec.minimum_jobs or 0, maximum_jobs=spec.maximum_jobs)
         else:
-            cluster.scale(jobs=spec.jobs)
+            cluster.adapt(minimum_jobs=spec.jobs, maximum_jobs=spec.jobs)
         client = Client(cluster)
     except Exception as error:
         cluster.close()

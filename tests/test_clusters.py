@@ -220,3 +220,46 @@ def test_cluster_flag_on_the_command_line(study_dir, batch_system, capsys):
     analysis = json.loads((study_dir / "out" / "analysis.json").read_text())
     assert analysis["execution"]["scheduler"] == "slurm"
     assert (fake / "submitted").is_file() and jobs_ended(fake)
+
+
+def test_a_job_that_ends_early_is_replaced(study_dir, batch_system):
+    """Guarantee: a batch job killed mid-study (walltime, a lost node, qdel) is replaced by a new
+    job, even with a fixed number of jobs, and the study completes with nothing lost."""
+    import threading
+
+    import dask
+
+    fake = batch_system("pbs")
+    (study_dir / "slow.py").write_text(
+        "import time\ndef model(a, b):\n    time.sleep(0.03)\n    return {'y': a - b}\n")
+    block = json.dumps({"cluster": "pbs", "cores": 1, "memory": "1GB", "interface": "lo",
+                        "jobs": 1})
+    text = STUDY.replace("SCHEDULER", block).replace("linear:scalar_linear", "slow:model")
+    study = write_study(study_dir, text.replace("samples: 60", "samples: 120"))
+    out = study_dir / "out"
+
+    def end_the_first_job():
+        deadline = time.time() + 60
+        while count_runs(out / "runs.sqlite") < 12 and time.time() < deadline:
+            time.sleep(0.05)
+        os.killpg(int((fake / "submitted").read_text().split()[0]), signal.SIGKILL)
+
+    killer = threading.Thread(target=end_the_first_job, daemon=True)
+    killer.start()
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1s"}):
+        result = studyrun.run(study, out, quiet=True)
+    killer.join()
+    assert result.analysis["runs"]["succeeded"] == 120
+    assert len((fake / "submitted").read_text().split()) >= 2, "no job replaced the lost one"
+    assert len(set(result.runs["worker"])) >= 2
+    assert jobs_ended(fake)
+
+
+def count_runs(path: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1) as db:
+            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
