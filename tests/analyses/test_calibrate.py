@@ -185,3 +185,40 @@ def test_two_data_files_in_two_formats_fit_lotka_volterra(tmp_path):
     variables = result["variables"]
     assert variables["prey"]["N"] == 11 and variables["predator"]["N"] == 15
     assert variables["predator"]["scale"] == pytest.approx(1 / 15) and variables["prey"]["scale"] == 1
+
+
+CHAIN = """
+name: chain
+model:
+  type: ode
+  time: {start: 0, stop: 10, step: 0.25}
+  states: {x: 1, y: 5}
+  rates: {x: -a * x + b * y, y: -c * y * y}
+  constants: {a: 1.0, b: 0.5, c: 0.3}
+parameters:
+  a: {bounds: [0.1, 3], nominal: 0.5}
+  b: {bounds: [0.05, 2], nominal: 0.2}
+  c: {bounds: [0.05, 2], nominal: 0.6}
+analysis:
+  type: calibrate
+  method: gradient-matching
+  refine: true
+  data: {file: x.csv, format: wide}
+execution: {scheduler: sync}
+"""
+
+
+def test_gradient_matching_with_a_state_that_has_no_data(tmp_path):
+    from studyrun.models.ode import Ode
+    import yaml
+
+    model = yaml.safe_load(CHAIN)["model"]
+    out = Ode.model_validate(model).build(tmp_path).integrate({}, n=1)
+    (tmp_path / "x.csv").write_text("time,x\n" + "".join(
+        f"{t:g},{v:.12g}\n" for t, v in zip(out.time[::2], out.series["x"][0][::2])))
+    result = studyrun.run(write_study(tmp_path, CHAIN), tmp_path / "out").results
+    gm = result["gradient_matching"]
+    assert gm["hidden_states"] == ["y"] and gm["observed_states"] == ["x"]
+    assert gm["cost"] < result["cost"]["initial"] / 10
+    for name, truth in {"a": 1.0, "b": 0.5, "c": 0.3}.items():
+        assert result["parameters"][name]["estimate"] == pytest.approx(truth, rel=1e-4)
