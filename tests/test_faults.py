@@ -344,7 +344,7 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
                                                                        capsys):
     """Guarantee: a disk that fills mid-study ends it with exit status 1; the store holds whole
     batches only, and a resume on a roomier disk reuses them and equals a fresh run."""
-    study = write_study(study_dir, SMALL.replace("RUNS", "20000"))
+    study = write_study(study_dir, SMALL.replace("RUNS", "10000"))
     disk = mount_tmpfs(study_dir / "tiny", "size=320k")
     status, _, stderr = cli(capsys, "run", study, "--out", disk / "out", "--quiet")
     assert status == 1, stderr
@@ -356,7 +356,7 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
         stored, = db.execute("SELECT count(*) FROM runs").fetchone()
         partial, = db.execute("SELECT count(*) FROM runs WHERE status != 'ok' OR y IS NULL "
                               "OR a2 IS NULL OR a IS NULL OR b IS NULL").fetchone()
-    assert 0 < stored <= 20000 and partial == 0
+    assert 0 < stored < 10000 and partial == 0
     assert stored % 500 == 0, "a batch was recorded in part"
     resumed = studyrun.run(study, moved, quiet=True)
     assert resumed.analysis["runs"]["reused"] == stored
@@ -368,25 +368,25 @@ def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, cap
     """Guarantee: a disk that fills while runs.csv or analysis.json is written ends the study with
     exit status 1 and the disk's message; the store is intact and the next start, with space,
     reuses every run and writes the results."""
-    study = write_study(study_dir, SMALL.replace("RUNS", "20000"))
-    disk = mount_tmpfs(study_dir / "disk", "size=32m")
+    study = write_study(study_dir, SMALL.replace("RUNS", "5000"))
+    disk = mount_tmpfs(study_dir / "disk", "size=16m")
     out = disk / "out"
     first = studyrun.run(study, out, quiet=True)
     for name in ("runs.csv", "analysis.json", "report.md"):
         (out / name).unlink()
     filler = disk / "filler"
     free = shutil.disk_usage(disk).free
-    filler.write_bytes(b"\0" * max(free - 256 * 1024, 0))  # room for the store's meta, not results
+    filler.write_bytes(b"\0" * max(free - 128 * 1024, 0))  # room for the store's meta, not results
     status, _, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
     assert status == 1, stderr
     assert "No space left on device" in stderr and "run the study again to resume" in stderr
     with sqlite3.connect(out / "runs.sqlite") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 20000
+        assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 5000
     assert not (out / "analysis.json").exists()  # written whole or not at all
     filler.unlink()
     again = studyrun.run(study, out, quiet=True)
-    assert again.analysis["runs"]["reused"] == 20000 and again.results == first.results
+    assert again.analysis["runs"]["reused"] == 5000 and again.results == first.results
 
 
 # -- a damaged run store --------------------------------------------------------------------------
@@ -410,7 +410,7 @@ def damage_truncate(path: Path) -> None:
 def test_a_damaged_store_is_reported_and_never_reused(study_dir, damage, capsys):
     """Guarantee: garbage bytes in runs.sqlite or a truncated runs.sqlite are detected when the
     study starts again (exit status 1, the file named) and by `studyrun status`; --fresh starts over."""
-    study = write_study(study_dir, SMALL.replace("RUNS", "3000"))
+    study = write_study(study_dir, SMALL.replace("RUNS", "1000"))
     out = study_dir / "out"
     first = studyrun.run(study, out, quiet=True)
     damage(out / "runs.sqlite")
