@@ -152,32 +152,45 @@ def test_exact_jacobians_fall_back_for_a_model_with_a_lookup(tmp_path):
     assert result["cost"]["final"] < result["cost"]["initial"]
 
 
+LOTKA_VOLTERRA = """
+type: ode
+time: {start: 0, stop: 8, step: 0.25}
+rtol: 1.0e-9
+atol: 1.0e-12
+states: {prey: 10, predator: 10}
+rates:
+  prey: alpha * prey - beta * prey * predator
+  predator: delta * prey * predator - gamma * predator
+constants: {alpha: 1.1, beta: 0.4, delta: 0.1, gamma: 0.4}
+"""
+
+
 def test_two_data_files_in_two_formats_fit_lotka_volterra(tmp_path):
     from studyrun.models.ode import Ode
     import yaml
 
-    spec = Ode.model_validate(yaml.safe_load((STUDIES / "models" / "lotka_volterra.yaml").read_text()))
-    out = spec.build(tmp_path).integrate({}, n=1)
+    (tmp_path / "lv.yaml").write_text(LOTKA_VOLTERRA)
+    out = Ode.model_validate(yaml.safe_load(LOTKA_VOLTERRA)).build(tmp_path).integrate({}, n=1)
     t, prey, predator = out.time, out.series["prey"][0], out.series["predator"][0]
     (tmp_path / "prey.csv").write_text("time,prey\n" + "".join(
         f"{a:g},{b:.12g}\n" for a, b in zip(t[:21:2], prey[:21:2])))
     (tmp_path / "predator.csv").write_text("name,time,value\n" + "".join(
         f"predator,{a:g},{b:.12g}\n" for a, b in zip(t[:29:2], predator[:29:2])))
-    study = write_study(tmp_path, f"""
+    study = write_study(tmp_path, """
         name: two-files
-        model: {{file: {STUDIES}/models/lotka_volterra.yaml}}
+        model: {file: lv.yaml}
         parameters:
-          alpha: {{bounds: [0.2, 3], nominal: 0.8}}
-          beta: {{bounds: [0.05, 1], nominal: 0.3}}
-          delta: {{bounds: [0.01, 0.5], nominal: 0.2}}
-          gamma: {{bounds: [0.05, 2], nominal: 0.6}}
+          alpha: {bounds: [0.2, 3], nominal: 0.8}
+          beta: {bounds: [0.05, 1], nominal: 0.3}
+          delta: {bounds: [0.01, 0.5], nominal: 0.2}
+          gamma: {bounds: [0.05, 2], nominal: 0.6}
         analysis:
           type: calibrate
           method: trf
           data:
-            - {{file: prey.csv, format: wide, weight: std}}
-            - {{file: predator.csv, format: long, weight: mean, scale_var: true}}
-        execution: {{scheduler: sync}}
+            - {file: prey.csv, format: wide, weight: std}
+            - {file: predator.csv, format: long, weight: mean, scale_var: true}
+        execution: {scheduler: sync}
         """)
     result = studyrun.run(study, tmp_path / "out").results
     for name, truth in {"alpha": 1.1, "beta": 0.4, "delta": 0.1, "gamma": 0.4}.items():
