@@ -15,7 +15,6 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeIn
                       field_validator)
 
 from .analyses.calibrate import Calibrate
-from .analyses.optimize import Optimize
 from .analyses.delta import Delta
 from .analyses.dgsm import Dgsm
 from .analyses.doe import Doe
@@ -23,6 +22,7 @@ from .analyses.fast import Fast
 from .analyses.local import Local
 from .analyses.montecarlo import Montecarlo
 from .analyses.morris import Morris
+from .analyses.optimize import Optimize
 from .analyses.pawn import Pawn
 from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
