@@ -87,6 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, metavar="N", help="at most N runs")
     runs.set_defaults(command=command_runs)
 
+    predict = commands.add_parser("predict", help="a doe response surface's prediction with intervals")
+    predict.add_argument("folder", type=Path, metavar="DIR")
+    predict.add_argument("--at", required=True, metavar="NAME=VALUE,...",
+                         help="the point, in natural units (others at the centre of their bounds)")
+    predict.add_argument("--quantity", action="append", help="a fitted quantity (default: all)")
+    predict.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    predict.set_defaults(command=command_predict)
+
     report = commands.add_parser("report", help="rebuild report.md and figures from a results folder")
     report.add_argument("folder", type=Path, metavar="DIR")
     report.set_defaults(command=command_report)
@@ -211,6 +219,41 @@ def describe_os_error(error: Exception) -> str:
         return (f"{where}cannot write: {what}{hint}. Runs recorded before are kept; run the "
                 "study again to resume")
     return f"the run store failed: {error}; runs recorded before are kept"
+
+
+def parse_point(text: str) -> dict[str, float]:
+    """'a=1,b=2.5' -> {'a': 1.0, 'b': 2.5}, with a clear error for anything else."""
+    point = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        try:
+            point[name.strip()] = float(value)
+        except ValueError:
+            raise StudyError(f"--at: expected NAME=VALUE pairs separated by commas, such as "
+                             f"a=1,b=2.5; got {item!r}") from None
+    return point
+
+
+def command_predict(args) -> int:
+    from .analyses.doe import predict
+    from .report.markdown import format_number
+    from .results import open_results
+
+    results = open_results(args.folder)
+    if results.analysis.get("analysis") != "doe":
+        raise StudyError(f"{args.folder}: predict needs the results of a doe analysis; this folder "
+                         f"holds a {results.analysis.get('analysis')} analysis")
+    point = parse_point(args.at)
+    names = args.quantity or [q for q in results.results if not q.startswith("_")]
+    for name in names:
+        out = predict(results.analysis, name, point, level=args.level)
+        ci, pi = out.get("confidence"), out.get("prediction_interval")
+        interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+        print(f"{name}: {format_number(out['prediction'])}  {args.level:.0%} confidence {interval(ci)}  "
+              f"prediction {interval(pi)}{'  (extrapolated)' if out.get('extrapolation') else ''}")
+        if out.get("note"):
+            print(f"  note: {out['note']}")
+    return 0
 
 
 def command_report(args) -> int:

@@ -11,7 +11,7 @@ from conftest import STUDIES, run_cli
 ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
          "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
-         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol"]
+         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe"]
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
@@ -69,3 +69,14 @@ def test_run_warns_when_the_step_is_too_coarse(tmp_path):
     assert done.returncode == 0
     assert "warning: the integration step may be too coarse" in done.stderr
     assert json.loads((tmp_path / "analysis.json").read_text())["warnings"]
+
+
+def test_predict_from_a_doe_results_folder(tmp_path):
+    done = run_cli("run", STUDIES / "bowl-doe.yaml", "--out", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stderr
+    done = run_cli("predict", tmp_path, "--at", "temperature=170,pressure=3.2", "--quantity", "process_yield")
+    assert done.returncode == 0, done.stderr
+    # the surface is exactly quadratic: 80 - 4(0.5)^2 - 3(0.2)^2 + 1.5(0.5)(0.2) + 2(0.5) + 0.2
+    assert done.stdout.startswith("process_yield: 80.23 ")
+    bad = run_cli("predict", tmp_path, "--at", "temperature=hot")
+    assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
