@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -49,6 +50,56 @@ def time_limit(seconds: float = TIME_LIMIT):
         signal.signal(signal.SIGALRM, previous)
 
 
+# An audit hook (PEP 578) sees what no assertion on results can: code compiled from text and
+# run, a shell or a process started, a file written, a socket opened.
+WATCHED = ("exec", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+           "subprocess.Popen", "os.remove", "os.unlink", "os.rename", "os.rmdir", "os.mkdir",
+           "shutil.", "socket.", "ctypes.", "builtins.input", "code.", "pickle.find_class",
+           "webbrowser.", "urllib.")
+_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_AUDIT = {"armed": False, "events": []}
+
+
+def _audit(event: str, args: tuple) -> None:
+    if not _AUDIT["armed"]:
+        return
+    if event == "exec" and os.path.isfile(getattr(args[0], "co_filename", "")):
+        return  # a module imported from its file (a study's python model), not text run as code
+    if event == "exec":  # (sys._getframe is audited too: only here, or the hook recurses)
+        caller = sys._getframe(1).f_code
+        folder = os.path.basename(os.path.dirname(caller.co_filename))
+        if (caller.co_name, folder) == ("_attach_argparser_methods", "stats"):
+            return  # scipy.stats compiles its own fixed template when a distribution is frozen
+    if any("__pycache__" in str(a) for a in args[:1]):
+        return  # importing a study's python module caches its bytecode
+    writes = event == "open" and len(args) > 2 and (
+        (isinstance(args[1], str) and any(m in args[1] for m in "wax+"))
+        or (isinstance(args[2], int) and args[2] & _WRITING))
+    if event.startswith(WATCHED) or writes:
+        _AUDIT["events"].append((event, repr(args)[:200]))
+
+
+sys.addaudithook(_audit)  # hooks cannot be removed; this one only records while armed
+
+
+class watched:
+    """Arms the audit hook; on leaving, fails if code was run from text, a process started or a
+    file written inside the block."""
+
+    def __enter__(self):
+        _AUDIT["events"].clear()
+        _AUDIT["armed"] = True
+        return self
+
+    def __exit__(self, *exc):
+        _AUDIT["armed"] = False
+        events = list(_AUDIT["events"])
+        _AUDIT["events"].clear()
+        if exc[0] is None:
+            assert not events, f"validation reached {events}"
+        return False
+
+
 def assert_located(error: StudyError) -> None:
     """Every line of the error is FILE:LINE:COL: ..., and there is at least one."""
     text = str(error)
@@ -61,7 +112,7 @@ def load_cleanly(path: Path, seconds: float = TIME_LIMIT) -> str:
     """Load a study; 'valid' or 'invalid' (a located StudyError); anything else fails the test."""
     start = time.perf_counter()
     try:
-        with time_limit(seconds):
+        with time_limit(seconds), watched():
             load_study(path)
         outcome = "valid"
     except StudyError as error:

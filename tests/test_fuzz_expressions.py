@@ -28,48 +28,9 @@ from hypothesis import strategies as st
 from studyrun.expr import BUILTINS, MAX_DEPTH, Expr, ExprError, parse
 from studyrun.models.base import ModelOutput
 from studyrun.quantities import FUNCTIONS, Quantities, parse_quantity
-from test_fuzz_common import STUDIES, examples, load_cleanly, time_limit
+from test_fuzz_common import STUDIES, examples, load_cleanly, time_limit, watched
 
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
-
-# ------------------------------------------------------------------------------ an audit hook
-
-WATCHED = ("exec", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-           "subprocess.Popen", "os.remove", "os.unlink", "os.rename", "os.rmdir", "os.mkdir",
-           "shutil.", "socket.", "ctypes.", "builtins.input", "code.", "pickle.find_class",
-           "webbrowser.", "urllib.")
-_AUDIT = {"armed": False, "events": []}
-
-
-def _audit(event: str, args: tuple) -> None:
-    if not _AUDIT["armed"]:
-        return
-    if event == "exec" and os.path.isfile(getattr(args[0], "co_filename", "")):
-        return  # a module imported from its file (by numpy or hypothesis), not text run as code
-    if event.startswith(WATCHED) or (event == "open" and len(args) > 1 and isinstance(args[1], str)
-                                     and any(m in args[1] for m in "wax+")):
-        _AUDIT["events"].append((event, repr(args)[:200]))
-
-
-sys.addaudithook(_audit)  # hooks cannot be removed; this one only records while armed
-
-
-class watched:
-    """Arms the audit hook; on leaving, fails if code was executed or a process or file touched."""
-
-    def __enter__(self):
-        _AUDIT["events"].clear()
-        _AUDIT["armed"] = True
-        return self
-
-    def __exit__(self, *exc):
-        _AUDIT["armed"] = False
-        events = list(_AUDIT["events"])
-        _AUDIT["events"].clear()
-        if exc[0] is None:
-            assert not events, f"an expression reached {events}"
-        return False
-
 
 # ------------------------------------------------------------------------------ expressions
 
