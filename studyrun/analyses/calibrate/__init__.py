@@ -19,9 +19,15 @@ value), `cost` (`initial`, `final`), `variables` (name -> `N`, `SSR`, `SSR_unwei
 `covariance`, `df`, `residual_variance` (s^2), `evaluations` (`runs`, `batches`), `fitted`
 (name -> estimate), `fitted_yaml` (a `parameters:` block with each nominal set to its estimate,
 to paste into the study), `starts` (multistart), `progress` (best cost after each batch),
-`curves` (output -> `time`, `initial`, `final` model series), `residuals` (FME's table at the
-estimate, also written to residuals.csv), `notes`, and `gradient_matching` or `mcmc` blocks for
-those methods.
+`curves` (output -> `time`, `initial`, `final` model series), `outputs` (variable -> the model
+output it is compared with), `residuals` (FME's table at the estimate, also written to
+residuals.csv), `notes`, and for those methods `gradient_matching` (`estimate`, `cost`,
+`objective`, `integrations`, `refine_integrations`, `collocation_points`, `outer_iterations`,
+`observed_states`, `hidden_states`, `settled`) or `mcmc` (`intervals`: name -> `mean`, `sd`,
+`lower`, `median`, `upper` (2.5/50/97.5%), `rhat`; `acceptance_rate`, `acceptance_by_chain`,
+`error_variance`, `sigma2`, `trace` (every `thin`-th iteration, also in mcmc-samples.csv),
+`prediction` (output -> `time`, `lower`, `median`, `upper`), `runs`, `iterations`, `burnin`,
+`chains`).
 """
 
 from __future__ import annotations
