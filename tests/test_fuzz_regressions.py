@@ -91,3 +91,19 @@ def test_a_data_file_name_too_long_is_located(tmp_path):
     assert_located(caught.value)
     (problem,) = caught.value.problems
     assert problem.path.startswith("analysis") and "File name too long" in problem.message
+
+
+def test_a_model_file_name_too_long_in_a_model_check_is_located(tmp_path):
+    """The same guard for a model's own check (pysd's file, a command's program)."""
+    path = tmp_path / "study.yaml"
+    path.write_text(GOOD.replace("""  type: ode
+  time: {start: 0, stop: 1, step: 0.5}
+  states: {x: 1}
+  rates: {x: -k * x}
+  constants: {k: 1}
+""", f"  type: pysd\n  file: {'x' * 300}.mdl\n"))
+    with pytest.raises(StudyError) as caught:
+        load_study(path)
+    assert_located(caught.value)
+    assert any(p.path.startswith("model") and "too long" in p.message
+               for p in caught.value.problems), str(caught.value)
