@@ -65,11 +65,8 @@ def _audit(event: str, args: tuple) -> None:
         return
     if event == "exec" and os.path.isfile(getattr(args[0], "co_filename", "")):
         return  # a module imported from its file (a study's python model), not text run as code
-    if event == "exec":  # (sys._getframe is audited too: only here, or the hook recurses)
-        caller = sys._getframe(1).f_code
-        folder = os.path.basename(os.path.dirname(caller.co_filename))
-        if (caller.co_name, folder) == ("_attach_argparser_methods", "stats"):
-            return  # scipy.stats compiles its own fixed template when a distribution is frozen
+    if event == "exec" and _library_code(sys._getframe(1)):  # (sys._getframe is audited
+        return  # too: call it for exec events only, or the hook recurses)
     if any("__pycache__" in str(a) for a in args[:1]):
         return  # importing a study's python module caches its bytecode
     writes = event == "open" and len(args) > 2 and (
@@ -77,6 +74,25 @@ def _audit(event: str, args: tuple) -> None:
         or (isinstance(args[2], int) and args[2] & _WRITING))
     if event.startswith(WATCHED) or writes:
         _AUDIT["events"].append((event, repr(args)[:200]))
+
+
+# Libraries compile code of their own: namedtuple and dataclass methods, scipy.stats argument
+# parsers, anything a module does while it is imported (lazily, by the first study to need it).
+_LIBRARY_CALLERS = {("namedtuple", "collections"), ("_create_fn", "dataclasses"),
+                    ("_attach_argparser_methods", "stats")}
+
+
+def _library_code(frame) -> bool:
+    code = frame.f_code
+    module = os.path.splitext(os.path.basename(code.co_filename))[0]
+    package = os.path.basename(os.path.dirname(code.co_filename))
+    if {(code.co_name, module), (code.co_name, package)} & _LIBRARY_CALLERS:
+        return True
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 sys.addaudithook(_audit)  # hooks cannot be removed; this one only records while armed
