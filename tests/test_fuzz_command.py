@@ -125,7 +125,7 @@ def _inside(name: str, workdir: Path) -> bool:
 
 @settings(FAST, max_examples=examples(400))
 @given(key=st.sampled_from(["params_file", "results_file", "template_file"]), name=FILE_NAMES)
-def test_file_names_stay_inside_the_run_folder(key, name, tmp_path_factory):
+def test_file_names_stay_inside_the_run_folder(key, name):
     """A file name is refused (a located error) or names a file inside the run's folder."""
     spec = {"type": "command", "run": ["true"]}
     if key == "template_file":

@@ -37,17 +37,21 @@ class Hang(BaseException):
 
 @contextlib.contextmanager
 def time_limit(seconds: float = TIME_LIMIT):
-    """Fail with Hang when the block runs longer than `seconds` (main thread, POSIX)."""
+    """Fail with Hang when the block runs longer than `seconds` (main thread, POSIX). A timer
+    already running (pytest-timeout's) is put back afterwards with what remains of it."""
     def alarm(signum, frame):
         raise Hang(f"still running after {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001))
 
 
 # An audit hook (PEP 578) sees what no assertion on results can: code compiled from text and

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import os
 import pickle
 import sys
 import time
