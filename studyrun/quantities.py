@@ -9,12 +9,17 @@ quantity, for time-resolved analyses.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Mapping
 
 import numpy as np
 
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 from .models.base import ModelOutput
+from .store import FIXED_COLUMNS
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED = frozenset(FIXED_COLUMNS) | {"run", "time"}  # columns and keys of the results
 
 
 def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +115,7 @@ class Quantities:
     def evaluate(self, out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Each quantity for every run of the batch; marks runs failed on NaN, inf or errors."""
         if self.definitions is None:
-            values = {name: np.asarray(out.scalars[name], dtype=float) for name in sorted(out.scalars)}
+            values = self._every_output(out, inputs)
         else:
             env = {**inputs, **out.scalars, **out.series}
             if out.time is not None:
@@ -121,6 +126,24 @@ class Quantities:
                 continue
             for i in np.flatnonzero(~np.isfinite(array)):
                 out.fail(int(i), f"quantity {name!r} is {array[i]}")
+        return values
+
+    @staticmethod
+    def _every_output(out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Without a quantities block: each scalar output, but one that echoes an input (it is
+        that input); an output whose name cannot name a quantity fails the runs, since it would
+        clash with the store's columns or name a file (`status`, `a/b`, `../x`)."""
+        values = {}
+        for name in sorted(out.scalars):
+            if name in inputs:
+                continue
+            if not _NAME.match(name) or name in RESERVED:
+                for i in range(out.n):
+                    out.fail(i, f"the model's output {name!r} cannot name a quantity (letters, "
+                                f"digits and _, not {', '.join(sorted(RESERVED))}); list the "
+                                "quantities to keep in a quantities block")
+                continue
+            values[name] = np.asarray(out.scalars[name], dtype=float)
         return values
 
     def _evaluate_one(self, name: str, expr: Expr, env: dict, out: ModelOutput) -> np.ndarray:

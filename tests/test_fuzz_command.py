@@ -257,3 +257,34 @@ def test_a_study_folder_with_braces_in_its_path_runs(tmp_path):
     assert model.check(study) == []
     out = model.build(study)({"a": [1.0]}, RunContext(run_ids=[1], workdir=tmp_path / "{run_id}"))
     assert out.errors == [None] and out.scalars["y"][0] == 2.0
+
+
+ECHO = """\
+import json, sys
+json.dump({{**json.load(open(sys.argv[1])), **{outputs}}}, open(sys.argv[2], "w"))
+"""
+
+
+@pytest.mark.parametrize("outputs, succeeded", [
+    ({"y": 1.0}, 4),  # the parameter x is echoed back: not a quantity, the runs succeed
+    ({"y": 1.0, "status": 2.0}, 0),  # crashed the store: duplicate column name: status
+    ({"../../../../outside/evil": 1.0}, 0),  # crashed the report: figures/hist-../../...png
+    ({"a/b": 1.0, "": 2.0, "x\ny": 3.0, 'y"; DROP TABLE runs; --': 4.0}, 0),
+])
+def test_output_names_never_reach_the_store_or_a_file_name(sandbox, outputs, succeeded):
+    """Regression: without a quantities block every scalar output is a quantity, and its name
+    became a store column and a figure's file name; an output named `status` (or like a
+    parameter) crashed the store, `../x` the report. Such outputs now fail their runs."""
+    study, results = sandbox / "study", sandbox / "results"
+    (study / "echo.py").write_text(ECHO.format(outputs=repr(outputs)))
+    text = {"name": "outputs", "model": {"type": "command", "run": [
+        sys.executable, "{study_dir}/echo.py", "{params_file}", "{results_file}"]},
+        "parameters": {"x": {"bounds": [0, 1]}}, "analysis": {"type": "montecarlo", "samples": 4},
+        "execution": {"scheduler": "sync", "on_failure": "continue"}}
+    (study / "outputs.yaml").write_text(json.dumps(text))
+    before = snapshot(sandbox, results)
+    analysis = run_study(study / "outputs.yaml", results, quiet=True)
+    assert analysis["runs"]["succeeded"] == succeeded
+    assert snapshot(sandbox, results) == before
+    assert all(p.resolve().parent == (results / "figures").resolve()
+               for p in (results / "figures").rglob("*"))
