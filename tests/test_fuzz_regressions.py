@@ -107,3 +107,13 @@ def test_a_model_file_name_too_long_in_a_model_check_is_located(tmp_path):
     assert_located(caught.value)
     assert any(p.path.startswith("model") and "too long" in p.message
                for p in caught.value.problems), str(caught.value)
+
+
+@pytest.mark.parametrize("time", ["{start: 0, stop: 1, step: .inf}", "{start: 0, stop: .inf, step: 0.5}",
+                                  "{start: -.inf, stop: 1, step: 0.5}", "{start: 0, stop: 1, step: .nan}",
+                                  "{start: 0, stop: 1e300, step: 1e-300}"])
+def test_infinite_or_nan_times_are_located(tmp_path, time):
+    """Regression: `step: .inf` or `stop: .inf` raised OverflowError (round(inf)) and
+    `step: .nan` ValueError in the time grid check, out of validate."""
+    error = load_error(tmp_path, GOOD.replace("{start: 0, stop: 1, step: 0.5}", time))
+    assert all(p.path.startswith("model.time") for p in error.problems), str(error)

@@ -115,6 +115,10 @@ class TimeGrid:
 
     def problems(self, prefix: str = "time") -> list[Problem]:
         out = []
+        if not all(math.isfinite(v) for v in (self.start, self.stop, self.dt, self.save_every)):
+            out.append(Problem(f"start, stop and steps must be finite numbers; got start="
+                               f"{self.start}, stop={self.stop}, step={self.dt}", prefix))
+            return out
         if not self.stop > self.start:
             out.append(Problem(f"stop must be after start; got start={self.start}, "
                                f"stop={self.stop}", f"{prefix}.stop"))
@@ -151,6 +155,8 @@ class TimeGrid:
 
 def _is_multiple(total: float, step: float) -> bool:
     ratio = total / step
+    if not math.isfinite(ratio):  # 1e300 / 1e-300
+        return False
     return abs(ratio - round(ratio)) <= 1e-9 * max(1.0, abs(ratio))
 
 
