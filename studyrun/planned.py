@@ -25,6 +25,7 @@ class PlannedRuns:
         self.size = 0
         self.plans: list[Plan] = []  # only while the design fits one chunk
         self.info: dict = {}
+        self._whole: Outcome | None = None
 
     def add(self, plan: Plan) -> None:
         """Register the next slice of the plan."""
@@ -41,7 +42,9 @@ class PlannedRuns:
     def whole(self) -> Outcome:
         """All runs at once (a design that fit one chunk keeps its Design object and info)."""
         if not self.chunked:
-            return self.read_plan(self.plans[0])
+            if self._whole is None:  # read once, for the analysis and the report alike
+                self._whole = self.read_plan(self.plans[0])
+            return self._whole
         outcomes = list(self.chunks())
         design = Design(self.names, np.vstack([o.design.matrix for o in outcomes]), self.info)
         return Outcome(design, {q: np.concatenate([o.values[q] for o in outcomes])
