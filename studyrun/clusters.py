@@ -60,6 +60,17 @@ class Cluster(BaseModel):
                                description="python on the nodes (default: this one)")
     disk: str | None = Field(None, description="htcondor only: disk per job (default 1GB)")
 
+    @field_validator("queue", "account", "job_extra", "prologue", "interface", "local_directory",
+                     "log_directory", "python")
+    @classmethod
+    def _one_line_each(cls, value):
+        """Each value is one line of the job script: a line break would smuggle in another."""
+        for line in value if isinstance(value, list) else [value]:
+            if isinstance(line, str) and any(c in line for c in "\r\n\x00\x0b\x0c\u2028\u2029"):
+                raise ValueError(f"must be a single line (each is one line of the job script); "
+                                 f"got {line!r}")
+        return value
+
     @field_validator("memory", "disk")
     @classmethod
     def _size(cls, value):

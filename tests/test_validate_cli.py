@@ -82,3 +82,15 @@ def test_valid_study_validates(study_dir):
 def test_debug_shows_the_traceback(study_dir):
     done = run_cli("--debug", "validate", write_study(study_dir, GOOD.replace("std: 1", "std: -1")))
     assert done.returncode != 0 and "Traceback" in done.stderr
+
+
+def test_a_grid_too_large_to_plan_is_reported(study_dir):
+    text = GOOD.replace("{type: montecarlo, samples: 100}", "{type: sweep, levels: 600000000}")
+    done = run_cli("validate", write_study(study_dir, text))
+    assert done.returncode == 2 and "analysis.levels: the grid has 3.6e+17 runs" in done.stderr
+
+
+def test_a_cluster_value_cannot_add_lines_to_the_job_script(study_dir):
+    text = GOOD + 'execution: {scheduler: {cluster: slurm, cores: 2, memory: 4GB, queue: "q\\nrm -rf /"}}\n'
+    done = run_cli("validate", write_study(study_dir, text))
+    assert done.returncode == 2 and "execution.scheduler.queue: must be a single line" in done.stderr

@@ -12,6 +12,9 @@ from ..report.markdown import table
 from .base import AnalysisSpec, Design, Outcome
 
 
+MAX_RUNS = 100_000_000  # a grid beyond this is a typo in levels
+
+
 class Sweep(AnalysisSpec):
     """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
 
@@ -25,6 +28,21 @@ class Sweep(AnalysisSpec):
         if self.cases is not None and not self.cases:
             raise ValueError("cases is empty; list at least one case, or drop it to sweep a grid")
         return self
+
+    def check(self, parameters) -> list:
+        """A grid too large to plan is a mistake in levels, not a job for the machine."""
+        from ..errors import Problem
+
+        if self.cases is not None:
+            return []
+        size = 1
+        for name, parameter in parameters.items():
+            levels = self.levels.get(name, 5) if isinstance(self.levels, dict) else self.levels
+            size *= len(levels) if isinstance(levels, list) else int(levels)
+        if size > MAX_RUNS:
+            return [Problem(f"the grid has {size:.3g} runs, more than {MAX_RUNS:,}; lower "
+                            "levels, or sample with montecarlo instead", path="levels")]
+        return []
 
     def design(self, parameters, seed) -> Design:
         names = list(parameters)
