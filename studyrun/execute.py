@@ -155,12 +155,6 @@ class Recorder:
                 "execution.on_failure: continue to go on past failed runs")
 
 
-def execute(plan: Plan, store: RunStore, job: Job, settings: Settings) -> Counts:
-    """Run every planned run that the store does not already hold; return what happened."""
-    with Runner(store, job, settings) as runner:
-        return runner.execute(plan)
-
-
 class Runner:
     """Executes plans through one store and one executor, kept open across the plans of an
     iterative analysis; the executor is chosen (and a cluster started) only when it pays."""

@@ -28,7 +28,6 @@ from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .clusters import Cluster
-from .errors import Problem
 from .expr import ExprError
 from .models.command import Command
 from .models.ode import Ode

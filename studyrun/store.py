@@ -255,12 +255,6 @@ class RunStore:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {status: count for status, count in rows}
 
-    def iter_rows(self, where: str = "", chunk: int = 10000) -> Iterator[tuple]:
-        """Every stored run as a tuple of its columns, streamed."""
-        cursor = self.db.execute(f"SELECT * FROM runs {where} ORDER BY rowid")
-        while rows := cursor.fetchmany(chunk):
-            yield from rows
-
     def columns(self) -> list[str]:
         return [row[1] for row in self.db.execute("PRAGMA table_info(runs)")]
 

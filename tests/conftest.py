@@ -53,6 +53,17 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subpro
                           capture_output=True, text=True, timeout=timeout)
 
 
+def count_runs(path: Path) -> int:
+    """Runs recorded in a store so far, read-only; 0 while it does not exist yet."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=1) as db:
+            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import studyrun
-from conftest import write_study
+from conftest import count_runs, write_study
 from studyrun.cli import main
 from studyrun.clusters import Cluster, job_script, walltime_for
 from studyrun.errors import StudyError
@@ -253,13 +253,3 @@ def test_a_job_that_ends_early_is_replaced(study_dir, batch_system):
     assert len((fake / "submitted").read_text().split()) >= 2, "no job replaced the lost one"
     assert len(set(result.runs["worker"])) >= 2
     assert jobs_ended(fake)
-
-
-def count_runs(path: Path) -> int:
-    import sqlite3
-
-    try:
-        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1) as db:
-            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import studyrun
-from conftest import REPO, free_port, write_study
+from conftest import REPO, count_runs, free_port, write_study
 from studyrun.cli import main
 
 
@@ -42,14 +42,6 @@ analysis: {type: montecarlo, samples: RUNS}
 execution: {batch_size: 6, scheduler: SCHEDULER, workers: 2}
 """
 SLOW_MODEL = "import time\ndef model(a, b):\n    time.sleep(0.015)\n    return {'y': a * a - b}\n"
-
-
-def count_runs(path: Path) -> int:
-    try:
-        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1) as db:
-            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def start_study(study: Path, out: Path, *args: str) -> subprocess.Popen:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 
 import studyrun
-from conftest import write_study
+from conftest import count_runs, write_study
 
 SLOW = """
 name: slow
@@ -23,14 +22,6 @@ quantities: {y: y}
 analysis: {type: montecarlo, samples: 300}
 execution: {batch_size: 10, scheduler: SCHEDULER, workers: 2}
 """
-
-
-def count_runs(path) -> int:
-    try:
-        with sqlite3.connect(path, timeout=1) as db:
-            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def kill_midway(study, out, threshold: int) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import Problem, StudyError
 from ..expr import BUILTINS, ExprError, FunctionDef, parse
@@ -717,6 +717,16 @@ class _BudgetedRates:
 
 
 # ---------------------------------------------------------------- the spec base
+
+
+class TimeSpan(BaseModel):
+    """The `time:` block both equation models share: start, stop and step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: float = 0.0
+    stop: float
+    step: float = Field(gt=0)
 
 
 class EquationModel(ModelSpec):

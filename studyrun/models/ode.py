@@ -13,20 +13,15 @@ from __future__ import annotations
 import difflib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import Problem
-from .equations import EquationModel, EquationSystem, Expression, TimeGrid
+from .equations import EquationModel, TimeSpan, EquationSystem, Expression, TimeGrid
 
 
-class OdeTime(BaseModel):
+class OdeTime(TimeSpan):
     """The output grid, and optionally the fixed integration step ``dt``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    start: float = 0.0
-    stop: float
-    step: float = Field(gt=0)
     dt: float | None = Field(default=None, gt=0)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import Problem
-from .equations import EquationModel, EquationSystem, Expression, Method, TimeGrid
+from .equations import EquationModel, TimeSpan, EquationSystem, Expression, Method, TimeGrid
 from .ode import check_names_hint
 
 
@@ -30,12 +30,9 @@ class Stock(BaseModel):
         return [value] if isinstance(value, str) else value
 
 
-class StockflowTime(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StockflowTime(TimeSpan):
+    """The integration step, and the output interval ``save_every`` (default: every step)."""
 
-    start: float = 0.0
-    stop: float
-    step: float = Field(gt=0)
     save_every: float | None = Field(default=None, gt=0)
 
 

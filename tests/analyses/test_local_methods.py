@@ -4,7 +4,6 @@ FME's collinearity index, summaries of sensitivity functions, clustering and par
 from __future__ import annotations
 
 import math
-from itertools import combinations
 
 import numpy as np
 import pytest
