@@ -14,6 +14,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -25,7 +26,10 @@ from .models.python import describe
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
+from .runtable import RunTable
 from .store import Batch, RunStore
+
+Sink = Callable[[np.ndarray, RunTable], None]  # (plan rows, their records), as batches finish
 
 PILOT_SECONDS = 0.25  # time spent timing the model in-process before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here
@@ -121,8 +125,10 @@ def pack_series(out: ModelOutput) -> list[bytes]:
 class Recorder:
     """Turns batch results into store records, fixing the quantity columns on the first batch."""
 
-    def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress) -> None:
+    def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress,
+                 sink: Sink | None = None) -> None:
         self.plan, self.store, self.settings, self.progress = plan, store, settings, progress
+        self.sink = sink
         self.counts = Counts(planned=plan.size)
 
     def record(self, rows: np.ndarray, result: dict) -> None:
@@ -139,10 +145,12 @@ class Recorder:
                 for i in range(n):
                     errors[i] = errors[i] or f"the model gave no output {name!r}"
         ok = np.array([e is None for e in errors])
-        self.store.write(Batch(ids=result["ids"], ok=ok, errors=errors,
-                               inputs=self.plan.design.matrix[rows], values=values,
-                               duration=result["duration"], worker=result["worker"],
-                               series=result["series"]))
+        batch = Batch(ids=result["ids"], ok=ok, errors=errors, inputs=self.plan.design.matrix[rows],
+                      values=values, duration=result["duration"], worker=result["worker"],
+                      series=result["series"])
+        self.store.write(batch)
+        if self.sink is not None:
+            self.sink(rows, batch.table())
         failed = int((~ok).sum())
         self.counts.executed += n
         self.counts.failed += failed
@@ -176,12 +184,13 @@ class Runner:
             self.executor.close()
             self.executor = None
 
-    def execute(self, plan: Plan, quiet: bool = False) -> Counts:
-        """Run the plan's runs that the store lacks, recording each batch as it finishes."""
+    def execute(self, plan: Plan, quiet: bool = False, sink: Sink | None = None) -> Counts:
+        """Run the plan's runs that the store lacks, recording each batch as it finishes (and
+        handing it to `sink`, when given, with its rows in the plan)."""
         pending = np.flatnonzero(~self.store.succeeded_among(plan.run_ids))
         progress = Progress(total=plan.size, already=plan.size - len(pending),
                             enabled=not (self.settings.quiet or quiet))
-        recorder = Recorder(plan, self.store, self.settings, progress)
+        recorder = Recorder(plan, self.store, self.settings, progress, sink)
         recorder.counts.reused = plan.size - len(pending)
         self.note_progress(plan.size)
         try:

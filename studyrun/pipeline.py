@@ -26,6 +26,7 @@ from .plan import Plan, make_plan
 from .planned import CHUNK_ROWS, PlannedRuns
 from .provenance import collect, now
 from .quantities import Quantities
+from .runtable import write_csv
 from .spec import Study, check_study
 from .store import RunStore
 
@@ -156,10 +157,10 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
             plan = make_plan(design, fixed, context)
-            runs.add(plan)
-            runner.execute(plan)
+            runner.execute(plan, sink=runs.add(plan))
+            runs.settle(plan)
     results = study.analysis.analyse_runs(runs, parameters)
-    store.export_csv(folder / "runs.csv")
+    runs.write_csv(folder / "runs.csv")
     totals, succeeded = runner.totals, runs.succeeded()
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
@@ -201,8 +202,8 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     with Runner(store, job, settings) as runner:
         results = study.analysis.iterate(evaluate, parameters, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
-    store.add_planned(0, ids[np.sort(np.unique(ids, return_index=True)[1])])
-    store.export_csv(folder / "runs.csv")
+    ids = ids[np.sort(np.unique(ids, return_index=True)[1])]
+    write_csv(folder / "runs.csv", list(parameters), store.quantities, [(0, store.read(ids))])
     totals = runner.totals
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
@@ -223,7 +224,8 @@ def write_study_copy(loaded: Loaded, folder: Path) -> None:
 
 def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
     """One plan's quantities from the store, in plan order, with the series asked for."""
-    return PlannedRuns(store, plan.design.names, series_wanted(quantities, analysis)).read_plan(plan)
+    runs = PlannedRuns(store, plan.design.names, series_wanted(quantities, analysis))
+    return runs.outcome(plan, store.read(plan.run_ids, plan.design.matrix))
 
 
 def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:

@@ -1,17 +1,22 @@
-"""The planned runs of a fixed design, read back from the store for the analyse step.
+"""The planned runs of a fixed design, gathered for the analyse and report steps.
 
-A design of at most one chunk stays in memory whole; a larger one is registered in the store
-slice by slice and read back in chunks, so memory does not grow with the number of runs.
+A design of one chunk is gathered in memory as its batches are recorded (runs reused from an
+earlier session are read from the store once), so analysis, report and runs.csv never read back
+what was just written. A larger design is registered in the store slice by slice and read back
+in chunks, so memory does not grow with the number of runs.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from .analyses.base import Design, Outcome
+from .execute import Sink
 from .plan import Plan
+from .runtable import RunTable, write_csv
 from .store import RunStore
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
@@ -23,27 +28,46 @@ class PlannedRuns:
     def __init__(self, store: RunStore, names: list[str], series: dict[str, str]) -> None:
         self.store, self.names, self.series = store, names, series
         self.size = 0
-        self.plans: list[Plan] = []  # only while the design fits one chunk
+        self._start = 0  # position of the latest slice
         self.info: dict = {}
+        self._first: Plan | None = None  # the first slice, while it is the only one
+        self._table: RunTable | None = None  # its runs, gathered in memory
         self._whole: Outcome | None = None
 
-    def add(self, plan: Plan) -> None:
-        """Register the next slice of the plan."""
-        self.store.add_planned(self.size, plan.run_ids)
-        if not self.plans:
+    def add(self, plan: Plan) -> Sink | None:
+        """Register the next slice of the plan; returns where the runner puts its records."""
+        if self.size == 0:
             self.info = dict(plan.design.info)
-        self.plans = self.plans + [plan] if self.size == 0 else []
+            self._first = plan
+            self._table = RunTable.blank(plan.run_ids, plan.design.matrix, len(self.store.quantities))
+            sink = self._table.put
+        else:
+            if self._first is not None:  # a second slice: the design is read back in chunks
+                self.store.add_planned(0, self._first.run_ids)
+                self._first = self._table = None
+            sink = None
+        self._start = self.size
         self.size += plan.size
+        return sink
+
+    def settle(self, plan: Plan) -> None:
+        """After the slice ran: fill in the runs recorded before, or register the slice."""
+        if self._first is plan:
+            missing = np.flatnonzero(~self._table.found)
+            if len(missing):
+                self._table.put(missing, self.store.read(plan.run_ids[missing]))
+        else:
+            self.store.add_planned(self._start, plan.run_ids)
 
     @property
     def chunked(self) -> bool:
-        return not self.plans
+        return self._first is None
 
     def whole(self) -> Outcome:
         """All runs at once (a design that fit one chunk keeps its Design object and info)."""
         if not self.chunked:
-            if self._whole is None:  # read once, for the analysis and the report alike
-                self._whole = self.read_plan(self.plans[0])
+            if self._whole is None:
+                self._whole = self.outcome(self._first, self._table)
             return self._whole
         outcomes = list(self.chunks())
         design = Design(self.names, np.vstack([o.design.matrix for o in outcomes]), self.info)
@@ -57,30 +81,40 @@ class PlannedRuns:
 
     def chunks(self, rows: int = CHUNK_ROWS) -> Iterator[Outcome]:
         """The runs slice by slice, from the store."""
-        for start in range(0, self.size, rows):
-            stop = min(start + rows, self.size)
-            ok, inputs, values = self.store.read_planned(start, stop, self.names)
-            yield Outcome(Design(self.names, inputs, self.info),
-                          {q: values[:, j] for j, q in enumerate(self.store.quantities)}, ok)
+        for start, table in self.tables(rows):
+            yield Outcome(Design(self.names, table.inputs, self.info), columns(table, self.store), table.ok)
 
-    def read_plan(self, plan: Plan) -> Outcome:
-        """One plan's quantities (and the series asked for) from the store, in plan order."""
-        found, ok, values = self.store.read(plan.run_ids)
-        outcome = Outcome(design=plan.design, ok=ok,
-                          values={name: values[:, j] for j, name in enumerate(self.store.quantities)})
+    def tables(self, rows: int = CHUNK_ROWS) -> Iterator[tuple[int, RunTable]]:
+        """(first position, runs) slice by slice: the whole table when it is in memory."""
+        if not self.chunked:
+            yield 0, self._table
+            return
+        for start in range(0, self.size, rows):
+            yield start, self.store.read_planned(start, min(start + rows, self.size))
+
+    def outcome(self, plan: Plan, table: RunTable) -> Outcome:
+        """A plan's quantities (and the series asked for), in plan order."""
+        outcome = Outcome(design=plan.design, ok=table.ok, values=columns(table, self.store))
         if self.series:
             read_series(plan, self.store, outcome, self.series)
         return outcome
 
     def succeeded(self) -> int:
-        return self.store.db.execute("SELECT count(*) FROM planned JOIN runs ON runs.id = planned.id "
-                                     "WHERE runs.status = 'ok'").fetchone()[0]
+        return int(self._table.ok.sum()) if not self.chunked else self.store.planned_succeeded()
 
     def sorted_values(self, quantity: str) -> Iterator[float]:
         return self.store.sorted_planned(quantity)
 
     def rank_sums(self, quantity: str) -> dict[str, tuple[float, ...]]:
         return self.store.rank_sums(quantity, self.names)
+
+    def write_csv(self, path: Path) -> None:
+        write_csv(path, self.names, self.store.quantities, self.tables())
+
+
+def columns(table: RunTable, store: RunStore) -> dict[str, np.ndarray]:
+    """A table's quantities by name."""
+    return {name: table.values[:, j] for j, name in enumerate(store.quantities)}
 
 
 def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str, str]) -> None:

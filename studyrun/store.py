@@ -7,7 +7,6 @@ corrupted file. WAL journaling makes each committed batch survive a SIGKILL of t
 
 from __future__ import annotations
 
-import csv
 import fcntl
 import json
 import os
@@ -19,9 +18,10 @@ from typing import Iterator
 import numpy as np
 
 from .errors import StoreError
+from .runtable import RunTable, objects
 
 FIXED_COLUMNS = ("id", "status", "error", "duration", "worker")
-FORMAT = "1"
+FORMAT = "2"  # 1: runs keyed by id; 2: runs appended in record order (seq), found by id in memory
 
 
 def quote(name: str) -> str:
@@ -42,9 +42,23 @@ class Batch:
     worker: str
     series: list[bytes] | None = None  # per run, npz bytes of the series kept
 
+    def table(self) -> RunTable:
+        n = len(self.ids)
+        return RunTable(ids=np.asarray(self.ids, dtype=np.int64), found=np.ones(n, bool),
+                        ok=np.asarray(self.ok, dtype=bool),
+                        errors=objects(self.errors), duration=np.full(n, float(self.duration)),
+                        worker=objects([self.worker] * n),
+                        inputs=np.asarray(self.inputs, dtype=float).reshape(n, -1),
+                        values=np.asarray(self.values, dtype=float).reshape(n, -1))
+
 
 class RunStore:
-    """The runs.sqlite of one results folder; open it with `RunStore.open`."""
+    """The runs.sqlite of one results folder; open it with `RunStore.open`.
+
+    Runs are appended in the order they finish (`seq`, SQLite's rowid): appending is about twice
+    as cheap as inserting into a B-tree keyed by a random 64-bit id. Runs are found by id through
+    an index held in memory (id -> seq), read from the table once and kept up to date by `write`.
+    """
 
     def __init__(self, path: Path, connection: sqlite3.Connection, lock) -> None:
         self.path = path
@@ -52,6 +66,10 @@ class RunStore:
         self._lock = lock
         self.parameters: list[str] = []
         self.quantities: list[str] = []
+        self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # ids, seq, ok
+        self._recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._failed: set[int] | None = None  # ids whose record is a failure
+        self._next_seq = 1
 
     @classmethod
     def open(cls, path: Path, *, fresh: bool = False, lock: bool = True) -> "RunStore":
@@ -69,7 +87,7 @@ class RunStore:
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA cache_size=-131072")  # 128 MiB: runs arrive in random id order
+            db.execute("PRAGMA cache_size=-131072")  # 128 MiB
             check_integrity(db, path)
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         except sqlite3.DatabaseError as error:
@@ -77,6 +95,10 @@ class RunStore:
                              "move it away, or start over with --fresh") from None
         store = cls(path, db, handle)
         store._read_columns()
+        if store.meta("format") == "1":
+            store._upgrade_from_1()
+        if store.meta("format") is not None:
+            store._next_seq = 1 + db.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchone()[0]
         return store
 
     def close(self) -> None:
@@ -113,111 +135,165 @@ class RunStore:
                     f"quantities {self.quantities}, not {parameters} and {quantities}; run with "
                     "--fresh to start over, or --out to write elsewhere")
             return
-        columns = ", ".join(f"{quote(n)} REAL" for n in parameters + quantities)
         with self.transaction():
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
-                f"error TEXT, duration REAL, worker TEXT{', ' + columns if columns else ''})")
-            self.db.execute("CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, data BLOB)")
+            self._create_tables(parameters, quantities)
         self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities)
         self.parameters, self.quantities = parameters, quantities
+
+    def _create_tables(self, parameters: list[str], quantities: list[str]) -> None:
+        columns = "".join(f", {quote(n)} REAL" for n in parameters + quantities)
+        self.db.execute("CREATE TABLE runs (seq INTEGER PRIMARY KEY, id INTEGER NOT NULL, "
+                        f"status TEXT NOT NULL, error TEXT, duration REAL, worker TEXT{columns})")
+        # failed runs are replaced when they are run again; only they need finding by id in SQL
+        self.db.execute("CREATE INDEX runs_failed ON runs (id) WHERE status != 'ok'")
+        self.db.execute("CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, data BLOB)")
+
+    def _upgrade_from_1(self) -> None:
+        """A store of format 1 (runs keyed by id) rewritten in place as format 2."""
+        with self.transaction():
+            self.db.execute("ALTER TABLE runs RENAME TO runs_1")
+            self._create_tables(self.parameters, self.quantities)
+            self.db.execute("INSERT INTO runs SELECT NULL, * FROM runs_1 ORDER BY rowid")
+            self.db.execute("DROP TABLE runs_1")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
 
     def transaction(self):
         return _Transaction(self.db)
 
     def write(self, batch: Batch) -> None:
         """Record a finished batch in one transaction: all of it or, after a crash, none."""
-        n_columns = 5 + len(self.parameters) + len(self.quantities)
-        marks = ", ".join("?" * n_columns)
         n = len(batch.ids)
-        order = np.argsort(batch.ids, kind="stable")  # in key order: B-tree inserts ~30% cheaper
-        ids = batch.ids[order].tolist()
-        status = np.where(np.asarray(batch.ok)[order], "ok", "failed").tolist()
-        errors = [batch.errors[i] for i in order.tolist()]
+        ids = np.asarray(batch.ids, dtype=np.int64)
+        ok = np.asarray(batch.ok, dtype=bool)
+        seq = np.arange(self._next_seq, self._next_seq + n, dtype=np.int64)
+        marks = ", ".join("?" * (6 + len(self.parameters) + len(self.quantities)))
         # SQLite stores NaN as NULL, which is what a failed run's quantities are.
-        rows = zip(ids, status, errors, [batch.duration] * n, [batch.worker] * n,
-                   *np.asarray(batch.inputs, dtype=float)[order].T.tolist(),
-                   *np.asarray(batch.values, dtype=float)[order].T.tolist())
+        rows = zip(seq.tolist(), ids.tolist(), np.where(ok, "ok", "failed").tolist(),
+                   batch.errors, [batch.duration] * n, [batch.worker] * n,
+                   *np.asarray(batch.inputs, dtype=float).T.tolist(),
+                   *np.asarray(batch.values, dtype=float).T.tolist())
+        replaced = self._replaced_failures(ids)
         try:
             with self.transaction():
-                self.db.executemany(f"INSERT OR REPLACE INTO runs VALUES ({marks})", rows)
+                if len(replaced):
+                    self.db.execute("DELETE FROM runs WHERE status != 'ok' AND id IN "
+                                    "(SELECT value FROM json_each(?))", (json.dumps(replaced),))
+                self.db.executemany(f"INSERT INTO runs VALUES ({marks})", rows)
                 if batch.series is not None:
                     self.db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)",
-                                        zip(ids, [batch.series[i] for i in order.tolist()]))
+                                        zip(ids.tolist(), batch.series))
         except sqlite3.OperationalError as error:
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None
+        self._next_seq += n
+        self._recent.append((ids, seq, ok))
+        self._failed.difference_update(replaced)
+        self._failed.update(ids[~ok].tolist())
+
+    def _replaced_failures(self, ids: np.ndarray) -> list[int]:
+        """Which of these runs the store holds as failed: their old rows give way to new ones."""
+        if self._failed is None:
+            self._failed = ({row[0] for row in self.db.execute(
+                "SELECT id FROM runs WHERE status != 'ok'")} if self._next_seq > 1 else set())
+        if not self._failed:
+            return []
+        return [i for i in ids.tolist() if i in self._failed]
+
+    def locate(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(seq, ok) of the latest record of each run; seq 0 where the store has none."""
+        run_ids = np.asarray(run_ids, dtype=np.int64)
+        ids, seqs, oks = self._merged_index()
+        if not len(ids):
+            return np.zeros(len(run_ids), np.int64), np.zeros(len(run_ids), bool)
+        where = np.minimum(np.searchsorted(ids, run_ids), len(ids) - 1)
+        hit = ids[where] == run_ids
+        return np.where(hit, seqs[where], 0), hit & oks[where]
+
+    def _merged_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The id -> (seq, ok) index, sorted by id, the latest record of an id winning."""
+        if self._index is None:
+            rows = (self.db.execute("SELECT id, seq, status = 'ok' FROM runs").fetchall()
+                    if self.meta("format") is not None else [])
+            table = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+            loaded = (table[:, 0], table[:, 1], table[:, 2].astype(bool))
+            newer = [part for part in self._recent if part[1][0] > table[:, 1].max(initial=0)]
+            self._index, self._recent = _EMPTY_INDEX, [loaded, *newer]
+        if self._recent:
+            parts = [self._index, *self._recent]
+            ids, seqs, oks = (np.concatenate([p[k] for p in parts]) for k in range(3))
+            order = np.lexsort((seqs, ids))
+            ids, seqs, oks = ids[order], seqs[order], oks[order]
+            last = np.r_[ids[1:] != ids[:-1], True] if len(ids) else np.zeros(0, bool)
+            self._index, self._recent = (ids[last], seqs[last], oks[last]), []
+        return self._index
 
     def succeeded_among(self, run_ids: np.ndarray) -> np.ndarray:
         """Which of the given runs the store holds as succeeded (a bool mask in their order)."""
-        done = np.zeros(len(run_ids), dtype=bool)
-        if self.meta("format") is None or not len(run_ids):
-            return done
-        self._probe(run_ids)
-        rows = self.db.execute("SELECT probe.position FROM probe JOIN runs ON runs.id = probe.id "
-                               "WHERE runs.status = 'ok'").fetchall()
-        done[np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))] = True
-        return done
+        return self.locate(run_ids)[1]
 
-    def read(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(found, ok, values) for the given runs, in their order; values NaN where absent."""
-        found = np.zeros(len(run_ids), dtype=bool)
-        values = np.full((len(run_ids), len(self.quantities)), np.nan)
-        if self.meta("format") is None or not len(run_ids):
-            return found, found.copy(), values
-        self._probe(run_ids)
-        columns = "".join(f", runs.{quote(q)}" for q in self.quantities)
-        rows = self.db.execute(f"SELECT probe.position, runs.status = 'ok'{columns} FROM probe "
-                               "JOIN runs ON runs.id = probe.id").fetchall()
-        table = np.array(rows, dtype=float).reshape(len(rows), 2 + len(self.quantities))
-        position = table[:, 0].astype(np.int64)
-        found[position] = True
-        ok = found.copy()
-        ok[position] = table[:, 1] == 1
-        values[position] = table[:, 2:]
-        return found, ok, values
+    def read(self, run_ids: np.ndarray, inputs: np.ndarray | None = None) -> RunTable:
+        """The given runs in their order (not found where the store has none); their inputs
+        are the given ones, or else the stored ones."""
+        run_ids = np.asarray(run_ids, dtype=np.int64)
+        seq, _ = self.locate(run_ids)
+        where = np.flatnonzero(seq > 0)
+        stored = inputs is None
+        if stored:
+            inputs = np.full((len(run_ids), len(self.parameters)), np.nan)
+        table = RunTable.blank(run_ids, inputs, len(self.quantities))
+        if len(where):
+            rows = self._select("runs.seq", "runs WHERE seq IN (SELECT value FROM json_each(?))",
+                                (json.dumps(seq[where].tolist()),))
+            part = rows.table.take(np.searchsorted(rows.key, seq[where]))
+            table.put(where, part)
+            if stored:
+                table.inputs[where] = part.inputs
+        return table
 
-    def _probe(self, run_ids: np.ndarray) -> None:
-        """Fill the temporary table `probe` with (position, id) of the given runs."""
-        self._fill_temporary("probe", 0, run_ids, clear=True)
-
-    def _fill_temporary(self, table: str, start: int, run_ids: np.ndarray, clear: bool) -> None:
-        self.db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} "
-                        "(position INTEGER PRIMARY KEY, id INTEGER)")
-        self.db.execute("BEGIN")
-        try:
-            if clear:
-                self.db.execute(f"DELETE FROM {table}")
-            self.db.executemany(f"INSERT INTO {table} VALUES (?, ?)",
-                                zip(range(start, start + len(run_ids)), np.asarray(run_ids).tolist()))
-        finally:
-            self.db.execute("COMMIT")
+    def _select(self, key: str, source: str, arguments: tuple) -> "_Rows":
+        """Rows of runs from an SQL source (runs, or a join with it), each with a key column."""
+        columns = "".join(f", runs.{quote(c)}" for c in self.parameters + self.quantities)
+        rows = self.db.execute(
+            f"SELECT {key}, runs.id, runs.status = 'ok', runs.error, runs.duration, "
+            f"runs.worker{columns} FROM {source}", arguments).fetchall()
+        return _Rows.of(rows, len(self.parameters), len(self.quantities))
 
     def add_planned(self, start: int, run_ids: np.ndarray) -> None:
         """Register a slice of the study's plan (positions start, start+1, ...) for the reads
-        that span the whole plan: chunks, order statistics, ranks and runs.csv."""
-        self._fill_temporary("planned", start, run_ids, clear=start == 0)
+        that span a plan too big for memory: chunks, order statistics and ranks."""
+        seq, _ = self.locate(run_ids)
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS planned "
+                        "(position INTEGER PRIMARY KEY, seq INTEGER)")
+        self.db.execute("BEGIN")
+        try:
+            if start == 0:
+                self.db.execute("DELETE FROM planned")
+            self.db.executemany("INSERT INTO planned VALUES (?, ?)",
+                                zip(range(start, start + len(seq)), seq.tolist()))
+        finally:
+            self.db.execute("COMMIT")
 
-    def read_planned(self, start: int, stop: int, parameters: list[str]) -> tuple[np.ndarray, ...]:
-        """(ok, inputs, values) of planned positions [start, stop), in plan order."""
-        columns = "".join(f", runs.{quote(c)}" for c in parameters + self.quantities)
-        rows = self.db.execute(f"SELECT planned.position, runs.status = 'ok'{columns} FROM planned "
-                               "JOIN runs ON runs.id = planned.id WHERE planned.position >= ? "
-                               "AND planned.position < ?", (start, stop)).fetchall()
-        width = 2 + len(parameters) + len(self.quantities)
-        table = np.array(rows, dtype=float).reshape(len(rows), width)
-        n = stop - start
-        ok = np.zeros(n, dtype=bool)
-        data = np.full((n, width - 2), np.nan)
-        where = table[:, 0].astype(np.int64) - start
-        ok[where] = table[:, 1] == 1
-        data[where] = table[:, 2:]
-        return ok, data[:, :len(parameters)], data[:, len(parameters):]
+    def read_planned(self, start: int, stop: int) -> RunTable:
+        """The planned positions [start, stop), in plan order (inputs NaN where absent)."""
+        table = RunTable.blank(np.zeros(stop - start, np.int64),
+                               np.full((stop - start, len(self.parameters)), np.nan),
+                               len(self.quantities))
+        rows = self._select("planned.position", "planned JOIN runs ON runs.seq = planned.seq "
+                            "WHERE planned.position >= ? AND planned.position < ?", (start, stop))
+        where = rows.key - start
+        table.put(where, rows.table)
+        table.ids[where] = rows.table.ids
+        table.inputs[where] = rows.table.inputs
+        return table
+
+    def planned_succeeded(self) -> int:
+        return self.db.execute("SELECT count(*) FROM planned JOIN runs ON runs.seq = planned.seq "
+                               "WHERE runs.status = 'ok'").fetchone()[0]
 
     def sorted_planned(self, quantity: str) -> Iterator[float]:
         """The finite values of a quantity over the planned, succeeded runs, in increasing order."""
         column = f"runs.{quote(quantity)}"
-        cursor = self.db.execute(f"SELECT {column} FROM planned JOIN runs ON runs.id = planned.id "
+        cursor = self.db.execute(f"SELECT {column} FROM planned JOIN runs ON runs.seq = planned.seq "
                                  f"WHERE runs.status = 'ok' AND {column} IS NOT NULL ORDER BY {column}")
         while rows := cursor.fetchmany(65536):
             for (value,) in rows:
@@ -236,7 +312,7 @@ class RunStore:
         column = f"runs.{quote(quantity)}"
         row = self.db.execute(
             f"SELECT count(*), sum(ry), sum(ry * ry), {sums} FROM (SELECT {rank(quantity)} AS ry, "
-            f"{ranks} FROM planned JOIN runs ON runs.id = planned.id WHERE runs.status = 'ok' "
+            f"{ranks} FROM planned JOIN runs ON runs.seq = planned.seq WHERE runs.status = 'ok' "
             f"AND {column} IS NOT NULL)").fetchone()
         n, sy, syy = row[:3]
         return {p: (n, row[3 + 3 * j], sy, row[4 + 3 * j], syy, row[5 + 3 * j])
@@ -255,23 +331,28 @@ class RunStore:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {status: count for status, count in rows}
 
-    def columns(self) -> list[str]:
-        return [row[1] for row in self.db.execute("PRAGMA table_info(runs)")]
 
-    def export_csv(self, path: Path, chunk: int = 20000) -> None:
-        """runs.csv: the planned runs in plan order (every run when none is planned), streamed."""
-        planned = self.db.execute("SELECT count(*) FROM temp.sqlite_master WHERE name = 'planned'"
-                                  ).fetchone()[0]
-        with open(path, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["run", *self.columns()])
-            if not planned:
-                cursor = self.db.execute("SELECT rowid - 1, * FROM runs ORDER BY rowid")
-            else:
-                cursor = self.db.execute("SELECT planned.position, runs.* FROM planned "
-                                         "JOIN runs ON runs.id = planned.id ORDER BY planned.position")
-            while rows := cursor.fetchmany(chunk):
-                writer.writerows(rows)
+_EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
+
+
+@dataclass
+class _Rows:
+    """Rows read from the runs table: their key (seq, or plan position) and a RunTable of them."""
+
+    key: np.ndarray
+    table: RunTable
+
+    @classmethod
+    def of(cls, rows: list[tuple], parameters: int, quantities: int) -> "_Rows":
+        n = len(rows)
+        columns = list(zip(*rows)) if n else [()] * (6 + parameters + quantities)
+        numbers = np.array(columns[6:], dtype=float).reshape(parameters + quantities, n).T
+        table = RunTable(ids=np.array(columns[1], dtype=np.int64), found=np.ones(n, bool),
+                         ok=np.array(columns[2], dtype=bool),
+                         errors=objects(columns[3]), duration=np.array(columns[4], dtype=float),
+                         worker=objects(columns[5]),
+                         inputs=numbers[:, :parameters], values=numbers[:, parameters:])
+        return cls(np.array(columns[0], dtype=np.int64), table)
 
 
 class _Transaction:

@@ -1,0 +1,114 @@
+"""Runs as columns: what the store reads back, what a plan collects in memory, what runs.csv is.
+
+Columns rather than rows, so that a study of a million runs costs numpy operations, not a
+million Python tuples; runs.csv is formatted column by column for the same reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+CSV_FIXED = ("run", "id", "status", "error", "duration", "worker")
+
+
+@dataclass
+class RunTable:
+    """Some runs: identity, whether recorded and succeeded, error, timing, inputs and values."""
+
+    ids: np.ndarray  # int64 (n,)
+    found: np.ndarray  # bool: the store holds a record of the run
+    ok: np.ndarray  # bool: ... and it succeeded
+    errors: np.ndarray  # object (n,): str or None
+    duration: np.ndarray  # float (n,): seconds per run of its batch
+    worker: np.ndarray  # object (n,): str or None
+    inputs: np.ndarray  # (n, parameters)
+    values: np.ndarray  # (n, quantities), NaN where failed or absent
+
+    @classmethod
+    def blank(cls, ids: np.ndarray, inputs: np.ndarray, quantities: int) -> "RunTable":
+        """Runs with nothing recorded yet."""
+        n = len(ids)
+        return cls(ids=np.asarray(ids, dtype=np.int64), found=np.zeros(n, bool),
+                   ok=np.zeros(n, bool), errors=np.full(n, None, dtype=object),
+                   duration=np.full(n, np.nan), worker=np.full(n, None, dtype=object),
+                   inputs=np.asarray(inputs, dtype=float).reshape(n, -1),
+                   values=np.full((n, quantities), np.nan))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, rows: np.ndarray) -> "RunTable":
+        """The given rows, as a table of their own."""
+        return RunTable(self.ids[rows], self.found[rows], self.ok[rows], self.errors[rows],
+                        self.duration[rows], self.worker[rows], self.inputs[rows],
+                        self.values[rows])
+
+    def put(self, rows: np.ndarray, other: "RunTable") -> None:
+        """Copy the runs of `other` into the given rows of this table."""
+        if self.values.shape[1] != other.values.shape[1]:  # quantities named by the first batch
+            self.values = np.full((len(self), other.values.shape[1]), np.nan)
+        self.found[rows] = other.found
+        self.ok[rows] = other.ok
+        self.errors[rows] = other.errors
+        self.duration[rows] = other.duration
+        self.worker[rows] = other.worker
+        self.values[rows] = other.values
+
+
+def objects(items) -> np.ndarray:
+    """A 1-d object array of the given items (strings, None), whatever they are."""
+    items = list(items)
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
+
+
+def write_csv(path: Path, parameters: list[str], quantities: list[str],
+              tables: Iterable[tuple[int, RunTable]]) -> None:
+    """runs.csv: one row per recorded run, `run` being its position in the plan."""
+    with open(path, "w", newline="") as handle:
+        handle.write(",".join(csv_field(c) for c in (*CSV_FIXED, *parameters, *quantities)) + "\r\n")
+        for start, table in tables:
+            kept = np.flatnonzero(table.found)
+            if not len(kept):
+                continue
+            columns = [
+                list(map(str, (kept + start).tolist())),
+                list(map(str, table.ids[kept].tolist())),
+                np.where(table.ok[kept], "ok", "failed").tolist(),
+                [csv_field(e) if e is not None else "" for e in table.errors[kept].tolist()],
+                few_values(table.duration[kept], float_text),
+                few_values(table.worker[kept], lambda w: "" if w is None else csv_field(str(w))),
+                *(float_column(column) for column in table.inputs[kept].T),
+                *(float_column(column) for column in table.values[kept].T),
+            ]
+            handle.write("\r\n".join(map(",".join, zip(*columns))) + "\r\n")
+
+
+def float_column(values: np.ndarray) -> list[str]:
+    """Floats as Python writes them (shortest round-trip form); NaN as an empty field."""
+    text = list(map(float.__repr__, values.tolist()))
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        text[i] = ""
+    return text
+
+
+def float_text(value: float) -> str:
+    return "" if value != value else repr(float(value))
+
+
+def few_values(values: np.ndarray, text) -> list[str]:
+    """A column with few distinct values (a batch's duration or worker): each formatted once."""
+    cache: dict = {}
+    return [cache[v] if v in cache else cache.setdefault(v, text(v)) for v in values.tolist()]
+
+
+def csv_field(text: str) -> str:
+    """One CSV field, quoted as Python's csv module does when it holds a comma, quote or newline."""
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
