@@ -247,7 +247,10 @@ class Runner:
             if self.executor is None:
                 self.executor = start_executor(scheduler, settings.workers)
             executor = self.executor
-        dispatch(executor, plan, self.job, list(plan.batches(pending, batch)), recorder, settings)
+        guided = settings.batch_size == "auto" and executor.workers > 1
+        smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
+        batches = split_batches(pending, batch, executor.workers if guided else 0, smallest)
+        dispatch(executor, plan, self.job, batches, recorder, settings)
 
 
 def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder) -> tuple[float, int]:
@@ -264,6 +267,20 @@ def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder) -> 
         used += len(rows)
         size = min(size * 4, MAX_BATCH)
     return per_run, used
+
+
+def split_batches(rows: np.ndarray, size: int, workers: int = 0, smallest: int = 1) -> list[np.ndarray]:
+    """Consecutive batches of at most `size` rows. For several workers they shrink towards the
+    end (guided self-scheduling, never below `smallest`), so that the workers finish together
+    instead of one of them running a last full batch alone."""
+    batches, start = [], 0
+    while start < len(rows):
+        step = size
+        if workers:
+            step = max(min(size, smallest), min(size, math.ceil((len(rows) - start) / (2 * workers))))
+        batches.append(rows[start:start + step])
+        start += step
+    return batches
 
 
 def choose_batch_size(seconds_per_run: float, remaining: int, workers: int) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
@@ -90,11 +89,6 @@ class Plan:
         for name, value in self.fixed.items():
             inputs[name] = np.full(n, value)
         return inputs
-
-    def batches(self, rows: np.ndarray, size: int) -> Iterator[np.ndarray]:
-        """The given row indices in consecutive chunks of at most `size`."""
-        for start in range(0, len(rows), size):
-            yield rows[start:start + size]
 
 
 def make_plan(design: Design, fixed: dict[str, float], context: dict) -> Plan:

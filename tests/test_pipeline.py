@@ -226,3 +226,21 @@ def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypa
             assert got["correlations"][p] == pytest.approx(rho, abs=1e-12)
     same = ["run", "id", "status", "a", "b", "c", "y", "a2"]
     assert chunked.runs[same].equals(whole.runs[same])  # runs.csv: from the store / from memory
+
+
+def test_batches_shrink_towards_the_end_so_workers_finish_together():
+    from studyrun.execute import split_batches
+
+    rows = np.arange(450)
+    fixed = split_batches(rows, 25)
+    assert [len(b) for b in fixed] == [25] * 18
+    guided = split_batches(rows, 25, workers=2, smallest=3)
+    assert np.array_equal(np.concatenate(guided), rows)  # every row once, in order
+    sizes = [len(b) for b in guided]
+    assert max(sizes) == 25 and sizes == sorted(sizes, reverse=True)
+    # the last batches hold at most a quarter of what remains, down to `smallest`
+    left = 450
+    for size in sizes:
+        assert size <= max(3, -(-left // 4))
+        left -= size
+    assert sizes[-2:] == [3, 3]
