@@ -39,6 +39,14 @@ class RunTable:
                    inputs=np.asarray(inputs, dtype=float).reshape(n, -1),
                    values=np.full((n, quantities), np.nan))
 
+    @classmethod
+    def concat(cls, tables: list["RunTable"], parameters: int, quantities: int) -> "RunTable":
+        """One table of the rows of several."""
+        tables = [cls.blank(np.zeros(0, np.int64), np.zeros((0, parameters)), quantities), *tables]
+        return cls(*(np.concatenate([getattr(t, name) for t in tables])
+                     for name in ("ids", "found", "ok", "errors", "duration", "worker", "inputs",
+                                  "values")))
+
     def __len__(self) -> int:
         return len(self.ids)
 

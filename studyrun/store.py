@@ -253,10 +253,16 @@ class RunStore:
     def _select(self, key: str, source: str, arguments: tuple) -> "_Rows":
         """Rows of runs from an SQL source (runs, or a join with it), each with a key column."""
         columns = "".join(f", runs.{quote(c)}" for c in self.parameters + self.quantities)
-        rows = self.db.execute(
+        cursor = self.db.execute(
             f"SELECT {key}, runs.id, runs.status = 'ok', runs.error, runs.duration, "
-            f"runs.worker{columns} FROM {source}", arguments).fetchall()
-        return _Rows.of(rows, len(self.parameters), len(self.quantities))
+            f"runs.worker{columns} FROM {source}", arguments)
+        parts = [_Rows.of(rows, len(self.parameters), len(self.quantities))  # a slice at a time:
+                 for rows in iter(lambda: cursor.fetchmany(65536), [])]     # rows cost ~300 B
+        if len(parts) == 1:
+            return parts[0]
+        return _Rows(np.concatenate([p.key for p in parts] + [np.zeros(0, np.int64)]),
+                     RunTable.concat([p.table for p in parts], len(self.parameters),
+                                     len(self.quantities)))
 
     def add_planned(self, start: int, run_ids: np.ndarray) -> None:
         """Register a slice of the study's plan (positions start, start+1, ...) for the reads

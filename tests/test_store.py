@@ -103,17 +103,18 @@ def test_a_store_of_format_1_is_upgraded_and_its_runs_reused(moody, tmp_path):
 def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
     from studyrun.store import Batch, RunStore
 
-    ids = np.random.default_rng(1).integers(-2**63, 2**63 - 1, 1000)
+    n = 70_000  # more than one slice of rows read at a time
+    ids = np.random.default_rng(1).integers(-2**63, 2**63 - 1, n)
     with RunStore.open(tmp_path / "runs.sqlite") as store:
         store.prepare(["a"], ["y"])
-        for part in np.array_split(np.arange(1000), 7):
+        for part in np.array_split(np.arange(n), 7):
             store.write(Batch(ids=ids[part], ok=part % 3 > 0, errors=[None] * len(part),
                               inputs=part[:, None] * 1.0, values=part[:, None] * 2.0,
                               duration=0.1, worker="w"))
-        assert (store.succeeded_among(ids) == (np.arange(1000) % 3 > 0)).all()
+        assert (store.succeeded_among(ids) == (np.arange(n) % 3 > 0)).all()
     with RunStore.open(tmp_path / "runs.sqlite") as store:
-        order = np.random.default_rng(2).permutation(1000)
+        order = np.random.default_rng(2).permutation(n)
         table = store.read(np.r_[ids[order], 12345])
-        assert (table.found == np.r_[np.ones(1000, bool), False]).all()
+        assert (table.found == np.r_[np.ones(n, bool), False]).all()
         assert (table.values[:-1, 0] == 2.0 * order).all() and (table.inputs[:-1, 0] == order).all()
         assert (table.ok[:-1] == (order % 3 > 0)).all()
