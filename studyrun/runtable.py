@@ -33,10 +33,11 @@ class RunTable:
     def blank(cls, ids: np.ndarray, inputs: np.ndarray, quantities: int) -> "RunTable":
         """Runs with nothing recorded yet."""
         n = len(ids)
+        inputs = np.asarray(inputs, dtype=float)
         return cls(ids=np.asarray(ids, dtype=np.int64), found=np.zeros(n, bool),
                    ok=np.zeros(n, bool), errors=np.full(n, None, dtype=object),
                    duration=np.full(n, np.nan), worker=np.full(n, None, dtype=object),
-                   inputs=np.asarray(inputs, dtype=float).reshape(n, -1),
+                   inputs=inputs if inputs.ndim == 2 else inputs.reshape(n, -1),
                    values=np.full((n, quantities), np.nan))
 
     @classmethod
