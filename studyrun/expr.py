@@ -262,17 +262,19 @@ Closure = Callable[[Env], Any]
 
 
 class _Const:
-    """Marks a folded constant so parents can fold further and pick fast paths."""
+    """Marks a folded constant so parents can fold further and pick fast paths: a float, or an
+    array of values per run when names are fixed by :meth:`Expr.bind`."""
 
     __slots__ = ("value",)
 
-    def __init__(self, value: float):
-        self.value = value
+    def __init__(self, value: Any):
+        self.value = value if np.ndim(value) else float(value)
 
 
 class _Compiler:
-    def __init__(self, text: str, functions: Mapping[str, FunctionDef]):
-        self.text, self.functions = text, functions
+    def __init__(self, text: str, functions: Mapping[str, FunctionDef],
+                 fixed: Mapping[str, Any] | None = None):
+        self.text, self.functions, self.fixed = text, functions, fixed or {}
 
     def compile(self, node: ast.AST) -> Closure | _Const:
         method = getattr(self, "compile_" + type(node).__name__)
@@ -281,8 +283,10 @@ class _Compiler:
     def compile_Constant(self, node: ast.Constant) -> _Const:
         return _Const(float(node.value))
 
-    def compile_Name(self, node: ast.Name) -> Closure:
+    def compile_Name(self, node: ast.Name) -> Closure | _Const:
         name, text = node.id, self.text
+        if name in self.fixed:
+            return _Const(self.fixed[name])
 
         def read(env: Env) -> Any:
             try:
@@ -305,8 +309,8 @@ class _Compiler:
         ufunc = _BINOPS[type(node.op)]
         if isinstance(left, _Const) and isinstance(right, _Const):
             with np.errstate(all="ignore"):
-                return _Const(float(ufunc(left.value, right.value)))
-        if ufunc is np.power and isinstance(right, _Const):
+                return _Const(ufunc(left.value, right.value))
+        if ufunc is np.power and isinstance(right, _Const) and isinstance(right.value, float):
             special = {2.0: np.square, 0.5: np.sqrt, 1.0: None}
             if right.value in special:
                 fast = special[right.value]
@@ -332,7 +336,7 @@ class _Compiler:
             return result.astype(np.float64) if isinstance(result, np.ndarray) else float(result)
 
         if all(isinstance(o, _Const) for o in operands):
-            return _Const(float(compare({})))
+            return _Const(compare({}))
         return compare
 
     def compile_Call(self, node: ast.Call) -> Closure | _Const:
@@ -341,7 +345,7 @@ class _Compiler:
         impl = fdef.impl
         if not fdef.takes_time and all(isinstance(a, _Const) for a in args):
             with np.errstate(all="ignore"):
-                return _Const(float(impl(*(a.value for a in args))))
+                return _Const(impl(*(a.value for a in args)))
         getters = [(lambda env, c=a.value: c) if isinstance(a, _Const) else a for a in args]
         if fdef.takes_time:
             text = self.text
@@ -392,6 +396,17 @@ class Expr:
 
     def __call__(self, env: Env) -> Any:
         return self._fn(env)
+
+    def bind(self, fixed: Mapping[str, Any]) -> Closure:
+        """This expression as a closure with the names in ``fixed`` set to their values (floats
+        or arrays of one value per run): the parts that read only fixed names are computed once,
+        here, instead of at every call; the rest gives the same values as the expression."""
+        functions = {**BUILTINS, **(self._extra or {})}
+        fn = _Compiler(self.text, functions, fixed).compile(self.tree.body)
+        if isinstance(fn, _Const):
+            value = fn.value
+            return lambda env: value
+        return fn
 
     def __reduce__(self):
         # Closures do not pickle; re-parse on the other side (extra functions must pickle).

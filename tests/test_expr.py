@@ -274,3 +274,21 @@ def test_constant_subtrees_are_folded():
     e = parse("x * (2 ** 10 + sqrt(16))")
     assert e({"x": 1.0}) == 1028.0
     assert parse("max(2, 3) * pulse(0, 1)").constant is None  # the clock is never folded
+
+
+def test_bound_names_are_computed_once_with_the_same_values():
+    calls = []
+
+    def g(v):
+        calls.append(1)
+        return np.sqrt(v)
+
+    e = parse("g(a * b) * x + if_then_else(a > 1, c, -c) - a / x", {"g": FunctionDef("g", 1, 1, g)})
+    fixed = {"a": np.array([0.5, 1.5, 2.5]), "b": np.array([2.0, 3.0, 4.0]), "c": 7.0}
+    bound = e.bind(fixed)
+    assert len(calls) == 1  # g(a * b) computed at binding, not at each call
+    for x in (np.array([1.0, 2.0, 3.0]), np.array([0.1, -4.0, 1e300])):
+        np.testing.assert_array_equal(bound({"x": x}), e({**fixed, "x": x}))
+    assert len(calls) == 3  # the unbound expression's own two calls
+    np.testing.assert_array_equal(parse("a * b + 1").bind(fixed)({}), fixed["a"] * fixed["b"] + 1)
+    assert parse("x ** 2").bind({"x": 3.0})({}) == 9.0

@@ -296,3 +296,36 @@ def test_adaptive_ensemble_of_10000_logistic_members_is_fast():
     elapsed = wallclock.perf_counter() - start
     assert all(e is None for e in out.errors)
     assert elapsed < 15
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_fixed_steps_equal_the_plain_loop_with_states_as_rates_and_constant_auxiliaries(method):
+    # x' = -c y, y' = x: a rate is another state, updated in place; c reads constants only
+    model = spec(states={"x": 1, "y": 0}, rates={"x": "-c * y", "y": "x"},
+                 auxiliaries={"c": "k * k", "energy": "y ** 2 + c * x ** 2"},
+                 constants={"k": 2.0}, method=method, time={"start": 0, "stop": 1, "step": 0.25,
+                                                              "dt": 0.125})
+    k = np.array([1.0, 2.0, 3.0])
+    out = model.build(Path(".")).integrate({"k": k})
+
+    def rates(s):
+        return np.array([-(k * k) * s[1], s[0]])
+
+    s, dt, saved = np.array([np.ones(3), np.zeros(3)]), 0.125, []
+    for step in range(9):
+        if step % 2 == 0:
+            saved.append(s.copy())
+        a = rates(s)
+        if method == "euler":
+            s = s + dt * a
+        else:
+            b = rates(s + 0.5 * dt * a)
+            c = rates(s + 0.5 * dt * b)
+            d = rates(s + dt * c)
+            s = s + (dt / 6.0) * (a + 2.0 * (b + c) + d)
+    saved = np.array(saved)  # (T, 2, 3)
+    np.testing.assert_array_equal(out.series["x"], saved[:, 0].T)
+    np.testing.assert_array_equal(out.series["y"], saved[:, 1].T)
+    np.testing.assert_array_equal(out.series["c"], np.repeat((k * k)[:, None], 5, axis=1))
+    np.testing.assert_array_equal(out.series["energy"],
+                                  (saved[:, 1] ** 2 + k * k * saved[:, 0] ** 2).T)

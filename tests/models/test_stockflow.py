@@ -164,3 +164,16 @@ def test_every_model_file_validates_and_runs(path):
     assert set(out.series) == model.output_names()
     for series in out.series.values():
         assert series.shape == (2, len(out.time)) and np.isfinite(series).all()
+
+
+@pytest.mark.parametrize("x, y", [([0, 1], [1, 0]), ([0.3, 3], [0.3, 0.7]),
+                                  ([1e-3, 7.1], [-5.3, 1e6]), ([-2, -1], [3, 3])])
+def test_two_point_lookups_equal_np_interp_bit_for_bit(x, y):
+    from studyrun.models.equations import Lookup
+
+    table = Lookup(x, y)
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.uniform(x[0] - 1, x[1] + 1, 5000), np.linspace(*x, 1001),
+                             [np.nan, np.inf, -np.inf, x[0], x[1]]])
+    np.testing.assert_array_equal(table(values), np.interp(values, x, y))  # large batch
+    np.testing.assert_array_equal([table(v) for v in values[:50]], np.interp(values[:50], x, y))
