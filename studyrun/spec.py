@@ -88,7 +88,7 @@ class Study(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=200,
                       description="identifier; results go to results/<name>/")
     description: str = ""
     seed: NonNegativeInt = Field(0, description="every random choice derives from this")

@@ -307,6 +307,9 @@ def _value_message(loc: _Located) -> str:
         limit = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
         return (f"expected {'at least' if kind == 'too_short' else 'at most'} {limit} "
                 f"item{'s' if limit != 1 else ''}, got {ctx.get('actual_length')}")
+    if kind == "string_too_long":
+        return (f"must be at most {ctx.get('max_length')} characters long, got "
+                f"{len(str(found))} characters")
     if kind == "string_pattern_mismatch":
         return f"must match the pattern {ctx.get('pattern')}, got {describe(found)}"
     if kind == "string_type" and found is not None and not isinstance(found, (dict, list)):

@@ -117,3 +117,13 @@ def test_infinite_or_nan_times_are_located(tmp_path, time):
     `step: .nan` ValueError in the time grid check, out of validate."""
     error = load_error(tmp_path, GOOD.replace("{start: 0, stop: 1, step: 0.5}", time))
     assert all(p.path.startswith("model.time") for p in error.problems), str(error)
+
+
+def test_a_study_name_too_long_for_a_folder_is_located(tmp_path):
+    """Regression: a 300-character name validated, then the results folder could not be made."""
+    name = "a" * 300
+    error = load_error(tmp_path, GOOD.replace("name: good", f"name: {name}", 1))
+    (problem,) = error.problems
+    assert problem.path == "name"
+    assert problem.line == 1 and problem.message == (
+        "must be at most 200 characters long, got 300 characters")
