@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from ..params import map_unit, sample_unit, sample_unit_chunks
+from ..report.figures import shown_rows
 from ..report.markdown import table
 from .base import AnalysisSpec, Design, Outcome
 
@@ -176,12 +177,15 @@ def draw_distributions(outcome: Outcome, figures) -> list[str]:
         if not keep.any():
             continue
         fig, ax = figures.new()
-        ax.hist(values[keep], bins=min(50, max(10, int(np.sqrt(keep.sum())))), color="steelblue")
+        # One filled outline instead of a patch per bar: the same picture, cheaper to draw.
+        ax.hist(values[keep], bins=min(50, max(10, int(np.sqrt(keep.sum())))), color="steelblue",
+                histtype="stepfilled")
         ax.set(xlabel=q, ylabel="runs", title=f"Distribution of {q}")
         lines += [figures.save(fig, f"hist-{q}", f"Distribution of {q}"), ""]
         if names:
             fig, axes = figures.new(1, len(names), size=(3.2 * len(names), 3.2))
-            shown = np.flatnonzero(keep)[:5000]
+            kept = np.flatnonzero(keep)
+            shown = kept[shown_rows(len(kept), prefix=True)]
             for j, (ax, p) in enumerate(zip(np.ravel(axes), names)):
                 ax.scatter(outcome.design.matrix[shown, j], values[shown], s=4, alpha=0.5)
                 ax.set(xlabel=p, ylabel=q if j == 0 else "")

@@ -77,7 +77,7 @@ class Sweep(AnalysisSpec):
         names = outcome.design.names
         quantities = list(analysis["results"])
         rows = [[*row, *(analysis["results"][q]["values"][i] for q in quantities)]
-                for i, row in enumerate(outcome.design.matrix.tolist()[:200])]
+                for i, row in enumerate(outcome.design.matrix[:200].tolist())]
         lines = ["## Sweep", "", table([*names, *quantities], rows), ""]
         if outcome.design.matrix.shape[0] > 200:
             lines += [f"(first 200 of {outcome.design.matrix.shape[0]} runs; all are in runs.csv)", ""]
@@ -87,17 +87,24 @@ class Sweep(AnalysisSpec):
 
 
 def draw_lines(outcome: Outcome, analysis, figures) -> list[str]:
-    """Each quantity against the first parameter, one line per combination of the others."""
+    """Each quantity against the first parameter, one line per combination of the others (the
+    first 12 combinations met in run order)."""
     lines = []
     x = outcome.design.matrix[:, 0]
     others = outcome.design.matrix[:, 1:]
-    keys = [tuple(row) for row in others.tolist()]
+    if others.shape[1]:
+        combos, first, group = np.unique(others, axis=0, return_index=True, return_inverse=True)
+        group = group.reshape(-1)
+        shown = np.argsort(first, kind="stable")[:12]
+    else:
+        combos, group, shown = np.zeros((1, 0)), np.zeros(len(x), dtype=int), np.zeros(1, dtype=int)
+    masks = [group == g for g in shown]
+    labels = [", ".join(f"{n}={v:g}" for n, v in zip(outcome.design.names[1:], combos[g].tolist()))
+              for g in shown]
     for q, result in analysis["results"].items():
-        y = np.array([np.nan if v is None else v for v in result["values"]])
+        y = np.array(result["values"], dtype=float)  # None (a failed run) becomes NaN
         fig, ax = figures.new()
-        for key in list(dict.fromkeys(keys))[:12]:
-            mask = np.array([k == key for k in keys])
-            label = ", ".join(f"{n}={v:g}" for n, v in zip(outcome.design.names[1:], key))
+        for mask, label in zip(masks, labels):
             ax.plot(x[mask], y[mask], marker="o", label=label or None)
         ax.set(xlabel=outcome.design.names[0], ylabel=q, title=f"{q} across the sweep")
         if others.shape[1]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...report.figures import shown_rows
 from ...report.markdown import table
 
 RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"]
@@ -177,14 +178,15 @@ def draw_mcmc(results: dict, figures) -> list[str]:
     if len(names) > 1:
         pairs = {n: np.concatenate([c[int(mc["burnin"] / mc.get("thin", 1)):] for c in trace[n]])
                  for n in names}
+        shown = shown_rows(len(pairs[names[0]]))  # every draw, or a fixed sample of 5000
         fig, axes = figures.new(len(names), len(names), size=(2.6 * len(names), 2.6 * len(names)))
         for i, a in enumerate(names):
             for j, b in enumerate(names):
                 ax = axes[i][j]
                 if i == j:
-                    ax.hist(pairs[a], bins=30, color="steelblue")
+                    ax.hist(pairs[a], bins=30, color="steelblue", histtype="stepfilled")
                 else:
-                    ax.plot(pairs[b], pairs[a], ".", ms=1.5, alpha=0.4)
+                    ax.plot(pairs[b][shown], pairs[a][shown], ".", ms=1.5, alpha=0.4)
                 ax.set(xlabel=b if i == len(names) - 1 else "", ylabel=a if j == 0 else "")
         lines += [figures.save(fig, "mcmc-pairs", "Posterior pairs"), ""]
     return lines

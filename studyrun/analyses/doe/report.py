@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...report.figures import shown_rows
 from ...report.markdown import format_number, table
 from .interpret import rank_factors
 from .surface import parse_term
@@ -210,7 +211,9 @@ def write_pareto(front: dict[str, Any], outcome: Any, figures: Any) -> str:
         a, b = quantities[:2]
         fig, ax = figures.new(size=(5, 4))
         if outcome is not None:
-            ax.plot(outcome.values[a], outcome.values[b], "o", color="0.7", ms=4, label="runs")
+            shown = shown_rows(len(outcome.values[a]))  # all runs, or a fixed sample of 5000
+            ax.plot(outcome.values[a][shown], outcome.values[b][shown], "o", color="0.7", ms=4,
+                    label="runs")
         order = np.argsort(front["values"][a])
         ax.plot(np.array(front["values"][a])[order], np.array(front["values"][b])[order], "o-",
                 color="C3", label="Pareto front")

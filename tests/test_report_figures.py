@@ -1,0 +1,229 @@
+"""The report's figures: laid out exactly as tight_layout lays them out, drawn without pyplot,
+and bounded in what they draw whatever the number of runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from studyrun.analyses.base import Design, Outcome
+from studyrun.report.figures import (
+    SCATTER_POINTS,
+    Figures,
+    grid_layout,
+    lay_out,
+    shown_rows,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PARAMS = ("left", "right", "bottom", "top", "wspace", "hspace")
+
+
+def hist_with_title(figures):
+    fig, ax = figures.new()
+    ax.hist(np.random.default_rng(1).normal(800, 90, 1000), bins=30, histtype="stepfilled")
+    ax.set(xlabel="final_area", ylabel="runs", title="Distribution of final_area")
+    return fig
+
+
+def scatter_row(figures):
+    rng = np.random.default_rng(2)
+    fig, axes = figures.new(1, 3, size=(9.6, 3.2))
+    for j, ax in enumerate(np.ravel(axes)):
+        ax.scatter(rng.uniform(0.8, 1.2, 500), rng.normal(-0.002, 0.001, 500), s=4)
+        ax.set(xlabel=f"a_long_parameter_name_{j}", ylabel="y" if j == 0 else "")
+    return fig
+
+
+def bars_rotated_with_legend(figures):
+    fig, ax = figures.new(size=(9.0, 3.6))
+    x = np.arange(8)
+    ax.bar(x - 0.2, np.linspace(0, 0.6, 8), 0.4, yerr=0.05, capsize=3, label="S1")
+    ax.bar(x + 0.2, np.linspace(0.1, 0.7, 8), 0.4, label="ST")
+    ax.set_xticks(x, [f"parameter_{i}" for i in x], rotation=30)
+    ax.axhline(0.0, color="black", linewidth=0.6)
+    ax.set_title("Sobol' indices: y")
+    ax.legend()
+    return fig
+
+
+def grid_2x2(figures):
+    rng = np.random.default_rng(3)
+    fig, axes = figures.new(2, 2, size=(5.2, 5.2))
+    for i in range(2):
+        for j in range(2):
+            if i == j:
+                axes[i][j].hist(rng.gamma(2.0, 1e4, 800), bins=30)
+            else:
+                axes[i][j].plot(rng.normal(size=800), rng.normal(size=800) * 50, ".", ms=1.5)
+            axes[i][j].set(xlabel="b" if i == 1 else "", ylabel="a" if j == 0 else "")
+    return fig
+
+
+def lines_with_legend(figures):
+    fig, axes = figures.new(1, 2, size=(11.0, 3.8))
+    left, right = axes[0]
+    t = np.linspace(0, 100, 50)
+    for k in range(3):
+        left.plot(t, np.exp(-t / (10 * (k + 1))), label=f"k={k}")
+    left.legend(fontsize="small")
+    right.bar(np.arange(3), [1e5, -2e5, 3e5], width=0.4)
+    right.set_ylabel("negative and large")
+    return fig
+
+
+def bare_axes(figures):
+    fig, ax = figures.new()
+    ax.plot([0, 1], [0, 1])
+    return fig
+
+
+def annotated(figures):  # not a plain grid: matplotlib's own tight layout does it
+    fig, ax = figures.new()
+    ax.errorbar([1, 2], [3, 4], xerr=[0.1, 0.2], fmt="o")
+    ax.annotate("x1", (2, 4), textcoords="offset points", xytext=(4, 4))
+    return fig
+
+
+def with_colorbar(figures):
+    fig, ax = figures.new(size=(5.5, 4.5))
+    g = np.linspace(-1, 1, 11)
+    shown = ax.contourf(g, g, np.add.outer(g, g), levels=5)
+    fig.colorbar(shown, ax=ax, label="fitted y")
+    ax.plot([0, 1], [0, 1], "k.", clip_on=False)
+    return fig
+
+
+def offset_text(figures):
+    fig, ax = figures.new()
+    ax.plot([1e6, 1e6 + 1], [1, 2])
+    return fig
+
+
+PLAIN = [hist_with_title, scatter_row, bars_rotated_with_legend, grid_2x2, lines_with_legend,
+         bare_axes]
+OTHER = [annotated, with_colorbar, offset_text]
+
+
+def tight_params(make, tmp_path):
+    """The subplot parameters fig.tight_layout() gives."""
+    fig = make(Figures(tmp_path))
+    fig.tight_layout()
+    return {k: getattr(fig.subplotpars, k) for k in PARAMS}
+
+
+@pytest.mark.parametrize("make", PLAIN)
+def test_plain_grids_are_laid_out_as_tight_layout_lays_them_out_bit_for_bit(make, tmp_path):
+    fig = make(Figures(tmp_path))
+    lay_out(fig)
+    assert {k: getattr(fig.subplotpars, k) for k in PARAMS} == tight_params(make, tmp_path)
+
+
+@pytest.mark.parametrize("make", OTHER)
+def test_other_figures_are_laid_out_by_tight_layout(make, tmp_path):
+    fig = make(Figures(tmp_path))
+    lay_out(fig)
+    ours = {k: getattr(fig.subplotpars, k) for k in PARAMS}
+    assert ours == pytest.approx(tight_params(make, tmp_path), rel=0, abs=1e-12)
+
+
+@pytest.mark.parametrize("make", PLAIN)
+def test_plain_grids_are_measured_without_tight_layout(make, tmp_path):
+    assert grid_layout(make(Figures(tmp_path))) is not None
+
+
+@pytest.mark.parametrize("make", OTHER)
+def test_anything_else_falls_back_to_tight_layout(make, tmp_path):
+    assert grid_layout(make(Figures(tmp_path))) is None
+
+
+def test_a_saved_figure_is_the_tight_layout_one_pixel_for_pixel(tmp_path):
+    from PIL import Image
+
+    figures = Figures(tmp_path / "figures")
+    figures.save(scatter_row(figures), "ours")
+    fig = scatter_row(figures)
+    fig.tight_layout()
+    fig.savefig(tmp_path / "figures" / "theirs.png", dpi=110)
+    ours, theirs = (np.asarray(Image.open(tmp_path / "figures" / f"{n}.png")) for n in ("ours", "theirs"))
+    assert np.array_equal(ours, theirs)
+
+
+def test_shown_rows_are_bounded_sorted_and_the_same_every_time():
+    assert list(shown_rows(10, 20)) == list(range(10))
+    assert list(shown_rows(10, 4, prefix=True)) == [0, 1, 2, 3]
+    rows = shown_rows(100_000, 500)
+    assert len(rows) == 500 == len(set(rows)) and np.all(np.diff(rows) > 0)
+    assert rows.max() > 90_000  # spread over the runs, not the first 500
+    assert np.array_equal(rows, shown_rows(100_000, 500))
+
+
+class Keep(Figures):
+    """Figures that keeps what it was asked to save."""
+
+    def __init__(self, folder):
+        super().__init__(folder)
+        self.saved = {}
+
+    def save(self, fig, name, caption=""):
+        self.saved[name] = fig
+        return super().save(fig, name, caption)
+
+
+def test_montecarlo_figures_draw_the_same_whatever_the_number_of_runs(tmp_path):
+    from studyrun.analyses.montecarlo import draw_distributions
+
+    rng = np.random.default_rng(4)
+    n = 3 * SCATTER_POINTS
+    matrix = rng.uniform(size=(n, 2))
+    y = matrix @ [1.0, 2.0]
+    ok = np.ones(n, dtype=bool)
+    ok[0] = False  # a failed run is neither counted nor shown
+    figures = Keep(tmp_path / "figures")
+    lines = draw_distributions(Outcome(Design(["a", "b"], matrix), {"y": y}, ok), figures)
+    assert "![Distribution of y](figures/hist-y.png)" in lines
+    hist = figures.saved["hist-y"].axes[0]
+    assert len(hist.patches) == 1  # one filled outline, not a patch per bar
+    for ax in figures.saved["scatter-y"].axes:
+        offsets = ax.collections[0].get_offsets()
+        assert len(offsets) == SCATTER_POINTS
+        assert offsets[0][1] == y[1]  # the first runs that succeeded, in run order
+    assert (tmp_path / "figures" / "scatter-y.png").exists()
+
+
+def test_sweep_draws_one_line_per_combination_of_the_other_parameters(tmp_path):
+    from studyrun.analyses.sweep import draw_lines
+
+    grid = np.array([[a, b, c] for a in (1.0, 2.0, 3.0) for b in (0.5, 0.0) for c in (7.0, 8.0)])
+    values = (grid[:, 0] * 10 + grid[:, 2]).tolist()
+    values[1] = None  # a failed run leaves a gap
+    figures = Keep(tmp_path / "figures")
+    outcome = Outcome(Design(["a", "b", "c"], grid), {}, np.ones(len(grid), dtype=bool))
+    draw_lines(outcome, {"results": {"y": {"values": values}}}, figures)
+    lines = figures.saved["sweep-y"].axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ["b=0.5, c=7", "b=0.5, c=8", "b=0, c=7",
+                                                    "b=0, c=8"]
+    assert list(lines[0].get_xdata()) == [1.0, 2.0, 3.0]
+    assert list(lines[0].get_ydata()) == [17.0, 27.0, 37.0]
+    assert np.isnan(lines[1].get_ydata()[0])
+
+
+def test_the_report_never_imports_pyplot_and_validation_never_imports_matplotlib(tmp_path):
+    code = f"""
+import sys
+import studyrun
+from studyrun.report.figures import Figures
+studyrun.load({str(ROOT / 'studies' / 'ishigami-sobol.yaml')!r})
+assert not any(m.startswith("matplotlib") for m in sys.modules), "validation loaded matplotlib"
+figures = Figures({str(tmp_path)!r})
+fig, ax = figures.new()
+ax.plot([0, 1], [0, 1])
+figures.save(fig, "line")
+assert "matplotlib.pyplot" not in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+    assert (tmp_path / "line.png").exists()
