@@ -244,3 +244,19 @@ def test_batches_shrink_towards_the_end_so_workers_finish_together():
         assert size <= max(3, -(-left // 4))
         left -= size
     assert sizes[-2:] == [3, 3]
+
+
+def test_rank_correlations_match_scipy_and_known_answers():
+    from scipy.stats import spearmanr
+
+    from studyrun.analyses.montecarlo import Ranks
+
+    rng = np.random.default_rng(3)
+    inputs = np.column_stack([rng.uniform(size=500), rng.integers(0, 4, 500), np.full(500, 2.0)])
+    y = inputs[:, 0] ** 3  # monotone in the first input: rho exactly 1
+    noisy = inputs[:, 0] + inputs[:, 1] + rng.normal(size=500)  # with ties in the second input
+    ranks = Ranks(inputs)
+    assert ranks.spearman(y)[0] == pytest.approx(1.0, abs=1e-15)
+    assert ranks.spearman(y)[2] is None and ranks.spearman(np.ones(500)) == [None] * 3
+    for j, rho in enumerate(ranks.spearman(noisy)[:2]):
+        assert rho == pytest.approx(spearmanr(inputs[:, j], noisy).statistic, abs=1e-12)

@@ -52,11 +52,14 @@ class Montecarlo(AnalysisSpec):
                 for name, m in moments.items()}
 
     def analyse(self, outcome: Outcome, parameters) -> dict[str, Any]:
-        results = {}
+        results, ranked = {}, {}
         for name, values in outcome.values.items():
             keep = outcome.ok & np.isfinite(values)
-            results[name] = summarise(values[keep], outcome.design.matrix[keep],
-                                      outcome.design.names, self.percentiles)
+            key = np.packbits(keep).tobytes()  # quantities kept by the same runs share input ranks
+            if key not in ranked:
+                ranked[key] = Ranks(outcome.design.matrix[keep])
+            results[name] = summarise(values[keep], ranked[key], outcome.design.names,
+                                      self.percentiles)
         return results
 
     def report(self, analysis, outcome, figures) -> str:
@@ -81,7 +84,7 @@ def label(p: float) -> str:
     return f"{p:g}"
 
 
-def summarise(values: np.ndarray, inputs: np.ndarray, names: list[str], percentiles) -> dict[str, Any]:
+def summarise(values: np.ndarray, inputs: "Ranks", names: list[str], percentiles) -> dict[str, Any]:
     """Moments, extremes, percentiles and Spearman correlations of one quantity."""
     if not len(values):
         return {"n": 0, "mean": None, "std": None, "min": None, "max": None,
@@ -93,8 +96,30 @@ def summarise(values: np.ndarray, inputs: np.ndarray, names: list[str], percenti
         "min": float(np.min(values)),
         "max": float(np.max(values)),
         "percentiles": {label(p): float(v) for p, v in zip(percentiles, np.percentile(values, percentiles))},
-        "correlations": {name: spearman(inputs[:, j], values) for j, name in enumerate(names)},
+        "correlations": dict(zip(names, inputs.spearman(values))),
     }
+
+
+class Ranks:
+    """The ranks of each input column, computed once for every quantity they are compared with."""
+
+    def __init__(self, inputs: np.ndarray) -> None:
+        from scipy.stats import rankdata
+
+        self.n, self.columns = inputs.shape
+        self.ranks = rankdata(inputs, axis=0) if self.n >= 3 else None
+        self.constant = np.ptp(inputs, axis=0) == 0 if self.n else np.ones(self.columns, bool)
+
+    def spearman(self, values: np.ndarray) -> list[float | None]:
+        """Spearman's rank correlation of each input with the values; None where either side
+        is constant (or there are fewer than 3 runs)."""
+        from scipy.stats import rankdata
+
+        if self.ranks is None or np.ptp(values) == 0:
+            return [None] * self.columns
+        ry = rankdata(values)
+        return [None if self.constant[j] else float(np.corrcoef(self.ranks[:, j], ry)[0, 1])
+                for j in range(self.columns)]
 
 
 class Moments:
@@ -119,7 +144,7 @@ class Moments:
 
     def summary(self, ordered, percentiles, rank_sums, names) -> dict[str, Any]:
         if not self.n:
-            return summarise(np.zeros(0), np.zeros((0, len(names))), names, percentiles)
+            return summarise(np.zeros(0), Ranks(np.zeros((0, len(names)))), names, percentiles)
         return {"n": self.n, "mean": self.mean,
                 "std": float(np.sqrt(self.m2 / (self.n - 1))) if self.n > 1 else 0.0,
                 "min": self.low, "max": self.high,
@@ -157,15 +182,6 @@ def spearman_from_sums(n, sx, sy, sxx, syy, sxy) -> float | None:
     covariance = sxy - sx * sy / n
     spread = (sxx - sx * sx / n) * (syy - sy * sy / n)
     return float(covariance / np.sqrt(spread)) if spread > 0 else None
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman's rank correlation; None when either side is constant."""
-    from scipy.stats import rankdata
-
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    return float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
 
 
 def draw_distributions(outcome: Outcome, figures) -> list[str]:
