@@ -73,11 +73,13 @@ class DaskExecutor:
         self.name = name
         self.planned_workers = planned_workers  # a batch-system cluster's workers, once started
         self.lost = False
-        # the client logs each failed reconnection with a traceback; this executor reports a lost
-        # scheduler itself, in one line (restored on close)
-        self._client_log = logging.getLogger("distributed.client")
-        self._client_level = self._client_log.level
-        self._client_log.setLevel(logging.CRITICAL)
+        # the client logs each failed reconnection, and its batched sender each write to a
+        # closed connection, with a traceback; this executor reports a lost scheduler itself, in
+        # one line (levels restored on close)
+        self._quieted = {name: logging.getLogger(name).level
+                         for name in ("distributed.client", "distributed.batched")}
+        for name in self._quieted:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
     @property
     def workers(self) -> int:
@@ -139,7 +141,8 @@ class DaskExecutor:
             pass
         finally:
             root.setLevel(root_level)
-            self._client_log.setLevel(self._client_level)
+            for name, level in self._quieted.items():
+                logging.getLogger(name).setLevel(level)
 
 
 def default_workers() -> int:

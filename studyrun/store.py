@@ -212,9 +212,11 @@ class RunStore:
     def _merged_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The id -> (seq, ok) index, sorted by id, the latest record of an id winning."""
         if self._index is None:
-            rows = (self.db.execute("SELECT id, seq, status = 'ok' FROM runs").fetchall()
-                    if self.meta("format") is not None else [])
-            table = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+            cursor = self.db.execute("SELECT id, seq, status = 'ok' FROM runs"
+                                     if self.meta("format") is not None else "SELECT 1 WHERE 0")
+            table = np.concatenate([np.array(rows, dtype=np.int64).reshape(-1, 3)  # in slices
+                                    for rows in iter(lambda: cursor.fetchmany(65536), [])]
+                                   + [np.zeros((0, 3), np.int64)])
             loaded = (table[:, 0], table[:, 1], table[:, 2].astype(bool))
             newer = [part for part in self._recent if part[1][0] > table[:, 1].max(initial=0)]
             self._index, self._recent = _EMPTY_INDEX, [loaded, *newer]
@@ -242,8 +244,8 @@ class RunStore:
             inputs = np.full((len(run_ids), len(self.parameters)), np.nan)
         table = RunTable.blank(run_ids, inputs, len(self.quantities))
         if len(where):
-            rows = self._select("runs.seq", "runs WHERE seq IN (SELECT value FROM json_each(?))",
-                                (json.dumps(seq[where].tolist()),))
+            rows = self._select("runs.seq", "runs WHERE seq IN (SELECT value FROM json_each(?)) "
+                                "ORDER BY seq", (json.dumps(seq[where].tolist()),))
             part = rows.table.take(np.searchsorted(rows.key, seq[where]))
             table.put(where, part)
             if stored:
