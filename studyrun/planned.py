@@ -79,16 +79,17 @@ class PlannedRuns:
         """The first chunk of runs (all of them for a small design), e.g. for figures."""
         return self.whole() if not self.chunked else next(self.chunks())
 
-    def chunks(self, rows: int = CHUNK_ROWS) -> Iterator[Outcome]:
+    def chunks(self) -> Iterator[Outcome]:
         """The runs slice by slice, from the store."""
-        for start, table in self.tables(rows):
+        for start, table in self.tables():
             yield Outcome(Design(self.names, table.inputs, self.info), columns(table, self.store), table.ok)
 
-    def tables(self, rows: int = CHUNK_ROWS) -> Iterator[tuple[int, RunTable]]:
+    def tables(self) -> Iterator[tuple[int, RunTable]]:
         """(first position, runs) slice by slice: the whole table when it is in memory."""
         if not self.chunked:
             yield 0, self._table
             return
+        rows = CHUNK_ROWS
         for start in range(0, self.size, rows):
             yield start, self.store.read_planned(start, min(start + rows, self.size))
 

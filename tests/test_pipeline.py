@@ -208,13 +208,18 @@ def test_quantities_reduce_series(study_dir):
 
 def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypatch):
     import studyrun.pipeline
+    import studyrun.planned
 
     text = LINEAR_MC.replace("20000", "5000").replace("sobol", "random")
     text = text.replace("c: 4", "c: {distribution: discrete, values: [0, 1, 2]}")  # ties in ranks
     path = write_study(study_dir, text)
     whole = studyrun.run(path, study_dir / "whole")
     monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", 1024)
+    monkeypatch.setattr(studyrun.planned, "CHUNK_ROWS", 1024)
     chunked = studyrun.run(path, study_dir / "chunked")
+    report = (study_dir / "chunked" / "report.md").read_text()
+    assert "The figures show the first 1,024 runs of the design's 5,000" in report
+    assert "The figures show" not in (study_dir / "whole" / "report.md").read_text()
     assert chunked.analysis["runs"] == whole.analysis["runs"]
     for name, expected in whole.results.items():
         got = chunked.results[name]

@@ -23,6 +23,9 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     if study.quantities:
         lines += ["## Quantities", "", table(["name", "definition"],
                   [[name, f"`{text}`"] for name, text in study.quantities.items()]), ""]
+    if outcome is not None and 0 < len(outcome.ok) < runs["planned"]:
+        lines += [f"The figures show the first {len(outcome.ok):,} runs of the design's "
+                  f"{runs['planned']:,}; the tables summarise every run.", ""]
     lines += [study.analysis.report(analysis, outcome, Figures(folder / "figures")), ""]
     provenance = analysis.get("provenance", {})
     if provenance:
