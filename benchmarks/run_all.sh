@@ -9,5 +9,6 @@ python benchmarks/bench_core.py "$@"
 python benchmarks/bench_equations.py "$@"
 python benchmarks/bench_sobol.py "$@"
 python benchmarks/compare.py "$@"
+python benchmarks/bench_store.py
 python benchmarks/summarize.py
 echo "all benchmarks: $(( $(date +%s) - start )) s"
