@@ -1,0 +1,40 @@
+"""The `command` model: an external program run once per run in a private working directory.
+
+Execute step. For each run the evaluator makes `run-<id as 16 hex digits>/` under the batch's
+workdir, writes the run's parameter values there (JSON, YAML, or a text template), runs the argv
+list with `shell=False` (placeholders are filled element by element, so no value ever reaches a
+shell), and reads the results file back. Every way a run can go wrong (exit status, signal,
+timeout, missing or malformed results, program not found) is recorded on that run, never raised.
+
+Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
+
+- Placeholders in `run`: `{params_file}`, `{results_file}` (absolute paths in the run's workdir),
+  `{workdir}`, `{study_dir}` (absolute) and `{run_id}` (the 16 hex digits of the workdir name).
+  Only `{identifier}` is replaced; any other brace text is left alone; there is no escaping.
+  Programs run with the run's workdir as current directory, so refer to files of the study
+  as `"{study_dir}/sim.py"`. A relative program path (`bin/sim`) is resolved against the study
+  folder; a bare name is looked up on PATH, then in the study folder.
+- Templates (`params_file: {template: in.tmpl, file: in.txt}`) replace `{name}` by the value of
+  parameter `name` (or one of the placeholders above), written with `repr(float)`, e.g. `0.1`,
+  `1e-20`. An unknown name fails every run of the batch with a message naming it.
+- Results, `.json`: one object; a number (or null for NaN, true/false for 1/0) is a scalar
+  output, a list of numbers is a series on the optional `"time"` list (else on 0, 1, 2, ...).
+  Results, `.csv`: a header with a `time` column and one column per series; empty cells are NaN.
+  A run that lacks an output other runs of the batch have fails (write null instead).
+- Series of a batch share the grid of the first successful run. A run on another grid is
+  interpolated linearly onto it when its grid covers that range, and fails otherwise.
+- `keep_workdirs`: `failed` (default) removes the workdirs of successful runs; `all` keeps
+  every one; `none` removes every one. stdout.txt and stderr.txt are written in each workdir.
+- `memory_limit` (`512MB`, `2GiB`, or bytes; KB/MB/GB are powers of 1000 and KiB/MiB/GiB of
+  1024, as in Dask) caps the address space with RLIMIT_AS (POSIX; not enforced on macOS).
+"""
+
+from .evaluator import CommandEvaluator
+from .placeholders import PLACEHOLDERS
+from .sizes import MAX_BYTES, parse_bytes
+from .spec import Command, ParamsFile, Template
+
+__all__ = [
+    "MAX_BYTES", "PLACEHOLDERS", "Command", "CommandEvaluator", "ParamsFile", "Template",
+    "parse_bytes",
+]

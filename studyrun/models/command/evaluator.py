@@ -1,0 +1,209 @@
+"""Running a batch: one subprocess per run in its own workdir (params file, timeout, cleanup)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..base import ModelOutput, RunContext
+from .failure import _RunFailed
+from .placeholders import PLACEHOLDERS, _render
+from .results import _assemble, _read_results
+
+_STDERR_LINES = 20
+
+
+@dataclass(frozen=True)
+class CommandEvaluator:
+    """Runs a batch of runs one subprocess each; see the module docstring for the conventions."""
+
+    argv: tuple[tuple[str, ...], ...]
+    study_dir: str
+    params_name: str
+    template: tuple[str, ...] | None
+    results_name: str
+    timeout: float | None
+    env: tuple[tuple[str, str], ...]
+    keep: str
+    memory_limit: int | None
+    memory_text: str | None = None
+
+    def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
+        n = len(context.run_ids)
+        names = list(inputs)
+        columns = [np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,)) for k in names]
+        values = np.column_stack(columns) if names else np.empty((n, 0))
+        out = ModelOutput(n)
+        try:
+            base = _make_base(context.workdir)
+        except OSError as exc:
+            for i in range(n):
+                out.fail(i, f"cannot make the working folder {context.workdir}: {exc}")
+            return out
+        env = {**os.environ, **dict(self.env)}
+        batch_error = self._check_template(names)
+        workdirs, parsed = [], []
+        for i in range(n):
+            run_id = f"{int(context.run_ids[i]) & 0xFFFFFFFFFFFFFFFF:016x}"
+            workdir = base / f"run-{run_id}"
+            workdirs.append(workdir)
+            try:
+                if batch_error:
+                    raise _RunFailed(batch_error)
+                row = dict(zip(names, values[i].tolist()))
+                parsed.append(self._run_one(row, workdir, run_id, env))
+            except _RunFailed as exc:
+                out.fail(i, str(exc))
+                parsed.append(None)
+            except Exception as exc:  # a run never raises: record anything unforeseen on it
+                out.fail(i, f"{type(exc).__name__}: {exc}")
+                parsed.append(None)
+        _assemble(out, parsed, self.results_name)
+        self._clean_up(out, workdirs, base if context.workdir is None else None)
+        return out
+
+    def _check_template(self, names: list[str]) -> str | None:
+        if self.template is None:
+            return None
+        unknown = sorted(set(self.template[1::2]) - set(names) - set(PLACEHOLDERS))
+        if not unknown:
+            return None
+        return (f"template for {self.params_name} has unknown name {{{unknown[0]}}}; "
+                f"known: {', '.join(names + list(PLACEHOLDERS))}")
+
+    def _run_one(self, row: dict[str, float], workdir: Path, run_id: str, env: dict[str, str]):
+        _make_fresh_dir(workdir)
+        where = {"params_file": str(workdir / self.params_name),
+                 "results_file": str(workdir / self.results_name),
+                 "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id}
+        self._write_params(row, workdir / self.params_name, where)
+        argv = [_render(parts, where) for parts in self.argv]
+        returncode, stderr_path = self._execute(argv, workdir, env)
+        if returncode != 0:
+            raise _RunFailed(self._describe_exit(returncode, stderr_path))
+        results = workdir / self.results_name
+        if not results.is_file():
+            raise _RunFailed(f"exited with status 0 but wrote no {self.results_name}"
+                             + _tail(stderr_path, "; stderr ends:\n"))
+        return _read_results(results)
+
+    def _write_params(self, row: dict[str, float], path: Path, where: dict[str, str]) -> None:
+        if path.parent != Path(where["workdir"]):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if self.template is not None:
+            text = _render(self.template, {**where, **{k: repr(v) for k, v in row.items()}})
+        elif path.suffix.lower() == ".json":
+            text = json.dumps(row)
+        else:
+            import yaml
+            text = yaml.safe_dump(row, sort_keys=False)
+        path.write_text(text)
+
+    def _execute(self, argv: list[str], workdir: Path, env: dict[str, str]) -> tuple[int, Path]:
+        """Run argv in workdir with output to stdout.txt/stderr.txt; kill its group on timeout."""
+        preexec = None
+        if self.memory_limit is not None:
+            import functools
+            import resource
+            limits = (self.memory_limit, self.memory_limit)
+            preexec = functools.partial(resource.setrlimit, resource.RLIMIT_AS, limits)
+        stderr_path = workdir / "stderr.txt"
+        with open(workdir / "stdout.txt", "wb") as out, open(stderr_path, "wb") as err:
+            try:
+                proc = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=out, stderr=err, start_new_session=True,
+                                        preexec_fn=preexec)
+            except FileNotFoundError:
+                if os.path.isfile(argv[0]):
+                    raise _RunFailed(f"cannot start {argv[0]}: the interpreter on its #! line "
+                                     "was not found") from None
+                raise _RunFailed(f"program not found: {argv[0]!r} (not on PATH; a relative "
+                                 "path is resolved against the study folder)") from None
+            except PermissionError:
+                raise _RunFailed(f"program not executable: {argv[0]!r}") from None
+            try:
+                return proc.wait(timeout=self.timeout), stderr_path
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise _RunFailed(f"timed out after {self.timeout:g} s (process group killed)"
+                                 + _tail(stderr_path, "; stderr ends:\n")) from None
+            finally:
+                if proc.returncode is None:  # interrupted (KeyboardInterrupt, cancellation)
+                    _kill_group(proc)
+
+    def _describe_exit(self, returncode: int, stderr_path: Path) -> str:
+        if returncode < 0:
+            try:
+                what = f"killed by signal {signal.Signals(-returncode).name}"
+            except ValueError:
+                what = f"killed by signal {-returncode}"
+        else:
+            what = f"exited with status {returncode}"
+        tail = _tail(stderr_path, "")
+        if self.memory_limit is not None and (returncode < 0 or re.search(
+                r"MemoryError|bad_alloc|[Cc]annot allocate|[Oo]ut of memory", tail)):
+            what += f" (memory_limit is {self.memory_text}: the run may have run out of memory)"
+        return what + (f"; stderr ends:\n{tail}" if tail else "")
+
+    def _clean_up(self, out: ModelOutput, workdirs: list[Path], temp_base: Path | None) -> None:
+        for i, workdir in enumerate(workdirs):
+            failed = out.errors[i] is not None
+            if self.keep == "all" or (failed and self.keep == "failed"):
+                if failed and workdir.exists():
+                    out.errors[i] += f"\n(files kept in {workdir})"
+                continue
+            shutil.rmtree(workdir, ignore_errors=True)
+        if temp_base is not None:
+            try:
+                temp_base.rmdir()  # only when empty
+            except OSError:
+                pass
+
+
+def _make_base(workdir: Path | None) -> Path:
+    """The batch's folder of run workdirs: the given one, or a new temporary folder."""
+    if workdir is None:
+        return Path(tempfile.mkdtemp(prefix="studyrun-"))
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    return Path(workdir)
+
+
+def _make_fresh_dir(path: Path) -> None:
+    """Make the run's workdir, emptying a stale one from an earlier attempt."""
+    try:
+        path.mkdir()
+    except FileExistsError:
+        shutil.rmtree(path)
+        path.mkdir()
+    except OSError as exc:
+        raise _RunFailed(f"cannot make working directory {path}: {exc.strerror}") from None
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the run's whole process group (it leads its own session), then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):
+        proc.kill()
+    proc.wait()
+
+
+def _tail(path: Path, prefix: str) -> str:
+    """The last lines of a run's stderr (at most 20 lines of the last 8 kB), after prefix."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = text.rstrip().splitlines()[-_STDERR_LINES:]
+    return prefix + "\n".join(lines) if lines else ""

@@ -1,0 +1,117 @@
+"""Reading outputs: a run's results file (.json or .csv) and fitting runs onto the batch's arrays."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..base import ModelOutput
+from .failure import _RunFailed
+
+
+def _read_results(path: Path) -> tuple[dict[str, float], dict[str, np.ndarray], np.ndarray | None]:
+    """(scalars, series, time) of one run's results file; _RunFailed when malformed."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise _RunFailed(f"cannot read {path.name}: {exc.strerror}") from None
+    if path.suffix.lower() == ".csv":
+        return _parse_csv(text, path.name)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _RunFailed(f"{path.name} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _RunFailed(f"{path.name} must hold a JSON object of outputs; "
+                         f"got {type(data).__name__}")
+    scalars, series = {}, {}
+    for name, value in data.items():
+        if isinstance(value, list):
+            series[name] = _as_numbers(value, name, path.name)
+        else:
+            scalars[name] = _as_numbers([value], name, path.name)[0]
+    time = series.pop("time", None)
+    if "time" in scalars:
+        raise _RunFailed(f"{path.name}: 'time' must be a list of numbers")
+    return scalars, series, _check_grid(time, series, path.name)
+
+
+def _as_numbers(values: list, name: str, file: str) -> np.ndarray:
+    for v in values:
+        if v is not None and not isinstance(v, (int, float)):
+            raise _RunFailed(f"{file}: {name!r} is not numeric (found {v!r}); outputs must be "
+                             "numbers, null, or lists of them")
+    return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def _parse_csv(text: str, file: str):
+    import csv
+    rows = [r for r in csv.reader(text.splitlines()) if r]
+    if not rows:
+        raise _RunFailed(f"{file} is empty")
+    header = [h.strip() for h in rows[0]]
+    if "time" not in header:
+        raise _RunFailed(f"{file} has no 'time' column; found columns {header}")
+    try:
+        table = np.array([[float(c) if c.strip() else math.nan for c in r] for r in rows[1:]],
+                         dtype=float).reshape(len(rows) - 1, len(header))
+    except ValueError as exc:
+        raise _RunFailed(f"{file}: not a table of numbers under its header ({exc})") from None
+    series = {h: table[:, k] for k, h in enumerate(header)}
+    return {}, series, _check_grid(series.pop("time"), series, file)
+
+
+def _check_grid(time, series: dict[str, np.ndarray], file: str) -> np.ndarray | None:
+    if not series:
+        return None if time is None else np.asarray(time)
+    lengths = {len(s) for s in series.values()}
+    if time is None:
+        if len(lengths) > 1:
+            raise _RunFailed(f"{file}: series differ in length {sorted(lengths)} and no 'time'")
+        return np.arange(lengths.pop(), dtype=float)
+    if lengths != {len(time)}:
+        raise _RunFailed(f"{file}: every series must have as many values as 'time' ({len(time)})")
+    if not np.all(np.diff(time) > 0):
+        raise _RunFailed(f"{file}: 'time' must increase strictly")
+    return time
+
+
+def _assemble(out: ModelOutput, parsed: list, results_name: str) -> None:
+    """Fill the batch's arrays; runs whose outputs do not fit the batch's outputs fail."""
+    ok = [i for i, p in enumerate(parsed) if p is not None]
+    scalar_names = list(dict.fromkeys(k for i in ok for k in parsed[i][0]))
+    series_names = list(dict.fromkeys(k for i in ok for k in parsed[i][1]))
+    grid = next((parsed[i][2] for i in ok if parsed[i][1]), None)
+    out.scalars = {k: np.full(out.n, math.nan) for k in scalar_names}
+    out.series = {k: np.full((out.n, len(grid)), math.nan) for k in series_names}
+    out.time = grid if series_names else None
+    for i in ok:
+        scalars, series, time = parsed[i]
+        missing = [k for k in scalar_names if k not in scalars]
+        missing += [k for k in series_names if k not in series]
+        if missing:
+            out.fail(i, f"{results_name} has no {missing[0]!r}, which other runs of the batch "
+                        "have (write null for a value a run cannot compute)")
+            continue
+        try:
+            rows = _onto_grid(series, time, grid)
+        except _RunFailed as exc:
+            out.fail(i, str(exc))
+            continue
+        for k in scalar_names:
+            out.scalars[k][i] = scalars[k]
+        for k in series_names:
+            out.series[k][i] = rows[k]
+
+
+def _onto_grid(series: dict[str, np.ndarray], time, grid) -> dict[str, np.ndarray]:
+    if not series or (len(time) == len(grid) and np.array_equal(time, grid)):
+        return series
+    tol = 1e-9 * max(1.0, abs(grid[-1] - grid[0]))
+    if time[0] > grid[0] + tol or time[-1] < grid[-1] - tol:
+        raise _RunFailed(f"time grid [{time[0]:g}, {time[-1]:g}] does not cover the batch's "
+                         f"grid [{grid[0]:g}, {grid[-1]:g}] (that of its first successful run)")
+    return {k: np.interp(grid, time, v) for k, v in series.items()}
