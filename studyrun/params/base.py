@@ -1,0 +1,137 @@
+"""What every parameter kind shares: the base class, number types and checks, the constants, and
+scipy.stats imported lazily."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+import numpy as np
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo,
+                      model_validator)
+
+
+class _LazyStats:
+    """scipy.stats, imported on first use so that validating a study stays fast."""
+
+    def __getattr__(self, name: str) -> Any:
+        from scipy import stats as module
+
+        return getattr(module, name)
+
+
+stats = _LazyStats()
+
+TAIL = 0.001  # bounds() of an unbounded kind: the TAIL and 1 - TAIL quantiles
+DISTRIBUTIONS = ("uniform", "normal", "lognormal", "truncnormal", "triangular", "loguniform",
+                 "beta", "gamma", "discrete")
+TAGS = DISTRIBUTIONS + ("bounds", "fixed")  # union tags; they appear in pydantic error locations
+_TINY = float(np.finfo(float).tiny)
+
+
+def _num(x: float) -> str:
+    """A number as a user wrote it: 5 rather than 5.0, full precision otherwise."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
+def _check_positive(value: float, info: ValidationInfo) -> float:
+    if value > 0:
+        return value
+    name = info.field_name
+    hint = "write the bare number to fix the parameter" if value == 0 and name in ("std", "sigma") \
+        else f"try {_num(abs(value))}" if value < 0 else "use a small positive value"
+    raise ValueError(f"{name} must be above 0; got {name}={_num(value)} ({hint})")
+
+
+Real = Annotated[float, Field(allow_inf_nan=False)]
+Positive = Annotated[float, Field(allow_inf_nan=False, json_schema_extra={"exclusiveMinimum": 0}),
+                     AfterValidator(_check_positive)]
+
+
+def _check_above_low(cls: type, high: float | None, info: ValidationInfo) -> float | None:
+    """Field validator for `high`: it must lie above an already validated `low`."""
+    low = info.data.get("low")
+    if low is not None and high is not None and not low < high:
+        hint = "swap them?" if low > high else "for one value write the bare number"
+        raise ValueError(f"low must be below high; got low={_num(low)}, high={_num(high)} ({hint})")
+    return high
+
+
+class ParameterBase(BaseModel):
+    """What every parameter kind offers: the inverse CDF, a box, a median and a nominal value."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: ClassVar[str]
+
+    nominal: Real | None = Field(None, description="value for local sensitivity and the start of a "
+                                 "fit (default: the model's own value, else the median)")
+    description: str | None = None
+
+    def _dist(self) -> Any:
+        """The frozen scipy.stats distribution."""
+        raise NotImplementedError
+
+    def _limits(self) -> tuple[float | None, float | None]:
+        """The kind's own lower and upper limits, None on a side where it has none."""
+        return None, None
+
+    def _support(self) -> tuple[float, float]:
+        """Where the distribution lives (possibly infinite); nominal must lie in it."""
+        lo, hi = self._dist().support()
+        return float(lo), float(hi)
+
+    def _check_together(self) -> None:
+        """Checks that span fields; subclasses raise ValueError."""
+
+    @model_validator(mode="after")
+    def _check_whole(self) -> "ParameterBase":
+        self._check_together()
+        if self.nominal is not None:
+            lo, hi = self._support()
+            if not lo <= self.nominal <= hi:
+                raise ValueError(f"nominal must lie within [{_num(lo)}, {_num(hi)}], the values "
+                                 f"this {self.kind} parameter can take; got nominal="
+                                 f"{_num(self.nominal)}")
+        return self
+
+    def ppf(self, u: np.ndarray) -> np.ndarray:
+        """Unit-cube values to natural values (vectorized; NaN outside [0, 1])."""
+        u = np.asarray(u, dtype=float)
+        u = np.where((u > 0) & (u < _TINY), _TINY, u)  # scipy's root finders fail on subnormals
+        dist = self._dist()
+        out = np.asarray(dist.ppf(u), dtype=float)
+        failed = np.isnan(out) & (u >= 0) & (u <= 1)
+        if failed.any():  # the solver gave up far in a tail: the support's nearer end
+            out = np.where(failed, np.where(u < 0.5, *dist.support()), out)
+        lo, hi = self._limits()  # guard the declared limits against rounding in loc + scale * x
+        return np.clip(out, -np.inf if lo is None else lo, np.inf if hi is None else hi)
+
+    def bounds(self) -> tuple[float, float]:
+        """Finite box: the kind's own limits, or its 0.1% / 99.9% quantiles where it has none."""
+        lo, hi = self._limits()
+        lo = float(self.ppf(TAIL)) if lo is None else lo
+        hi = float(self.ppf(1 - TAIL)) if hi is None else hi
+        return float(lo), float(hi)
+
+    def median(self) -> float:
+        return float(self.ppf(0.5))
+
+    def nominal_value(self, model_default: float | None) -> float:
+        """`nominal` if set, else the model's own value if it has one, else the median."""
+        if self.nominal is not None:
+            return float(self.nominal)
+        return float(model_default) if model_default is not None else self.median()
+
+    def to_salib(self) -> tuple[str, list[float]]:
+        """SALib problem `dists` and `bounds` entries, for kinds SALib knows."""
+        raise NotImplementedError(f"SALib has no {self.kind} distribution; sample the unit "
+                                  "cube and map it with ppf() instead")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        if "distribution" in target.get("properties", {}):  # the tag is required in a file
+            target["required"] = ["distribution"] + [r for r in target.get("required", [])
+                                                     if r != "distribution"]
+        return schema

@@ -1,0 +1,60 @@
+"""Sampling the open unit cube: random, Latin hypercube and scrambled Sobol' points, whole or in
+chunks."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from typing import Iterator, Literal
+
+import numpy as np
+
+from .base import stats
+
+_EPS = 2.0 ** -53  # samples stay in [EPS, 1 - EPS], so unbounded ppfs stay finite
+def _rng_keyword() -> str:
+    """scipy.stats.qmc engines take `rng` from scipy 1.15 on, `seed` before."""
+    return "rng" if "rng" in inspect.signature(stats.qmc.Sobol.__init__).parameters else "seed"
+
+
+def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
+                seed: np.random.SeedSequence) -> np.ndarray:
+    """n points of the open unit cube (0, 1)^d, the same for the same seed.
+
+    sobol: scrambled Sobol'; for n not a power of 2, the first n of the next power of 2.
+    """
+    if n < 0 or d < 1:
+        raise ValueError(f"sample_unit needs n >= 0 and d >= 1; got n={n}, d={d}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if n == 0:
+        return np.empty((0, d))
+    if method == "random":
+        u = rng.random((n, d))
+    elif method == "lhs":
+        u = stats.qmc.LatinHypercube(d, **{_rng_keyword(): rng}).random(n)
+    elif method == "sobol":
+        engine = stats.qmc.Sobol(d, scramble=True, **{_rng_keyword(): rng})
+        u = engine.random_base2((n - 1).bit_length())[:n]
+    else:
+        raise ValueError(f"sampling must be one of random, lhs, sobol; got {method!r}")
+    return np.clip(u, _EPS, 1 - _EPS)
+
+
+def sample_unit_chunks(n: int, d: int, method: Literal["random", "lhs", "sobol"],
+                       seed: np.random.SeedSequence, rows: int) -> Iterator[np.ndarray]:
+    """The points of `sample_unit` in consecutive slices of at most `rows`, drawn as they are
+    needed (Latin hypercubes, stratified over all n, come whole)."""
+    if method == "lhs" or n <= rows:
+        yield sample_unit(n, d, method, seed)
+        return
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if method == "random":
+        def draw(k: int) -> np.ndarray:
+            return rng.random((k, d))
+    else:
+        engine = stats.qmc.Sobol(d, scramble=True, **{_rng_keyword(): rng})
+        draw = engine.random
+    for start in range(0, n, rows):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Sobol' balance: the whole run is a power of 2
+            yield np.clip(draw(min(rows, n - start)), _EPS, 1 - _EPS)
