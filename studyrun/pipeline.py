@@ -23,7 +23,7 @@ from .execute import Job, Runner, Settings
 from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
-from .planned import CHUNK_ROWS, PlannedRuns
+from .planned import CHUNK_ROWS, PlannedRuns, plan_outcome
 from .provenance import collect, now
 from .quantities import Quantities
 from .runtable import write_csv
@@ -224,8 +224,8 @@ def write_study_copy(loaded: Loaded, folder: Path) -> None:
 
 def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
     """One plan's quantities from the store, in plan order, with the series asked for."""
-    runs = PlannedRuns(store, plan.design.names, series_wanted(quantities, analysis))
-    return runs.outcome(plan, store.read(plan.run_ids, plan.design.matrix))
+    return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
+                        series_wanted(quantities, analysis))
 
 
 def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:

@@ -67,7 +67,7 @@ class PlannedRuns:
         """All runs at once (a design that fit one chunk keeps its Design object and info)."""
         if not self.chunked:
             if self._whole is None:
-                self._whole = self.outcome(self._first, self._table)
+                self._whole = plan_outcome(self._first, self._table, self.store, self.series)
             return self._whole
         outcomes = list(self.chunks())
         design = Design(self.names, np.vstack([o.design.matrix for o in outcomes]), self.info)
@@ -93,13 +93,6 @@ class PlannedRuns:
         for start in range(0, self.size, rows):
             yield start, self.store.read_planned(start, min(start + rows, self.size))
 
-    def outcome(self, plan: Plan, table: RunTable) -> Outcome:
-        """A plan's quantities (and the series asked for), in plan order."""
-        outcome = Outcome(design=plan.design, ok=table.ok, values=columns(table, self.store))
-        if self.series:
-            read_series(plan, self.store, outcome, self.series)
-        return outcome
-
     def succeeded(self) -> int:
         return int(self._table.ok.sum()) if not self.chunked else self.store.planned_succeeded()
 
@@ -111,6 +104,14 @@ class PlannedRuns:
 
     def write_csv(self, path: Path) -> None:
         write_csv(path, self.names, self.store.quantities, self.tables())
+
+
+def plan_outcome(plan: Plan, table: RunTable, store: RunStore, series: dict[str, str]) -> Outcome:
+    """A plan's quantities (and the series asked for), in plan order."""
+    outcome = Outcome(design=plan.design, ok=table.ok, values=columns(table, store))
+    if series:
+        read_series(plan, store, outcome, series)
+    return outcome
 
 
 def columns(table: RunTable, store: RunStore) -> dict[str, np.ndarray]:

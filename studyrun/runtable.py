@@ -6,7 +6,7 @@ million Python tuples; runs.csv is formatted column by column for the same reaso
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable
 
@@ -44,29 +44,26 @@ class RunTable:
     def concat(cls, tables: list["RunTable"], parameters: int, quantities: int) -> "RunTable":
         """One table of the rows of several."""
         tables = [cls.blank(np.zeros(0, np.int64), np.zeros((0, parameters)), quantities), *tables]
-        return cls(*(np.concatenate([getattr(t, name) for t in tables])
-                     for name in ("ids", "found", "ok", "errors", "duration", "worker", "inputs",
-                                  "values")))
+        return cls(*(np.concatenate([getattr(t, name) for t in tables]) for name in FIELDS))
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def take(self, rows: np.ndarray) -> "RunTable":
         """The given rows, as a table of their own."""
-        return RunTable(self.ids[rows], self.found[rows], self.ok[rows], self.errors[rows],
-                        self.duration[rows], self.worker[rows], self.inputs[rows],
-                        self.values[rows])
+        return RunTable(*(getattr(self, name)[rows] for name in FIELDS))
 
     def put(self, rows: np.ndarray, other: "RunTable") -> None:
-        """Copy the runs of `other` into the given rows of this table."""
+        """Copy what was recorded of the runs of `other` into the given rows of this table (the
+        ids and inputs, which a plan knows before its runs, stay)."""
         if self.values.shape[1] != other.values.shape[1]:  # quantities named by the first batch
             self.values = np.full((len(self), other.values.shape[1]), np.nan)
-        self.found[rows] = other.found
-        self.ok[rows] = other.ok
-        self.errors[rows] = other.errors
-        self.duration[rows] = other.duration
-        self.worker[rows] = other.worker
-        self.values[rows] = other.values
+        for name in RECORDED:
+            getattr(self, name)[rows] = getattr(other, name)
+
+
+FIELDS = tuple(f.name for f in fields(RunTable))
+RECORDED = ("found", "ok", "errors", "duration", "worker", "values")
 
 
 def objects(items) -> np.ndarray:
