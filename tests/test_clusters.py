@@ -17,7 +17,7 @@ from studyrun.cli import main
 from studyrun.clusters import Cluster, job_script, walltime_for
 from studyrun.errors import StudyError
 
-pytest.importorskip("dask_jobqueue")
+import dask_jobqueue  # noqa: F401  (the test extra installs it; a missing one must fail, not skip)
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:
