@@ -21,8 +21,10 @@ import numpy as np
 from .errors import ExecutionError
 from .executors import (SyncExecutor, planned_workers, scheduler_name, start_executor,
                         starts_a_cluster)
+from .interrupts import fails_the_run, noting_interrupts
+from .isolated import IsolatedExecutor, Loss
 from .models.base import Evaluator, ModelOutput, RunContext
-from .models.python import describe
+from .models.python import PythonEvaluator, describe, import_function
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
@@ -35,6 +37,7 @@ PILOT_SECONDS = 0.25  # time spent timing the model in-process before choosing a
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here
 TASK_SECONDS = 0.5  # target duration of one batch on a worker
 MAX_BATCH = 1 << 18  # runs per batch at most, to bound a worker's memory
+SPLIT_PARTS = 16  # a batch lost with its process is sent again in this many parts
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,9 @@ def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray)
     context = RunContext(run_ids=run_ids, workdir=None if job.workdir is None else Path(job.workdir))
     try:
         return job.evaluator(inputs, context)
-    except Exception as error:
+    except BaseException as error:
+        if not fails_the_run(error):
+            raise
         return ModelOutput(len(run_ids), errors=[describe(error)] * len(run_ids))
 
 
@@ -123,17 +128,37 @@ def pack_series(out: ModelOutput) -> list[bytes]:
 
 
 class Recorder:
-    """Turns batch results into store records, fixing the quantity columns on the first batch."""
+    """Turns batch results into store records, fixing the quantity columns on the first batch
+    with a successful run (batches of failed runs wait for it: they name no outputs)."""
 
     def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress,
                  sink: Sink | None = None) -> None:
         self.plan, self.store, self.settings, self.progress = plan, store, settings, progress
         self.sink = sink
         self.counts = Counts(planned=plan.size)
+        self.waiting: list[tuple[np.ndarray, dict]] = []
 
     def record(self, rows: np.ndarray, result: dict) -> None:
         if not self.store.quantities and self.store.meta("format") is None:
+            if self.settings.on_failure == "continue" and all(result["errors"]):
+                self.waiting.append((rows, result))
+                self.count(rows, result["errors"])
+                return
             self.store.prepare(list(self.plan.design.names), list(result["values"]))
+            self.flush()
+        errors = self.write(rows, result)
+        self.count(rows, errors)
+
+    def flush(self) -> None:
+        """Write the batches that waited for the quantity columns (at the end, even without)."""
+        if self.waiting and self.store.meta("format") is None:
+            self.store.prepare(list(self.plan.design.names), [])
+        for rows, result in self.waiting:
+            self.write(rows, result)
+        self.waiting = []
+
+    def write(self, rows: np.ndarray, result: dict) -> list[str | None]:
+        """Store one batch (and hand it to the sink); its runs' errors."""
         names = self.store.quantities
         n = len(rows)
         errors = list(result["errors"])
@@ -151,14 +176,20 @@ class Recorder:
         self.store.write(batch)
         if self.sink is not None:
             self.sink(rows, batch.table())
+        return errors
+
+    def count(self, rows: np.ndarray, errors: list[str | None]) -> None:
+        """Count a recorded batch; under on_failure: abort, stop at its first failed run."""
+        ok = np.array([e is None for e in errors])
         failed = int((~ok).sum())
-        self.counts.executed += n
+        self.counts.executed += len(rows)
         self.counts.failed += failed
-        self.progress.update(n, failed)
+        self.progress.update(len(rows), failed)
         if failed and self.settings.on_failure == "abort":
             first = int(np.flatnonzero(~ok)[0])
+            run_id = int(self.plan.run_ids[rows[first]]) & (2**64 - 1)
             raise ExecutionError(
-                f"run {int(result['ids'][first]) & (2**64 - 1):016x} failed: {errors[first]}; "
+                f"run {run_id:016x} failed: {errors[first]}; "
                 f"{self.counts.executed} runs are recorded and will be reused. Set "
                 "execution.on_failure: continue to go on past failed runs")
 
@@ -170,6 +201,7 @@ class Runner:
     def __init__(self, store: RunStore, job: Job, settings: Settings) -> None:
         self.store, self.job, self.settings = store, job, settings
         self.executor = None
+        self.isolated: IsolatedExecutor | None = None  # the pilot's process, once started
         self.seconds_per_run: float | None = None
         self.totals = Counts()
 
@@ -180,9 +212,10 @@ class Runner:
         self.close()
 
     def close(self) -> None:
-        if self.executor is not None:
-            self.executor.close()
-            self.executor = None
+        for executor in (self.executor, self.isolated):
+            if executor is not None:
+                executor.close()
+        self.executor = self.isolated = None
 
     def execute(self, plan: Plan, quiet: bool = False, sink: Sink | None = None) -> Counts:
         """Run the plan's runs that the store lacks, recording each batch as it finishes (and
@@ -195,8 +228,10 @@ class Runner:
         self.note_progress(plan.size)
         try:
             if len(pending):
-                self.run_pending(plan, pending, recorder)
+                with noting_interrupts():
+                    self.run_pending(plan, pending, recorder)
         finally:
+            recorder.flush()
             progress.close()
             self.add_to_totals(recorder.counts)
         return recorder.counts
@@ -220,48 +255,73 @@ class Runner:
         totals.notes = list(dict.fromkeys(totals.notes + counts.notes))
 
     def run_pending(self, plan: Plan, pending: np.ndarray, recorder: Recorder) -> None:
-        """Pilot in-process when the batch size is automatic, then the rest on the executor."""
+        """Pilot when the batch size is automatic (away from this process, when the model may
+        crash it), then the rest on the executor, or where the pilot ran when that is quicker."""
         settings, counts = self.settings, recorder.counts
+        nearby = None
         if settings.batch_size != "auto":
-            batch, scheduler = int(settings.batch_size), settings.scheduler
+            batch = int(settings.batch_size)
         else:
             if self.executor is None and self.seconds_per_run is None:  # time the model once
-                self.seconds_per_run, used = run_pilot(plan, self.job, pending, recorder)
+                self.seconds_per_run, used = run_pilot(plan, self.job, pending, recorder,
+                                                       self.nearby_executor(), settings)
                 pending = pending[used:]
             workers = (self.executor.workers if self.executor
                        else planned_workers(settings.scheduler, settings.workers))
             batch = choose_batch_size(self.seconds_per_run, len(pending), workers)
             short = self.seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
-            in_process = starts_a_cluster(settings.scheduler) and self.executor is None and short
-            scheduler = "sync" if in_process else settings.scheduler
-            if in_process:  # one in-process batch: splitting it would only add calls
-                batch = max(1, min(len(pending), MAX_BATCH))
-            if in_process and len(pending):
-                counts.notes.append("ran in-process: the runs took less than a cluster start-up")
-        counts.batch_size, counts.scheduler = batch, scheduler_name(scheduler)
+            if starts_a_cluster(settings.scheduler) and self.executor is None and short:
+                nearby = self.nearby_executor()
+                batch = max(1, min(len(pending), MAX_BATCH))  # splitting would only add calls
+                if len(pending):
+                    counts.notes.append("ran without a cluster: the runs took less than a "
+                                        "cluster start-up")
+        counts.batch_size = batch
+        counts.scheduler = nearby.name if nearby else scheduler_name(settings.scheduler)
         if not len(pending):
             return
-        if scheduler == "sync" and self.executor is None:
-            executor = SyncExecutor()
-        else:
-            if self.executor is None:
-                self.executor = start_executor(scheduler, settings.workers)
-            executor = self.executor
+        executor = nearby or self.executor
+        if executor is None:
+            executor = self.executor = start_executor(settings.scheduler, settings.workers)
         guided = settings.batch_size == "auto" and executor.workers > 1
         smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
         batches = split_batches(pending, batch, executor.workers if guided else 0, smallest)
-        dispatch(executor, plan, self.job, batches, recorder, settings)
+        quarantine = self.nearby_executor() if executor.name == "local" else None
+        dispatch(executor, plan, self.job, batches, recorder, settings, quarantine)
+
+    def nearby_executor(self):
+        """Where the pilot and studies too short for a cluster run: this process for sync and
+        threads, or a model that runs no user code; else a spawned process that a crash of
+        the model ends instead of the driver."""
+        if self.settings.scheduler in ("sync", "threads") or not isinstance(self.job.evaluator,
+                                                                            PythonEvaluator):
+            return SyncExecutor()
+        if self.isolated is None:
+            self.isolated = IsolatedExecutor()  # its process starts with its first batch
+        return self.isolated
 
 
-def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder) -> tuple[float, int]:
-    """Run growing batches in-process until PILOT_SECONDS pass; return seconds per run and rows used."""
+def import_model(job: Job) -> None:
+    """Import a python model's function (where the pilot runs, before it: it times runs, not
+    imports)."""
+    import_function(job.evaluator.function, Path(job.evaluator.study_dir))
+
+
+def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, executor,
+              settings: Settings) -> tuple[float, int]:
+    """Run growing batches on `executor` until PILOT_SECONDS pass; return seconds per run and
+    rows used. A batch lost with its process is sent again in parts, as on any executor."""
+    if isinstance(executor, IsolatedExecutor):
+        try:
+            executor.result(executor.submit(import_model, job))
+        except Exception:
+            pass  # the pilot's runs meet the same failure and record it
     used, size, spent, per_run = 0, 1, 0.0, 0.0
     while used < len(pending) and (spent < PILOT_SECONDS or used == 0):
         rows = pending[used:used + size]
         start = time.perf_counter()
-        result = run_batch(job, plan.inputs(rows), plan.run_ids[rows])
+        dispatch(executor, plan, job, [rows], recorder, settings)
         elapsed = time.perf_counter() - start
-        recorder.record(rows, result)
         per_run = elapsed / len(rows)
         spent += elapsed
         used += len(rows)
@@ -291,39 +351,101 @@ def choose_batch_size(seconds_per_run: float, remaining: int, workers: int) -> i
 
 
 def dispatch(executor, plan: Plan, job: Job, batches: list[np.ndarray], recorder: Recorder,
-             settings: Settings) -> None:
-    """Keep a few batches in flight per worker; record each as it completes; retry lost ones."""
-    limit = 2 * max(1, executor.workers) + 2
-    queue = list(reversed(batches))
-    in_flight: dict = {}
-    attempts: dict[int, int] = {}
-    try:
-        while queue or in_flight:
-            while queue and len(in_flight) < limit:
-                rows = queue.pop()
-                future = executor.submit(run_batch, job, plan.inputs(rows), plan.run_ids[rows])
-                in_flight[future] = rows
-            done, _ = executor.wait_first(set(in_flight))
-            for future in done:
-                rows = in_flight.pop(future)
+             settings: Settings, quarantine=None) -> None:
+    """Send the batches to the executor and record each as it completes (see Dispatch)."""
+    Dispatch(executor, plan, job, recorder, settings, quarantine).run(batches)
+
+
+class Dispatch:
+    """Keeps a few batches in flight per worker and records each as it completes; sends a batch
+    that raised again whole (`retries` times). A batch lost with its process is sent again in
+    parts, each alone in flight so that a death is that part's (to `quarantine`, a process of
+    the driver's, when given), down to single runs: a run that kills its process alone (1 +
+    retries times) is recorded as failed, saying how."""
+
+    def __init__(self, executor, plan: Plan, job: Job, recorder: Recorder, settings: Settings,
+                 quarantine=None) -> None:
+        self.executor, self.plan, self.job = executor, plan, job
+        self.quarantine = quarantine or executor
+        self.recorder, self.settings = recorder, settings
+        self.limit = 2 * max(1, executor.workers) + 2
+        self.queue: list[np.ndarray] = []
+        self.suspects: list[np.ndarray] = []  # parts of lost batches, each to run alone
+        self.in_flight: dict = {}  # future -> (rows, alone)
+        self.failures: dict[tuple[int, int], int] = {}
+
+    def run(self, batches: list[np.ndarray]) -> None:
+        self.queue = list(reversed(batches))
+        try:
+            while self.queue or self.suspects or self.in_flight:
+                self.submit_more()
+                alone = next(iter(self.in_flight.values()))[1]  # then it is the only one
+                executor = self.quarantine if alone else self.executor
+                done, _ = executor.wait_first(set(self.in_flight))
+                for future in done:
+                    self.complete(future)
+        finally:
+            for future in self.in_flight:
                 try:
-                    result = executor.result(future)
-                except ExecutionError:  # the executor itself is lost: retrying cannot help
-                    raise
-                except Exception as error:
-                    key = int(rows[0])
-                    attempts[key] = attempts.get(key, 0) + 1
-                    if attempts[key] > settings.retries:
-                        raise ExecutionError(lost_batch_message(executor, error)) from None
-                    queue.append(rows)
-                    continue
-                recorder.record(rows, result)
-    finally:
-        for future in in_flight:
-            try:
-                future.cancel()
-            except Exception:
-                pass
+                    future.cancel()
+                except Exception:
+                    pass
+
+    def submit_more(self) -> None:
+        """Fill the executor; but a suspect part waits until nothing is in flight, then goes
+        alone."""
+        if self.suspects:
+            if not self.in_flight:
+                self.submit(self.suspects.pop(), alone=True)
+            return
+        while self.queue and len(self.in_flight) < self.limit:
+            self.submit(self.queue.pop(), alone=False)
+
+    def submit(self, rows: np.ndarray, alone: bool) -> None:
+        executor = self.quarantine if alone else self.executor
+        future = executor.submit(run_batch, self.job, self.plan.inputs(rows),
+                                 self.plan.run_ids[rows])
+        self.in_flight[future] = (rows, alone)
+
+    def complete(self, future) -> None:
+        rows, alone = self.in_flight.pop(future)
+        executor = self.quarantine if alone else self.executor
+        try:
+            result = executor.result(future)
+        except ExecutionError:  # the executor itself is lost: retrying cannot help
+            raise
+        except Exception as error:
+            self.failed(rows, alone, executor.lost(error), error)
+            return
+        self.recorder.record(rows, result)
+
+    def failed(self, rows: np.ndarray, alone: bool, loss: Loss | None, error: Exception) -> None:
+        key = (int(rows[0]), len(rows))
+        if loss is None:
+            self.failures[key] = self.failures.get(key, 0) + 1
+            if self.failures[key] > self.settings.retries:
+                raise ExecutionError(lost_batch_message(self.executor, error)) from None
+            self.queue.append(rows)
+        elif len(rows) > 1:
+            self.suspects.extend(reversed(np.array_split(rows, min(len(rows), SPLIT_PARTS))))
+        else:
+            if alone:
+                self.failures[key] = self.failures.get(key, 0) + loss.deaths
+            if self.failures.get(key, 0) <= self.settings.retries:
+                self.suspects.append(rows)
+            else:
+                crashed = Loss(self.failures[key], loss.cause, loss.worker)
+                self.recorder.record(rows, crashed_result(self.plan, rows, crashed))
+
+
+def crashed_result(plan: Plan, rows: np.ndarray, loss: Loss) -> dict:
+    """A batch result recording a run whose process died each time it ran."""
+    how = loss.cause or ("how is not known: a crash, os._exit, a signal, or memory past the "
+                         "worker's limit")
+    return {"ids": plan.run_ids[rows], "values": {}, "duration": float("nan"),
+            "errors": [f"the process running the model died ({how}) running this run alone"
+                       + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
+            "worker": loss.worker, "series": None}
 
 
 def lost_batch_message(executor, error: Exception) -> str:

@@ -1,9 +1,10 @@
 """Executors from `execution.scheduler`: in-process, threads, a Dask LocalCluster or scheduler,
 or an HPC batch system through dask-jobqueue (a cluster block, see clusters.py).
 
-Each adapter offers `submit(fn, *args)`, `wait_first(futures)`, `result(future)` and `close()`;
-the execute step knows nothing else about them. Dask is imported only when a cluster is asked for.
-A lost scheduler is reported as an ExecutionError by `wait_first` and `result`, never a hang.
+Each adapter offers `submit(fn, *args)`, `wait_first(futures)`, `result(future)`, `lost(error)`
+and `close()`; the execute step knows nothing else about them. Dask is imported only when a
+cluster is asked for. A lost scheduler is reported as an ExecutionError by `wait_first` and
+`result`, never a hang; a batch whose worker process died is a `Loss` (see `lost`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from typing import Any, Callable
 
 from .errors import ExecutionError
+from .isolated import Loss
 
 
 class SyncExecutor:
@@ -35,6 +37,10 @@ class SyncExecutor:
 
     def result(self, future):
         return future.result()
+
+    def lost(self, error: Exception) -> Loss | None:
+        """Nothing is lost here: a process that dies here is the driver."""
+        return None
 
     def close(self) -> None:
         pass
@@ -72,7 +78,7 @@ class DaskExecutor:
         self.cluster = cluster
         self.name = name
         self.planned_workers = planned_workers  # a batch-system cluster's workers, once started
-        self.lost = False
+        self.scheduler_lost = False
         # the client logs each failed reconnection, and its batched sender each write to a
         # closed connection, with a traceback; this executor reports a lost scheduler itself, in
         # one line (levels restored on close)
@@ -80,6 +86,7 @@ class DaskExecutor:
                          for name in ("distributed.client", "distributed.batched")}
         for name in self._quieted:
             logging.getLogger(name).setLevel(logging.CRITICAL)
+        logging.getLogger("distributed.scheduler").addFilter(keep_quiet)
 
     @property
     def workers(self) -> int:
@@ -100,6 +107,7 @@ class DaskExecutor:
                 return set(result.done), set(result.not_done)
             except TimeoutError:
                 self.check_scheduler()
+                self.keep_workers()
             except Exception:  # futures cancelled as the connection dropped
                 self.check_scheduler()
                 raise
@@ -112,6 +120,25 @@ class DaskExecutor:
             self.check_scheduler()
             raise
 
+    def lost(self, error: Exception) -> Loss | None:
+        """A batch whose worker died running it (Dask's KilledWorker): how often, and how."""
+        from distributed.scheduler import KilledWorker
+
+        if not isinstance(error, KilledWorker):
+            return None
+        self.keep_workers()
+        worker = error.last_worker
+        return Loss(error.allowed_failures + 1, None,
+                    f"{getattr(worker, 'host', '?')}:{getattr(worker, 'pid', '?')}")
+
+    def keep_workers(self) -> None:
+        """Bring a LocalCluster back to its size: it drops a worker whose restarts keep it away
+        for distributed.deploy.lost-worker-timeout, as a worker that crashes again and again."""
+        cluster = self.cluster
+        if self.name == "local" and cluster is not None and len(cluster.workers) < len(
+                cluster.worker_spec):
+            cluster.scale(len(cluster.worker_spec))
+
     def check_scheduler(self) -> None:
         """Raise an ExecutionError when the scheduler does not answer within ANSWER_SECONDS."""
         try:
@@ -119,7 +146,7 @@ class DaskExecutor:
             return
         except Exception:  # refused, reset or timed out: it is gone, whatever the cause
             address = getattr(self.client.scheduler, "address", None) or "its address"
-        self.lost = True
+        self.scheduler_lost = True
         raise ExecutionError(
             f"lost the Dask scheduler at {address} (it stopped, or its host or network went "
             "away); the runs finished so far are recorded: start the scheduler again (or use "
@@ -128,10 +155,10 @@ class DaskExecutor:
     def close(self) -> None:
         root = logging.getLogger("distributed")
         root_level = root.level
-        if self.lost:  # the loss is reported already; spare the user distributed's tracebacks
+        if self.scheduler_lost:  # the loss is reported already; spare the user distributed's tracebacks
             root.setLevel(logging.CRITICAL)
         try:
-            if self.lost:
+            if self.scheduler_lost:
                 self.client.close(timeout=2)
             else:
                 self.client.close()
@@ -143,6 +170,14 @@ class DaskExecutor:
             root.setLevel(root_level)
             for name, level in self._quieted.items():
                 logging.getLogger(name).setLevel(level)
+            logging.getLogger("distributed.scheduler").removeFilter(keep_quiet)
+
+
+def keep_quiet(record: logging.LogRecord) -> bool:
+    """Drop the scheduler's lines about a batch whose worker died: studyrun handles those."""
+    message = record.getMessage()
+    return not ("workers died while trying to run it" in message
+                or message.startswith("Couldn't gather keys"))
 
 
 def default_workers() -> int:
@@ -186,11 +221,15 @@ def start_executor(scheduler, workers: int | None):
         return SyncExecutor()
     if scheduler == "threads":
         return ThreadExecutor(workers)
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
+        # a batch is given up at its first worker death: studyrun runs it again in parts, in a
+        # process of its own, to find the runs that kill their process
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.ERROR)
         return DaskExecutor(Client(cluster), cluster, "local")
     try:
         client = Client(scheduler, timeout="10s")

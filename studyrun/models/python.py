@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..errors import Problem
+from ..interrupts import fails_the_run
 from .base import ModelOutput, ModelSpec, RunContext
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -129,6 +130,11 @@ def describe(error: BaseException) -> str:
     """A one-line message for a failed run: the exception and where in user code it came from."""
     frames = traceback.extract_tb(error.__traceback__)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
+        return f"the model called sys.exit({code}){where}"
+    if isinstance(error, KeyboardInterrupt):
+        return f"the model raised KeyboardInterrupt{where}"
     return f"{type(error).__name__}: {error}{where}"
 
 
@@ -142,7 +148,9 @@ def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n:
     for i, row in enumerate(rows):
         try:
             results[i] = function(**dict(zip(names, row)))
-        except Exception as error:
+        except BaseException as error:  # sys.exit and KeyboardInterrupt too: only this run fails
+            if not fails_the_run(error):
+                raise
             out.errors[i] = describe(error)
     gather_results(results, out)
     return out
@@ -213,7 +221,8 @@ def call_vectorized(function: Callable[..., Any], inputs: dict[str, np.ndarray],
             else:
                 raise ValueError(f"output {key!r} has shape {array.shape}; expected ({n},) or "
                                  f"({n}, len(time))")
-    except Exception as error:
-        message = describe(error)
-        out.errors = [message] * n
+    except BaseException as error:
+        if not fails_the_run(error):
+            raise
+        out.errors = [describe(error)] * n
     return out

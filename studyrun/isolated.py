@@ -1,0 +1,143 @@
+"""One spawned process that runs batches for the driver, so that a model crashing its process (a
+segfault, os._exit, a signal) costs that process and its batch, never the driver. The pilot of
+`batch_size: auto` and studies too short for a cluster run here.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import pickle
+import signal
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import cloudpickle
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A batch lost with the process running it: how many times such a process died running
+    it, how the last one died (None when not known), and which worker that was."""
+
+    deaths: int
+    cause: str | None
+    worker: str
+
+
+class ProcessDied(Exception):
+    """The process running a batch died before answering: `cause` says how."""
+
+    def __init__(self, cause: str, worker: str) -> None:
+        super().__init__(cause)
+        self.cause, self.worker = cause, worker
+
+
+def death_cause(exitcode: int | None) -> str:
+    """How a process ended, from its exit code: 'signal 11, Segmentation fault', 'exit status 1'."""
+    if exitcode is None:
+        return "it stopped answering"
+    if exitcode < 0:
+        try:
+            return f"signal {-exitcode}, {signal.strsignal(-exitcode) or 'unknown signal'}"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit status {exitcode}"
+
+
+class IsolatedExecutor:
+    """Runs each task at once, like SyncExecutor, but in a spawned child process that a crash
+    ends; the next task starts a new one."""
+
+    name = "process"
+    workers = 1
+
+    def __init__(self) -> None:
+        self.process = None
+        self.connection = None
+
+    def start(self) -> None:
+        """Start the child now (it imports while the driver works on); submit waits for it."""
+        import multiprocessing
+
+        if self.process is not None:
+            return
+        context = multiprocessing.get_context("spawn")
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=serve, args=(theirs,), daemon=True,
+                                       name="studyrun-isolated")
+        self.process.start()
+        theirs.close()
+
+    def submit(self, fn: Callable, *args: Any) -> cf.Future:
+        future: cf.Future = cf.Future()
+        self.start()
+        try:
+            self.connection.send_bytes(cloudpickle.dumps((fn, args)))
+            kind, value = pickle.loads(self.connection.recv_bytes())
+        except (EOFError, OSError):  # the child died: say how, and start afresh next time
+            worker = f"{socket.gethostname()}:{self.process.pid}"
+            future.set_exception(ProcessDied(death_cause(self.stop()), worker))
+            return future
+        except BaseException:  # interrupted while waiting: the child's batch is abandoned
+            self.stop(grace=0)
+            raise
+        if kind == "ok":
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+        return future
+
+    def wait_first(self, futures):
+        return set(futures), set()
+
+    def result(self, future):
+        return future.result()
+
+    def lost(self, error: Exception) -> Loss | None:
+        """A batch whose process died: once, and how."""
+        if isinstance(error, ProcessDied):
+            return Loss(1, error.cause, error.worker)
+        return None
+
+    def stop(self, grace: float = 5.0) -> int | None:
+        """End the child (killing it if it does not exit within `grace` s); its exit code."""
+        process, self.process = self.process, None
+        if process is None:
+            return None
+        self.connection.close()
+        process.join(grace)
+        if process.exitcode is None:
+            process.kill()
+            process.join()
+        return process.exitcode
+
+    def close(self) -> None:
+        if self.process is not None and self.process.is_alive():
+            try:
+                self.connection.send_bytes(cloudpickle.dumps(None))
+            except OSError:
+                pass
+        self.stop(grace=2.0)
+
+
+def serve(connection) -> None:
+    """The child's loop: run each (fn, args) received and send back its result or exception."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the driver's to handle
+    while True:
+        try:
+            task = pickle.loads(connection.recv_bytes())
+        except EOFError:  # the driver is gone
+            return
+        if task is None:
+            return
+        fn, args = task
+        try:
+            reply = ("ok", fn(*args))
+        except BaseException as error:  # delivered through the future, as a pool would
+            reply = ("error", error)
+        try:
+            message = cloudpickle.dumps(reply)
+        except Exception as error:  # an unpicklable result or exception
+            message = cloudpickle.dumps(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+        connection.send_bytes(message)
