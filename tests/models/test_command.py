@@ -7,6 +7,7 @@ import math
 import pickle
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -224,6 +225,33 @@ def test_hanging_program_is_killed_with_its_group_at_the_timeout(tmp_path):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _alive(child), "the grandchild survived the timeout"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds processes via /proc")
+@pytest.mark.parametrize("ending", ["hang", "exit"])
+def test_a_grandchild_in_a_new_session_is_killed_when_its_run_ends(tmp_path, ending):
+    """A descendant that left the run's process group (setsid) is killed too: at the timeout,
+    and at the end of a run that succeeded."""
+    marker = f"studyrun-escape-{uuid.uuid4().hex}"
+    model = command(run=[PY, "{study_dir}/escape.py", marker, ending], timeout=2)
+    out = run_batch(model, tmp_path)
+    if ending == "hang":
+        assert out.errors[0].startswith("timed out after 2 s")
+    else:
+        assert out.errors == [None] and out.scalars["x"].tolist() == [1.0]
+    assert _running_with(marker) == [], "a process the run started survived it"
+
+
+def _running_with(marker: str) -> list[int]:
+    """Live processes with `marker` on their command line."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker.encode() in cmdline.read_bytes() and _alive(int(cmdline.parent.name)):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
 
 
 def _alive(pid: int) -> bool:

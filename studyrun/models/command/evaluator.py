@@ -17,6 +17,7 @@ import numpy as np
 from ..base import ModelOutput, RunContext
 from .failure import _RunFailed
 from .placeholders import PLACEHOLDERS, _render
+from .processes import MARK, BatchProcesses, end_group, kill_marked
 from .results import _assemble, _read_results
 
 _STDERR_LINES = 20
@@ -51,22 +52,26 @@ class CommandEvaluator:
             return out
         env = {**os.environ, **dict(self.env)}
         batch_error = self._check_template(names)
-        workdirs, parsed = [], []
-        for i in range(n):
-            run_id = f"{int(context.run_ids[i]) & 0xFFFFFFFFFFFFFFFF:016x}"
-            workdir = base / f"run-{run_id}"
-            workdirs.append(workdir)
-            try:
-                if batch_error:
-                    raise _RunFailed(batch_error)
-                row = dict(zip(names, values[i].tolist()))
-                parsed.append(self._run_one(row, workdir, run_id, env))
-            except _RunFailed as exc:
-                out.fail(i, str(exc))
-                parsed.append(None)
-            except Exception as exc:  # a run never raises: record anything unforeseen on it
-                out.fail(i, f"{type(exc).__name__}: {exc}")
-                parsed.append(None)
+        workdirs, parsed, processes = [], [], BatchProcesses()
+        try:
+            for i in range(n):
+                run_id = f"{int(context.run_ids[i]) & 0xFFFFFFFFFFFFFFFF:016x}"
+                workdir = base / f"run-{run_id}"
+                workdirs.append(workdir)
+                try:
+                    if batch_error:
+                        raise _RunFailed(batch_error)
+                    row = dict(zip(names, values[i].tolist()))
+                    parsed.append(self._run_one(row, workdir, run_id,
+                                                processes.environment(env, run_id), processes))
+                except _RunFailed as exc:
+                    out.fail(i, str(exc))
+                    parsed.append(None)
+                except Exception as exc:  # a run never raises: record anything unforeseen on it
+                    out.fail(i, f"{type(exc).__name__}: {exc}")
+                    parsed.append(None)
+        finally:
+            processes.end()
         _assemble(out, parsed, self.results_name)
         self._clean_up(out, workdirs, base if context.workdir is None else None)
         return out
@@ -80,14 +85,15 @@ class CommandEvaluator:
         return (f"template for {self.params_name} has unknown name {{{unknown[0]}}}; "
                 f"known: {', '.join(names + list(PLACEHOLDERS))}")
 
-    def _run_one(self, row: dict[str, float], workdir: Path, run_id: str, env: dict[str, str]):
+    def _run_one(self, row: dict[str, float], workdir: Path, run_id: str, env: dict[str, str],
+                 processes: BatchProcesses):
         _make_fresh_dir(workdir)
         where = {"params_file": str(workdir / self.params_name),
                  "results_file": str(workdir / self.results_name),
                  "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id}
         self._write_params(row, workdir / self.params_name, where)
         argv = [_render(parts, where) for parts in self.argv]
-        returncode, stderr_path = self._execute(argv, workdir, env)
+        returncode, stderr_path = self._execute(argv, workdir, env, processes)
         if returncode != 0:
             raise _RunFailed(self._describe_exit(returncode, stderr_path))
         results = workdir / self.results_name
@@ -108,8 +114,10 @@ class CommandEvaluator:
             text = yaml.safe_dump(row, sort_keys=False)
         path.write_text(text)
 
-    def _execute(self, argv: list[str], workdir: Path, env: dict[str, str]) -> tuple[int, Path]:
-        """Run argv in workdir with output to stdout.txt/stderr.txt; kill its group on timeout."""
+    def _execute(self, argv: list[str], workdir: Path, env: dict[str, str],
+                 processes: BatchProcesses) -> tuple[int, Path]:
+        """Run argv in workdir with output to stdout.txt/stderr.txt; when it ends kill its
+        group, and at a timeout everything it started (see processes.py)."""
         preexec = None
         if self.memory_limit is not None:
             import functools
@@ -130,15 +138,20 @@ class CommandEvaluator:
                                  "path is resolved against the study folder)") from None
             except PermissionError:
                 raise _RunFailed(f"program not executable: {argv[0]!r}") from None
+            processes.started(proc)
+            returncode = None
             try:
-                return proc.wait(timeout=self.timeout), stderr_path
+                returncode = proc.wait(timeout=self.timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                raise _RunFailed(f"timed out after {self.timeout:g} s (process group killed)"
-                                 + _tail(stderr_path, "; stderr ends:\n")) from None
-            finally:
-                if proc.returncode is None:  # interrupted (KeyboardInterrupt, cancellation)
-                    _kill_group(proc)
+                pass
+            finally:  # also when interrupted (KeyboardInterrupt, cancellation)
+                end_group(proc)
+                if returncode is None:
+                    kill_marked([env[MARK]], since=proc.pid)
+        if returncode is None:
+            raise _RunFailed(f"timed out after {self.timeout:g} s (it and every process it started "
+                             "were killed)" + _tail(stderr_path, "; stderr ends:\n"))
+        return returncode, stderr_path
 
     def _describe_exit(self, returncode: int, stderr_path: Path) -> str:
         if returncode < 0:
@@ -186,15 +199,6 @@ def _make_fresh_dir(path: Path) -> None:
         path.mkdir()
     except OSError as exc:
         raise _RunFailed(f"cannot make working directory {path}: {exc.strerror}") from None
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill the run's whole process group (it leads its own session), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        proc.kill()
-    proc.wait()
 
 
 def _tail(path: Path, prefix: str) -> str:
