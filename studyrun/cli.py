@@ -18,6 +18,7 @@ CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, wi
 
 
 def main(argv: list[str] | None = None) -> int:
+    show_crashes()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -40,6 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("studyrun: interrupted; finished runs are saved, run again to resume", file=sys.stderr)
         return 130
+
+
+def show_crashes() -> None:
+    """Make a crash of this process (a python model's segfault under sync or threads) print
+    where it happened on stderr."""
+    import faulthandler
+
+    if not faulthandler.is_enabled():
+        try:
+            faulthandler.enable(all_threads=False)
+        except (AttributeError, OSError, ValueError):  # a stderr without a file descriptor
+            pass
 
 
 def build_parser() -> argparse.ArgumentParser:

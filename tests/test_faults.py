@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import studyrun
-from conftest import REPO, count_runs, free_port, write_study
+from conftest import REPO, count_runs, free_port, run_cli, write_study
 from studyrun.cli import main
 
 
@@ -237,6 +237,109 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
     strict = write_study(study_dir, study.read_text().replace("continue", "abort"), "strict.yaml")
     status, _, stderr = cli(capsys, "run", strict, "--out", study_dir / "strict", "--quiet")
     assert status == 1 and "failed:" in stderr and "will be reused" in stderr
+
+
+EXITS = """
+import ctypes, os, sys, time
+
+def model(a):
+    time.sleep(0.002)
+    if a == 3:
+        sys.exit(3)
+    if a == 5:
+        raise KeyboardInterrupt
+    if a == 7:
+        os._exit(1)
+    if a == 11:
+        ctypes.string_at(0)  # a segmentation fault
+    return {"y": 2.0 * a}
+"""
+EXIT_STUDY = """
+name: exits
+model: {type: python, function: "exits:model"}
+parameters: {a: {bounds: [0, 20]}}
+quantities: {y: y}
+analysis: {type: sweep, levels: {a: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]}}
+execution: {scheduler: SCHEDULER, workers: 2, batch_size: BATCH, on_failure: continue}
+"""
+EXIT_ERRORS = {3: "the model called sys.exit(3) (at exits.py:",
+               5: "the model raised KeyboardInterrupt (at exits.py:",
+               7: "the process running the model died (exit status 1) running this run alone",
+               11: "the process running the model died (signal 11, Segmentation fault) running "
+                   "this run alone"}
+
+
+def exits_study(study_dir: Path, scheduler: str, batch, kinds=(3, 5, 7, 11)) -> Path:
+    source = EXITS
+    for kind in {3, 5, 7, 11} - set(kinds):
+        source = source.replace(f"if a == {kind}:", "if False:")
+    (study_dir / "exits.py").write_text(source)
+    return write_study(study_dir, EXIT_STUDY.replace("SCHEDULER", scheduler)
+                       .replace("BATCH", str(batch)))
+
+
+def assert_only_these_runs_failed(out: Path, kinds) -> None:
+    analysis = json.loads((out / "analysis.json").read_text())
+    assert analysis["runs"]["failed"] == len(kinds) and analysis["runs"]["succeeded"] == 18 - len(kinds)
+    with sqlite3.connect(out / "runs.sqlite") as db:
+        rows = db.execute("SELECT a, status, error, y, id FROM runs").fetchall()
+    assert len(rows) == len({row[4] for row in rows}) == 18, "a run was lost or recorded twice"
+    for a, status, error, y, _ in rows:
+        if a in kinds:
+            assert status == "failed" and error.startswith(EXIT_ERRORS[a]), (a, error)
+        else:
+            assert status == "ok" and y == 2 * a, (a, status, error)
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_sys_exit_or_keyboard_interrupt_in_a_model_fails_only_that_run(study_dir, scheduler, capsys):
+    """Guarantee: a python model calling sys.exit or raising KeyboardInterrupt fails only that
+    run, on every scheduler, and the study goes on (before, `sync` ended with exit status 0)."""
+    study = exits_study(study_dir, scheduler, "auto", kinds=(3, 5))
+    status, stdout, stderr = cli(capsys, "run", study, "--out", study_dir / "out", "--quiet")
+    assert status == 0, stderr
+    assert_only_these_runs_failed(study_dir / "out", (3, 5))
+
+
+@pytest.mark.parametrize("batch", ["auto", 4])
+def test_a_model_that_exits_or_crashes_its_process_fails_only_that_run(study_dir, batch):
+    """Guarantee: on a LocalCluster (`batch: 4`), and in the pilot of `batch_size: auto`, which
+    runs away from the driver, a python model's os._exit or segmentation fault fails only the
+    runs that do it: the batch is run again in parts in a process of its own until they are
+    found, and recorded with how their process died; every other run succeeds once."""
+    study = exits_study(study_dir, "local", batch)
+    done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert_only_these_runs_failed(study_dir / "out", (3, 5, 7, 11))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals as on Linux")
+def test_a_crash_under_sync_ends_the_driver_with_a_non_zero_status_and_where(study_dir):
+    """Limit, stated: under `sync` and `threads` the model runs in the driver, which a
+    segmentation fault ends; the exit status says so (never 0) and stderr shows the model's
+    line, and the runs recorded before are kept."""
+    study = exits_study(study_dir, "sync", 1, kinds=(11,))
+    done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    assert done.returncode == -signal.SIGSEGV, done.stderr
+    assert "Segmentation fault" in done.stderr and 'exits.py", line 13 in model' in done.stderr
+    assert 0 < count_runs(study_dir / "out" / "runs.sqlite") < 18
+
+
+def test_ctrl_c_of_the_driver_still_stops_a_sync_study(study_dir):
+    """A SIGINT to the driver is not a run's KeyboardInterrupt: it stops the study (exit status
+    130, every recorded run kept, none failed), though the model is running when it arrives."""
+    study = slow_study(study_dir, "sync")
+    out = study_dir / "out"
+    process = start_study(study, out)
+    wait_for_runs(process, out / "runs.sqlite", 12)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    with sqlite3.connect(out / "runs.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM runs WHERE status != 'ok'").fetchone()[0] == 0
+    assert not (out / "analysis.json").exists()
 
 
 HANG_OR_HOG = r'''
