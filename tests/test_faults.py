@@ -384,6 +384,53 @@ def test_a_command_that_hangs_or_exhausts_memory_fails_that_run(study_dir, capsy
             assert Path(line.split("workdir: ")[1]).joinpath("params.json").is_file()
 
 
+ESCAPE = r'''
+import json, subprocess, sys, time
+p = json.load(open(sys.argv[1]))
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[2]],
+                 start_new_session=True)  # leaves the run's process group and session
+if p["a"] > 0.5:
+    time.sleep(600)
+json.dump({"y": p["a"]}, open("results.json", "w"))
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds processes via /proc")
+def test_nothing_a_command_run_started_outlives_it(study_dir):
+    """Guarantee (Linux): a command model's descendant that left the run's process group and
+    session (setsid) is killed too, at the timeout and when a run that succeeded ends."""
+    (study_dir / "escape.py").write_text(ESCAPE)
+    marker = f"studyrun-escape-{os.getpid()}-{time.time_ns()}"
+    study = write_study(study_dir, f"""
+        name: escape
+        model: {{type: command, run: [{sys.executable}, "{{study_dir}}/escape.py", "{{params_file}}", {marker}]}}
+        parameters: {{a: {{bounds: [0, 1]}}}}
+        quantities: {{y: y}}
+        analysis: {{type: sweep, levels: {{a: [0.25, 0.75]}}}}
+        execution: {{scheduler: threads, workers: 2, timeout: 1.5, on_failure: continue}}
+    """)
+    result = studyrun.run(study, study_dir / "out", quiet=True)
+    runs = result.runs.set_index("a")
+    assert runs.loc[0.25, "status"] == "ok"
+    assert runs.loc[0.75, "error"].startswith("timed out after 1.5 s")
+    survivors = [path for path in Path("/proc").glob("[0-9]*/cmdline")
+                 if marker.encode() in read_or_nothing(path) and alive(int(path.parent.name))]
+    assert survivors == [], "a process a run started outlived it"
+
+
+def read_or_nothing(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def alive(pid: int) -> bool:
+    """True while pid runs (a zombie left for an init that does not reap counts as dead)."""
+    stat = read_or_nothing(Path(f"/proc/{pid}/stat"))
+    return bool(stat) and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+
+
 # -- the results folder and its disk --------------------------------------------------------------
 
 SMALL = """
