@@ -6,9 +6,12 @@ segfault, os._exit, a signal) costs that process and its batch, never the driver
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 import pickle
 import signal
 import socket
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -46,35 +49,42 @@ def death_cause(exitcode: int | None) -> str:
 
 
 class IsolatedExecutor:
-    """Runs each task at once, like SyncExecutor, but in a spawned child process that a crash
-    ends; the next task starts a new one."""
+    """Runs each task at once, like SyncExecutor, but in a child interpreter that a crash ends;
+    the next task starts a new one. The child is a plain `python -c` (not multiprocessing's
+    spawn), so it never imports the driver's __main__: a script calling studyrun.run without an
+    `if __name__ == "__main__"` guard works."""
 
     name = "process"
     workers = 1
 
     def __init__(self) -> None:
-        self.process = None
+        self.process: subprocess.Popen | None = None
         self.connection = None
 
     def start(self) -> None:
-        """Start the child now (it imports while the driver works on); submit waits for it."""
-        import multiprocessing
+        """Start the child; it imports while the driver works on, and submit waits for it."""
+        from multiprocessing.connection import Connection
 
         if self.process is not None:
             return
-        context = multiprocessing.get_context("spawn")
-        self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=serve, args=(theirs,), daemon=True,
-                                       name="studyrun-isolated")
-        self.process.start()
-        theirs.close()
+        from_driver, to_child = os.pipe()
+        from_child, to_driver = os.pipe()
+        code = "import sys; from studyrun.isolated import serve; serve(*map(int, sys.argv[1:]))"
+        self.process = subprocess.Popen([sys.executable, "-c", code, str(from_driver),
+                                         str(to_driver)], pass_fds=(from_driver, to_driver),
+                                        stdin=subprocess.DEVNULL)
+        os.close(from_driver)
+        os.close(to_driver)
+        self.connection = (Connection(from_child, writable=False),
+                           Connection(to_child, readable=False))
+        self.connection[1].send_bytes(cloudpickle.dumps(sys.path))
 
     def submit(self, fn: Callable, *args: Any) -> cf.Future:
         future: cf.Future = cf.Future()
         self.start()
         try:
-            self.connection.send_bytes(cloudpickle.dumps((fn, args)))
-            kind, value = pickle.loads(self.connection.recv_bytes())
+            self.connection[1].send_bytes(cloudpickle.dumps((fn, args)))
+            kind, value = pickle.loads(self.connection[0].recv_bytes())
         except (EOFError, OSError):  # the child died: say how, and start afresh next time
             worker = f"{socket.gethostname()}:{self.process.pid}"
             future.set_exception(ProcessDied(death_cause(self.stop()), worker))
@@ -105,33 +115,31 @@ class IsolatedExecutor:
         process, self.process = self.process, None
         if process is None:
             return None
-        self.connection.close()
-        process.join(grace)
-        if process.exitcode is None:
+        for end in self.connection:
+            end.close()
+        try:
+            return process.wait(grace)
+        except subprocess.TimeoutExpired:
             process.kill()
-            process.join()
-        return process.exitcode
+            return process.wait()
 
     def close(self) -> None:
-        if self.process is not None and self.process.is_alive():
-            try:
-                self.connection.send_bytes(cloudpickle.dumps(None))
-            except OSError:
-                pass
-        self.stop(grace=2.0)
+        self.stop(grace=2.0)  # closing its pipe tells the child to exit
 
 
-def serve(connection) -> None:
-    """The child's loop: run each (fn, args) received and send back its result or exception."""
+def serve(reading: int, writing: int) -> None:
+    """The child's loop: run each (fn, args) received and send back its result or exception,
+    until the driver closes the pipe."""
+    from multiprocessing.connection import Connection
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the driver's to handle
+    incoming, outgoing = Connection(reading, writable=False), Connection(writing, readable=False)
+    sys.path[:] = pickle.loads(incoming.recv_bytes())
     while True:
         try:
-            task = pickle.loads(connection.recv_bytes())
-        except EOFError:  # the driver is gone
+            fn, args = pickle.loads(incoming.recv_bytes())
+        except EOFError:  # the driver is done, or gone
             return
-        if task is None:
-            return
-        fn, args = task
         try:
             reply = ("ok", fn(*args))
         except BaseException as error:  # delivered through the future, as a pool would
@@ -140,4 +148,4 @@ def serve(connection) -> None:
             message = cloudpickle.dumps(reply)
         except Exception as error:  # an unpicklable result or exception
             message = cloudpickle.dumps(("error", RuntimeError(f"{type(error).__name__}: {error}")))
-        connection.send_bytes(message)
+        outgoing.send_bytes(message)

@@ -314,6 +314,20 @@ def test_a_model_that_exits_or_crashes_its_process_fails_only_that_run(study_dir
     assert_only_these_runs_failed(study_dir / "out", (3, 5, 7, 11))
 
 
+def test_the_pilot_process_never_runs_the_drivers_script(study_dir):
+    """The pilot's process is not multiprocessing's spawn: a script calling studyrun.run with no
+    `if __name__ == "__main__"` guard is not run again there (which would fail every run)."""
+    study = exits_study(study_dir, "local", "auto", kinds=())
+    script = study_dir / "script.py"
+    script.write_text(f"import studyrun\nprint(studyrun.run({str(study)!r}, "
+                      f"{str(study_dir / 'out')!r}).analysis['runs']['succeeded'])\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=study_dir)
+    assert done.returncode == 0 and done.stdout.strip() == "18", done.stderr
+    analysis = json.loads((study_dir / "out" / "analysis.json").read_text())
+    assert analysis["execution"]["scheduler"] == "process"
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="signals as on Linux")
 def test_a_crash_under_sync_ends_the_driver_with_a_non_zero_status_and_where(study_dir):
     """Limit, stated: under `sync` and `threads` the model runs in the driver, which a
