@@ -1,8 +1,10 @@
 """The execute step: send a plan's unfinished runs to an executor in batches, record each batch.
 
-A short pilot in this process times the model; the batch size follows from it, and a study that
-would finish before a cluster could start never starts one. Every finished batch is committed to
-the store as it arrives, so a killed study loses at most the batches in flight.
+A short pilot times the model (a python model in a process of its own, so that a crash costs only
+runs); the batch size follows from it, and a study that would finish before a cluster could start
+never starts one. Every finished batch is committed to the store as it arrives, so a killed study
+loses at most the batches in flight. A batch lost with the process running it is run again in
+parts until the runs that crash are found (see Dispatch).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .store import Batch, RunStore
 
 Sink = Callable[[np.ndarray, RunTable], None]  # (plan rows, their records), as batches finish
 
-PILOT_SECONDS = 0.25  # time spent timing the model in-process before choosing a batch size
+PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here
 TASK_SECONDS = 0.5  # target duration of one batch on a worker
 MAX_BATCH = 1 << 18  # runs per batch at most, to bound a worker's memory
