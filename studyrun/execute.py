@@ -206,6 +206,8 @@ class Runner:
         self.isolated: IsolatedExecutor | None = None  # the pilot's process, once started
         self.seconds_per_run: float | None = None
         self.totals = Counts()
+        if settings.batch_size == "auto" and isinstance(self.nearby_executor(), IsolatedExecutor):
+            self.isolated.start()  # it imports while the plan is made
 
     def __enter__(self) -> "Runner":
         return self

@@ -314,12 +314,17 @@ def test_a_model_that_exits_or_crashes_its_process_fails_only_that_run(study_dir
     assert_only_these_runs_failed(study_dir / "out", (3, 5, 7, 11))
 
 
-def test_the_pilot_process_never_runs_the_drivers_script(study_dir):
-    """The pilot's process is not multiprocessing's spawn: a script calling studyrun.run with no
-    `if __name__ == "__main__"` guard is not run again there (which would fail every run)."""
+@pytest.mark.parametrize("threads", [0, 1])
+def test_the_pilot_process_never_runs_the_drivers_script(study_dir, threads):
+    """The pilot's process is forked (a driver with no other thread) or a new interpreter, never
+    multiprocessing's spawn: a script calling studyrun.run with no `if __name__ == "__main__"`
+    guard is not run again there (which would fail every run)."""
     study = exits_study(study_dir, "local", "auto", kinds=())
     script = study_dir / "script.py"
-    script.write_text(f"import studyrun\nprint(studyrun.run({str(study)!r}, "
+    script.write_text("import threading, time, studyrun\n"
+                      f"for _ in range({threads}):\n"
+                      "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+                      f"print(studyrun.run({str(study)!r}, "
                       f"{str(study_dir / 'out')!r}).analysis['runs']['succeeded'])\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120, cwd=study_dir)
