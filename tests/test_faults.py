@@ -314,6 +314,20 @@ def test_a_model_that_exits_or_crashes_its_process_fails_only_that_run(study_dir
     assert_only_these_runs_failed(study_dir / "out", (3, 5, 7, 11))
 
 
+def test_a_run_that_crashes_dask_workers_fails_alone(study_dir, dask_scheduler):
+    """On a `dask scheduler` (whose nannies restart a dead worker) a batch Dask gives up runs
+    again in parts, each alone, until the run that kills its workers is found; it fails alone
+    (how its worker died is not known there) and every other run succeeds once."""
+    study = exits_study(study_dir, dask_scheduler, 6, kinds=(11,))
+    done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(study_dir / "out" / "runs.sqlite") as db:
+        failed = db.execute("SELECT a, error FROM runs WHERE status != 'ok'").fetchall()
+        assert db.execute("SELECT count(DISTINCT id), count(*) FROM runs").fetchone() == (18, 18)
+    assert len(failed) == 1 and failed[0][0] == 11
+    assert failed[0][1].startswith("the process running the model died (how is not known")
+
+
 @pytest.mark.parametrize("threads", [0, 1])
 def test_the_pilot_process_never_runs_the_drivers_script(study_dir, threads):
     """The pilot's process is forked (a driver with no other thread) or a new interpreter, never
