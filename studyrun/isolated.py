@@ -193,6 +193,11 @@ def serve(reading: int, writing: int) -> None:
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the driver's to handle
+    try:  # a model out of memory here should be what the kernel kills, not the driver
+        with open("/proc/self/oom_score_adj", "w") as adjust:
+            adjust.write("1000")
+    except OSError:
+        pass
     incoming, outgoing = Connection(reading, writable=False), Connection(writing, readable=False)
     sys.path[:] = pickle.loads(incoming.recv_bytes())
     while True:
