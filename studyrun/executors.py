@@ -155,7 +155,7 @@ class DaskExecutor:
     def close(self) -> None:
         root = logging.getLogger("distributed")
         root_level = root.level
-        if self.scheduler_lost:  # the loss is reported already; spare the user distributed's tracebacks
+        if self.scheduler_lost:  # reported already: spare the user distributed's tracebacks
             root.setLevel(logging.CRITICAL)
         try:
             if self.scheduler_lost:

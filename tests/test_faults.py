@@ -280,7 +280,8 @@ def exits_study(study_dir: Path, scheduler: str, batch, kinds=(3, 5, 7, 11)) -> 
 
 def assert_only_these_runs_failed(out: Path, kinds) -> None:
     analysis = json.loads((out / "analysis.json").read_text())
-    assert analysis["runs"]["failed"] == len(kinds) and analysis["runs"]["succeeded"] == 18 - len(kinds)
+    assert analysis["runs"]["failed"] == len(kinds)
+    assert analysis["runs"]["succeeded"] == 18 - len(kinds)
     with sqlite3.connect(out / "runs.sqlite") as db:
         rows = db.execute("SELECT a, status, error, y, id FROM runs").fetchall()
     assert len(rows) == len({row[4] for row in rows}) == 18, "a run was lost or recorded twice"
@@ -292,7 +293,8 @@ def assert_only_these_runs_failed(out: Path, kinds) -> None:
 
 
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
-def test_sys_exit_or_keyboard_interrupt_in_a_model_fails_only_that_run(study_dir, scheduler, capsys):
+def test_sys_exit_or_keyboard_interrupt_in_a_model_fails_only_that_run(study_dir, scheduler,
+                                                                      capsys):
     """Guarantee: a python model calling sys.exit or raising KeyboardInterrupt fails only that
     run, on every scheduler, and the study goes on (before, `sync` ended with exit status 0)."""
     study = exits_study(study_dir, scheduler, "auto", kinds=(3, 5))
@@ -436,7 +438,9 @@ def test_nothing_a_command_run_started_outlives_it(study_dir):
     marker = f"studyrun-escape-{os.getpid()}-{time.time_ns()}"
     study = write_study(study_dir, f"""
         name: escape
-        model: {{type: command, run: [{sys.executable}, "{{study_dir}}/escape.py", "{{params_file}}", {marker}]}}
+        model:
+          type: command
+          run: [{sys.executable}, "{{study_dir}}/escape.py", "{{params_file}}", {marker}]
         parameters: {{a: {{bounds: [0, 1]}}}}
         quantities: {{y: y}}
         analysis: {{type: sweep, levels: {{a: [0.25, 0.75]}}}}
