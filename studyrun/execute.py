@@ -78,6 +78,7 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
     start = time.perf_counter()
     out = evaluate_model(job, inputs, run_ids)
     values = job.quantities.evaluate(out, inputs)
+    series = pack_series(out) if job.keep_series else None
     for _ in range(job.retries):
         failed = np.flatnonzero([e is not None for e in out.errors])
         if not len(failed):
@@ -85,18 +86,21 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
         sub_inputs = {k: v[failed] for k, v in inputs.items()}
         again = evaluate_model(job, sub_inputs, run_ids[failed])
         again_values = job.quantities.evaluate(again, sub_inputs)
+        again_series = pack_series(again) if job.keep_series else None
         for j, i in enumerate(failed):
             if again.errors[j] is None:
                 out.errors[i] = None
                 for name, array in again_values.items():
                     values[name][i] = array[j]
+                if series is not None:  # the series of the attempt that succeeded
+                    series[i] = again_series[j]
     return {
         "ids": run_ids,
         "errors": out.errors,
         "values": values,
         "duration": (time.perf_counter() - start) / max(len(run_ids), 1),
         "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "series": pack_series(out) if job.keep_series else None,
+        "series": series,
     }
 
 
@@ -110,16 +114,27 @@ def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray)
 
 
 def pack_series(out: ModelOutput) -> list[bytes]:
-    """Each run's time series as npz bytes, for `keep: series`."""
-    blobs = []
-    for i in range(out.n):
-        buffer = io.BytesIO()
-        arrays = {name: values[i] for name, values in out.series.items()}
-        if out.time is not None:
-            arrays["time"] = out.time
-        np.savez(buffer, **arrays)
-        blobs.append(buffer.getvalue())
+    """Each run's time series as npz bytes on its own grid, for `keep: series` (a run in no
+    group of series, a failed one, keeps an empty npz)."""
+    blobs = [EMPTY_NPZ] * out.n
+    for group in out.series_groups():
+        for j, i in enumerate(np.arange(out.n)[group.rows].tolist()):
+            arrays = {name: values[j] for name, values in group.series.items()}
+            if group.time is not None:
+                arrays["time"] = group.time
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            blobs[i] = buffer.getvalue()
     return blobs
+
+
+def empty_npz() -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer)
+    return buffer.getvalue()
+
+
+EMPTY_NPZ = empty_npz()
 
 
 class Recorder:

@@ -15,7 +15,7 @@ from typing import Mapping
 import numpy as np
 
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
-from .models.base import ModelOutput
+from .models.base import ModelOutput, SeriesGroup
 from .store import FIXED_COLUMNS
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -24,7 +24,7 @@ RESERVED = frozenset(FIXED_COLUMNS) | {"run", "time"}  # columns and keys of the
 
 def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
     """The part of series x (runs, T) whose times lie in [T0, T1]."""
-    x = _as_series(x, time)
+    x, time = _as_series(x, time)
     if not bounds:
         return x, time
     t0, t1 = (float(np.ravel(b)[0]) for b in bounds)
@@ -35,12 +35,15 @@ def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray,
     return x[:, keep], time[keep]
 
 
-def _as_series(x, time) -> np.ndarray:
+def _as_series(x, time) -> tuple[np.ndarray, np.ndarray]:
+    """x as a series (runs, T) and the runs' grid (T,); `time` is the clock as the env holds
+    it, a series like any other (runs, T) whose rows are the one grid of these runs."""
     array = np.asarray(x, dtype=float)
-    if time is None or np.ndim(time) != 1 or array.ndim != 2 or array.shape[1] != len(time):
+    clock = None if time is None else np.asarray(time)
+    if clock is None or clock.ndim != 2 or array.ndim != 2 or array.shape[1] != clock.shape[1]:
         raise ValueError("expects a time series output of the model (a name whose value changes "
                          "over time)")
-    return array
+    return array, clock[0] if len(clock) else np.zeros(clock.shape[1])
 
 
 def _reduction(name: str, reduce, min_args: int = 1, max_args: int = 3) -> FunctionDef:
@@ -54,11 +57,13 @@ def _reduction(name: str, reduce, min_args: int = 1, max_args: int = 3) -> Funct
 
 
 def _at(x, when, time=None):
-    values = _as_series(x, time)
+    values, time = _as_series(x, time)
     when = float(np.ravel(when)[0])
     if not time[0] <= when <= time[-1]:
         raise ValueError(f"at(x, {when:g}) lies outside the outputs' time span "
                          f"[{time[0]:g}, {time[-1]:g}]")
+    if len(time) == 1:
+        return values[:, 0]
     right = int(np.clip(np.searchsorted(time, when), 1, len(time) - 1))
     left = right - 1
     share = (when - time[left]) / (time[right] - time[left])
@@ -66,11 +71,11 @@ def _at(x, when, time=None):
 
 
 def _final(x, time=None):
-    return _as_series(x, time)[:, -1]
+    return _as_series(x, time)[0][:, -1]
 
 
 def _series(x, time=None):
-    return _as_series(x, time)
+    return _as_series(x, time)[0]
 
 
 REDUCTIONS: dict[str, FunctionDef] = {
@@ -113,20 +118,32 @@ class Quantities:
         return [name for name in self.compiled if name not in self.series_names]
 
     def evaluate(self, out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Each quantity for every run of the batch; marks runs failed on NaN, inf or errors."""
+        """Each scalar quantity for every run of the batch, each run on its own grid (runs
+        sharing a grid at once); marks runs failed on NaN, inf or errors. series() quantities
+        are evaluated for their failures only: their values are the stored series."""
         if self.definitions is None:
             values = self._every_output(out, inputs)
         else:
-            env = {**inputs, **out.scalars, **out.series}
-            if out.time is not None:
-                env["time"] = out.time
-            values = {name: self._evaluate_one(name, expr, env, out) for name, expr in self.compiled.items()}
+            values = {name: np.full(out.n, np.nan) for name in self.names()}
+            for group in out.series_groups():
+                self._evaluate_group(group, out, inputs, values)
         for name, array in values.items():
-            if name in self.series_names:
-                continue
             for i in np.flatnonzero(~np.isfinite(array)):
                 out.fail(int(i), f"quantity {name!r} is {array[i]}")
         return values
+
+    def _evaluate_group(self, group: SeriesGroup, out: ModelOutput,
+                        inputs: Mapping[str, np.ndarray], values: dict[str, np.ndarray]) -> None:
+        """The quantities of the runs of one grid, into their rows of `values`."""
+        rows = np.arange(out.n)[group.rows]
+        env = {k: np.broadcast_to(v, (out.n,))[group.rows] for k, v in {**inputs, **out.scalars}.items()}
+        env.update(group.series)
+        if group.time is not None:  # the time axis is a series like any other
+            env["time"] = np.broadcast_to(group.time, (len(rows), len(group.time)))
+        for name, expr in self.compiled.items():
+            value = self._evaluate_one(name, expr, env, out, rows)
+            if name in values:
+                values[name][group.rows] = value
 
     @staticmethod
     def _every_output(out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -146,12 +163,14 @@ class Quantities:
             values[name] = np.asarray(out.scalars[name], dtype=float)
         return values
 
-    def _evaluate_one(self, name: str, expr: Expr, env: dict, out: ModelOutput) -> np.ndarray:
+    def _evaluate_one(self, name: str, expr: Expr, env: dict, out: ModelOutput,
+                      rows: np.ndarray) -> np.ndarray:
         missing = sorted(n for n in expr.names if n not in env)
         try:
             if missing:
-                available = ", ".join(sorted(set(out.scalars) | set(out.series))) or "none"
-                raise ValueError(f"the model gave no output {missing[0]!r} (outputs: {available})")
+                available = ", ".join(sorted(set(out.scalars) | set(out.series_groups()[0].series)))
+                raise ValueError(f"the model gave no output {missing[0]!r} (outputs: "
+                                 f"{available or 'none'})")
             with np.errstate(all="ignore"):
                 value = np.asarray(expr(env), dtype=float)
             if name in self.series_names:
@@ -159,9 +178,9 @@ class Quantities:
             if value.ndim > 1:
                 raise ValueError("is a time series; reduce it with final(), max(), mean(), ... "
                                  "or keep it whole with series()")
-            return np.broadcast_to(value, (out.n,)).astype(float)
+            return np.broadcast_to(value, (len(rows),)).astype(float)
         except (ValueError, ExprError, ArithmeticError) as error:
             message = f"quantity {name!r}: {getattr(error, 'message', None) or error}"
-            for i in range(out.n):
+            for i in rows.tolist():
                 out.fail(i, message)
-            return np.full(out.n, np.nan)
+            return np.full(len(rows), np.nan)

@@ -1,8 +1,9 @@
 """The `python` model: a function `package.module:callable`, importable from the study's folder.
 
 A scalar function is called once per run with keyword arguments and returns a number (the output
-`value`), a dict of numbers, or time series as a dict of arrays with a `time` key. A vectorized
-function (`vectorized: true`) is called once per batch with arrays and returns arrays.
+`value`), a dict of numbers, or time series as a dict of arrays with a `time` key (each run's
+own: runs may stop at different times). A vectorized function (`vectorized: true`) is called
+once per batch with arrays and returns arrays on one grid.
 """
 
 from __future__ import annotations
@@ -149,48 +150,52 @@ def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n:
 
 
 def gather_results(results: list[Any], out: ModelOutput) -> None:
-    """Turn per-run return values into batch arrays; a run of the wrong shape fails alone."""
+    """Turn per-run return values into batch arrays; a run of the wrong shape fails alone.
+    Each run's series stay on its own `time` (runs sharing a grid are stacked)."""
     if results and all(e is None for e in out.errors) and all(
             isinstance(r, (float, int)) for r in results):
         out.scalars = {"value": np.array(results, dtype=float)}  # the common case, in one step
         return
     scalars: dict[str, np.ndarray] = {}
-    series: dict[str, list] = {}
+    runs: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
     for i, result in enumerate(results):
         if out.errors[i] is not None:
             continue
-        if not isinstance(result, dict):
-            result = {"value": result}
         try:
-            time = result.get("time")
-            if time is not None:
-                time = np.asarray(time, dtype=float)
-                if out.time is None:
-                    out.time = time
-                elif time.shape != out.time.shape or not np.array_equal(time, out.time):
-                    raise ValueError("its time grid differs from the other runs'; return series on "
-                                     "a fixed grid (for solve_ivp, pass t_eval)")
-            for key, value in result.items():
-                if key == "time":
-                    continue
-                array = np.asarray(value, dtype=float)
-                if array.ndim == 0:  # columns made once, not per run: a batch is long
-                    if key not in scalars:
-                        scalars[key] = np.full(out.n, np.nan)
-                    scalars[key][i] = array
-                elif time is not None and array.shape == time.shape:
-                    if key not in series:
-                        series[key] = [None] * out.n
-                    series[key][i] = array
-                else:
-                    raise ValueError(f"output {key!r} has shape {array.shape}; expected a number "
-                                     "or a series as long as 'time'")
+            numbers, series = split_result(result if isinstance(result, dict) else {"value": result})
         except (TypeError, ValueError) as error:
             out.errors[i] = f"bad return value: {error}"
+            continue
+        for key, value in numbers.items():
+            if key not in scalars:  # columns made once, not per run: a batch is long
+                scalars[key] = np.full(out.n, np.nan)
+            scalars[key][i] = value
+        if series is not None:
+            runs[i] = series
     out.scalars = scalars
-    for key, rows in series.items():
-        filler = np.full(len(out.time), np.nan)
-        out.series[key] = np.array([filler if row is None else row for row in rows])
+    out.put_runs(runs)
+
+
+def split_result(result: dict) -> tuple[dict[str, float], tuple | None]:
+    """One run's numbers, and its (time, series) when it returned a `time`."""
+    time = result.get("time")
+    if time is not None:
+        time = np.asarray(time, dtype=float)
+        if time.ndim != 1 or not len(time) or not np.all(np.diff(time) > 0):
+            raise ValueError("'time' must be a non-empty list of strictly increasing numbers")
+    numbers, series = {}, {}
+    for key, value in result.items():
+        if key == "time":
+            continue
+        array = np.asarray(value, dtype=float)
+        if array.ndim == 0:
+            numbers[key] = float(array)
+        elif time is not None and array.shape == time.shape:
+            series[key] = array
+        else:
+            raise ValueError(f"output {key!r} has shape {array.shape}; expected a number "
+                             "or a series as long as 'time'")
+    return numbers, None if time is None else (time, series)
 
 
 def call_vectorized(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:

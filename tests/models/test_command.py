@@ -113,16 +113,24 @@ def test_csv_results(tmp_path):
     np.testing.assert_allclose(out.series["y"], expected_y(a, b, out.time))
 
 
-def test_runs_on_other_grids_are_interpolated_or_fail(tmp_path):
-    a, b = [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]
-    # run 2 has a finer grid over the same span; run 3 starts late and cannot cover run 1's grid
-    out = run_batch(sim(), tmp_path, a=a, b=b, n=[5, 9, 5], t0=[0, 0, 1])
-    np.testing.assert_allclose(out.time, [0, 1, 2, 3, 4])
-    assert out.errors[:2] == [None, None]
-    assert "does not cover" in out.errors[2]
-    y_fine = np.exp(-np.linspace(0, 4, 9))
-    np.testing.assert_allclose(out.series["y"][1], np.interp(out.time, np.linspace(0, 4, 9), y_fine))
-    assert np.isnan(out.series["y"][2]).all() and np.isnan(out.scalars["final"][2])
+def test_each_run_keeps_its_own_grid(tmp_path):
+    a, b = [1.0, 1.0, 1.0, 2.0], [0.0, 1.0, 1.0, 1.0]
+    # runs 1 and 4 share a grid; run 2 has a finer one, run 3 one that starts late
+    out = run_batch(sim(), tmp_path, a=a, b=b, n=[5, 9, 5, 5], t0=[0, 0, 1, 0])
+    assert out.errors == [None] * 4
+    grids = {tuple(np.arange(4)[g.rows]): g for g in out.series_groups()}
+    assert set(grids) == {(0, 3), (1,), (2,)}
+    np.testing.assert_allclose(grids[(0, 3)].time, [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(grids[(1,)].time, np.linspace(0, 4, 9))
+    np.testing.assert_allclose(grids[(2,)].time, [1, 1.75, 2.5, 3.25, 4])
+    for rows, group in grids.items():
+        np.testing.assert_array_equal(group.series["y"],
+                                      expected_y(np.take(a, rows), np.take(b, rows), group.time))
+
+
+def test_runs_sharing_a_grid_are_stacked_on_it(tmp_path):
+    out = run_batch(sim(), tmp_path, a=[1.0, 2.0], b=[0.5, 0.5], n=[5, 5])
+    assert out.groups == [] and out.series["y"].shape == (2, 5)
 
 
 def test_no_workdir_uses_a_temporary_folder_and_removes_it(tmp_path, monkeypatch):
