@@ -25,7 +25,7 @@ from .params import varied
 from .plan import Plan, make_plan
 from .planned import CHUNK_ROWS, PlannedRuns, plan_outcome
 from .provenance import collect, now
-from .quantities import Quantities
+from .quantities import Quantities, series_output
 from .runtable import write_csv
 from .spec import Study, check_study
 from .store import RunStore
@@ -152,7 +152,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     """A fixed design: plan it slice by slice, execute each slice, then analyse all of it."""
     study = loaded.study
     parameters, fixed, context = plan_parts(loaded)
-    runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis))
+    runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis),
+                       study.analysis.series_grid())
     with Runner(store, job, settings) as runner:
         for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
@@ -176,7 +177,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
 
 def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
     """Series to read back per run: series() quantities and the outputs an analysis needs."""
-    wanted = {name: next(iter(quantities.compiled[name].names)) for name in quantities.series_names}
+    wanted = {name: series_output(quantities.compiled[name]) for name in quantities.series_names}
     wanted.update({name: name for name in analysis.needs_series()})
     return wanted
 
@@ -225,7 +226,7 @@ def write_study_copy(loaded: Loaded, folder: Path) -> None:
 def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
     """One plan's quantities from the store, in plan order, with the series asked for."""
     return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
-                        series_wanted(quantities, analysis))
+                        series_wanted(quantities, analysis), analysis.series_grid())
 
 
 def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:

@@ -102,6 +102,32 @@ def is_series(expr: Expr) -> bool:
     return isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "series"
 
 
+def series_output(expr: Expr) -> str:
+    """The output a `series(x)` quantity keeps: x, by name (a plain name: see shape_problem)."""
+    return expr.tree.body.args[0].id
+
+
+def shape_problem(expr: Expr) -> str | None:
+    """What a quantity's text gets wrong about series, found before any run: `series()` of
+    something other than one output, or the time axis used outside a reduction."""
+    body = expr.tree.body
+    if is_series(expr) and not isinstance(body.args[0], ast.Name):
+        return "series() keeps one output whole: write series(NAME) with an output's name"
+    if _bare_time(body):
+        return ("'time' is the time axis, a series like any other output: reduce it, e.g. "
+                "final(time) for the time a run ends, or max(time), or keep it with series(time)")
+    return None
+
+
+def _bare_time(node: ast.AST) -> bool:
+    """Whether `time` appears outside every call of a reduction."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in REDUCTIONS:
+        return False
+    if isinstance(node, ast.Name):
+        return node.id == "time"
+    return any(_bare_time(child) for child in ast.iter_child_nodes(node))
+
+
 class Quantities:
     """The study's quantities, compiled once and evaluated on each batch's model output."""
 

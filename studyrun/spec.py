@@ -35,7 +35,7 @@ from .models.pysd import Pysd
 from .models.python import Python
 from .models.stockflow import Stockflow
 from .params import ParameterSpec, varied
-from .quantities import parse_quantity
+from .quantities import parse_quantity, shape_problem
 from .store import FIXED_COLUMNS
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
@@ -181,6 +181,9 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
         except ExprError as error:
             problems.append(((*where, "<value>"), f"{error.message} in {text!r}"))
             continue
+        problem = shape_problem(expr)
+        if problem:
+            problems.append(((*where, "<value>"), f"{problem} (in {text!r})"))
         for unknown in sorted(expr.names - known) if known is not None else []:
             problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
                              f"{suggest(unknown, known)}"))

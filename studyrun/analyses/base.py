@@ -39,7 +39,8 @@ class Outcome:
     values: dict[str, np.ndarray]  # quantity -> shape (runs,), NaN where the run failed
     ok: np.ndarray  # bool, shape (runs,)
     series: dict[str, np.ndarray] = field(default_factory=dict)  # output -> (runs, T) when asked
-    time: np.ndarray | None = None
+    time: np.ndarray | None = None  # the one grid of `series` (see grids.py)
+    series_notes: list[str] = field(default_factory=list)  # runs left out of `series`, by id
 
 
 Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
@@ -70,6 +71,10 @@ class AnalysisSpec(BaseModel):
     def needs_series(self) -> list[str]:
         """Model outputs whose whole time series the analysis needs from every run."""
         return []
+
+    def series_grid(self) -> np.ndarray | None:
+        """The times at which to compare runs whose grids differ; None: the first run's."""
+        return None
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """The runs to make, derived only from the parameters and the seed."""

@@ -92,6 +92,7 @@ class Sobol(AnalysisSpec):
         for name, series in outcome.series.items():
             resolved = analyse_series(series, outcome.time, failed_rows(outcome, name, series),
                                       outcome.design.info)
+            resolved["warnings"] = outcome.series_notes + resolved.get("warnings", [])
             if name in results:  # a quantity of the same name keeps its place
                 results[name]["time_resolved"] = resolved
             else:

@@ -136,6 +136,17 @@ class Calibrate(AnalysisSpec):
         except StudyError:  # `studyrun report DIR` reads the study copy, away from its data;
             return []       # a run checks the data before it asks (check())
 
+    def series_grid(self):
+        """Runs whose grids differ are compared at the observation times."""
+        import numpy as np
+
+        try:
+            data = self.observations()
+        except StudyError:
+            return None
+        return np.unique(np.concatenate([np.asarray(v.x, dtype=float)
+                                         for obs in data for v in obs.variables]))
+
     def check(self, parameters) -> list[Problem]:
         problems = []
         for name, p in parameters.items():

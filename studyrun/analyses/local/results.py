@@ -28,7 +28,7 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
     design = outcome.design
     names, info = design.names, design.info
     nominal = np.array([info["nominal"][n] for n in names])
-    notes = list(info.get("notes", []))
+    notes = list(info.get("notes", [])) + outcome.series_notes
     computed: dict[str, tuple[np.ndarray, Functions]] = {}
     for method in info["methods"]:
         try:
