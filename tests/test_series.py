@@ -40,6 +40,8 @@ def projectile_study(folder, batch_size, scheduler, workers, samples=24):
     text = (STUDIES / "projectile-montecarlo.yaml").read_text()
     text = text.replace('"{study_dir}/sim/', f'"{STUDIES}/sim/').replace("samples: 64", f"samples: {samples}")
     text = text.replace("python3", sys.executable)
+    text = text.replace("  range: final(distance)\n", "  range: final(distance)\n"
+                        "  mean_height: mean(height)\n  area: integral(height, 0, 2)\n")
     text = text.replace("  scheduler: threads\n  workers: 2\n",
                         f"  scheduler: {scheduler}\n  workers: {workers}\n  batch_size: {batch_size}\n")
     path = folder / f"projectile-{batch_size}-{scheduler}-{workers}.yaml"
@@ -75,6 +77,7 @@ def test_projectile_quantities_are_the_programs_own_whatever_the_batching(tmp_pa
     assert runs["apex"].tolist() == [max(f["height"]) for f in flights]
     assert runs["flight_time"].tolist() == [f["time"][-1] for f in flights]
     assert runs["range"].tolist() == [f["distance"][-1] for f in flights]
+    np.testing.assert_allclose(runs["mean_height"], [np.mean(f["height"]) for f in flights], rtol=1e-14)
     durations = [f["time"][-1] for f in flights]
     assert min(durations) < 1 and max(durations) > 5  # the grids do differ, widely
     apex = json.loads(texts[0])["apex"]

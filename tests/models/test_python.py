@@ -42,3 +42,40 @@ def test_numbers_dicts_and_failures_gather_per_run(tmp_path):
     (tmp_path / "ints").mkdir()  # functions are cached per folder
     plain = evaluate(tmp_path / "ints", "def f(x):\n    return int(x)\n", {"x": np.array([1.0, 5.0])})
     assert plain.scalars["value"].dtype == float and plain.scalars["value"].tolist() == [1.0, 5.0]
+
+
+RAGGED = ("import numpy as np\n"
+          "def f(x):\n"
+          "    t = np.arange(0.0, x, 0.5)\n"
+          "    return {'time': t, 'y': x - t, 'top': float(x)}\n")
+
+
+def test_series_of_different_lengths_keep_their_own_grids(tmp_path):
+    out = evaluate(tmp_path, RAGGED, {"x": np.array([2.0, 3.0, 2.0])})
+    assert out.errors == [None, None, None] and out.scalars["top"].tolist() == [2.0, 3.0, 2.0]
+    groups = {tuple(np.arange(3)[g.rows]): g for g in out.series_groups()}
+    assert set(groups) == {(0, 2), (1,)}
+    assert groups[(0, 2)].time.tolist() == [0, 0.5, 1, 1.5]
+    assert groups[(1,)].series["y"].tolist() == [[3, 2.5, 2, 1.5, 1, 0.5]]
+
+
+def test_quantities_of_ragged_runs_are_each_runs_own(tmp_path):
+    from studyrun.quantities import Quantities
+
+    inputs = {"x": np.array([2.0, 3.0, 5.0])}
+    out = evaluate(tmp_path, RAGGED, inputs)
+    values = Quantities({"end": "final(time)", "low": "final(y)", "area": "integral(y)"}
+                        ).evaluate(out, inputs)
+    assert out.errors == [None] * 3
+    assert values["end"].tolist() == [1.5, 2.5, 4.5] and values["low"].tolist() == [0.5] * 3
+    assert values["area"].tolist() == [np.trapezoid(x - np.arange(0, x, 0.5), np.arange(0, x, 0.5))
+                                       for x in (2.0, 3.0, 5.0)]
+
+
+def test_a_time_that_does_not_increase_fails_that_run_alone(tmp_path):
+    source = ("def f(x):\n"
+              "    return {'time': [0, 1, 1] if x > 1 else [0, 1, 2], 'y': [x, x, x]}\n")
+    out = evaluate(tmp_path, source, {"x": np.array([1.0, 2.0])})
+    assert out.errors[0] is None
+    assert out.errors[1] == ("bad return value: 'time' must be a non-empty list of strictly "
+                             "increasing numbers")
