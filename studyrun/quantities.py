@@ -3,7 +3,9 @@
 `final(x)`, `initial(x)`, `max(x)`, `min(x)`, `mean(x)`, `integral(x)` (each but `final` with an
 optional window `(x, T0, T1)`), `at(x, T)`, bare names of scalar outputs, and arithmetic between
 them, in the safe expression language of `expr.py`. `series(x)` keeps a whole time series as a
-quantity, for time-resolved analyses.
+quantity, for time-resolved analyses. `time` is the time axis, a series like any other
+(`final(time)`: when a run ends). Each run is reduced on its own grid; runs sharing one (every
+equation model's) are reduced together.
 """
 
 from __future__ import annotations
