@@ -89,10 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser("predict", help="a doe response surface's prediction with intervals")
     predict.add_argument("folder", type=Path, metavar="DIR")
-    predict.add_argument("--at", required=True, metavar="NAME=VALUE,...",
-                         help="the point, in natural units (others at the centre of their bounds)")
+    predict.add_argument("--at", required=True, action="append", metavar="NAME=VALUE,...",
+                         help="the point in natural units, every factor of the fit; repeat the "
+                         "flag or separate pairs with commas")
     predict.add_argument("--quantity", action="append", help="a fitted quantity (default: all)")
-    predict.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    predict.add_argument("--level", type=float, default=0.95,
+                         help="interval level, between 0 and 1 (default 0.95)")
     predict.set_defaults(command=command_predict)
 
     report = commands.add_parser("report", help="rebuild report.md and figures from a results folder")
@@ -221,16 +223,22 @@ def describe_os_error(error: Exception) -> str:
     return f"the run store failed: {error}; runs recorded before are kept"
 
 
-def parse_point(text: str) -> dict[str, float]:
-    """'a=1,b=2.5' -> {'a': 1.0, 'b': 2.5}, with a clear error for anything else."""
+def parse_point(texts: list[str]) -> dict[str, float]:
+    """['a=1,b=2.5', 'c=3'] (each --at) -> {'a': 1.0, 'b': 2.5, 'c': 3.0}; a clear error otherwise."""
     point = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, value = item.partition("=")
+    for item in (part.strip() for text in texts for part in text.split(",")):
+        if not item:
+            continue
+        name, _, value = (half.strip() for half in item.partition("="))
         try:
-            point[name.strip()] = float(value)
+            number = float(value)
         except ValueError:
             raise StudyError(f"--at: expected NAME=VALUE pairs separated by commas, such as "
                              f"a=1,b=2.5; got {item!r}") from None
+        if name in point:
+            raise StudyError(f"--at: {name} is given twice ({point[name]:g} and {number:g}); "
+                             "give each factor once")
+        point[name] = number
     return point
 
 
@@ -245,12 +253,13 @@ def command_predict(args) -> int:
                          f"holds a {results.analysis.get('analysis')} analysis")
     point = parse_point(args.at)
     names = args.quantity or [q for q in results.results if not q.startswith("_")]
-    for name in names:
-        out = predict(results.analysis, name, point, level=args.level)
+    predictions = [predict(results.analysis, name, point, level=args.level) for name in names]
+    interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+    for out in predictions:
         ci, pi = out.get("confidence"), out.get("prediction_interval")
-        interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
-        print(f"{name}: {format_number(out['prediction'])}  {args.level:.0%} confidence {interval(ci)}  "
-              f"prediction {interval(pi)}{'  (extrapolated)' if out.get('extrapolation') else ''}")
+        print(f"{out['quantity']}: {format_number(out['prediction'])}  {args.level * 100:g}% confidence "
+              f"{interval(ci)}  prediction {interval(pi)}"
+              f"{'  (extrapolated)' if out.get('extrapolation') else ''}")
         if out.get("note"):
             print(f"  note: {out['note']}")
     return 0
