@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..errors import Problem
+from ..params import Whole
 from .base import ModelOutput, ModelSpec, RunContext
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -75,7 +76,8 @@ class Python(ModelSpec):
     type: Literal["python"]
     function: str = Field(description="package.module:callable, importable from the study's folder")
     vectorized: bool = Field(False, description="called once per batch with arrays")
-    constants: dict[str, float] = Field(default_factory=dict, description="fixed keyword arguments")
+    constants: dict[str, Whole | float] = Field(
+        default_factory=dict, description="fixed keyword arguments (an integer arrives as an int)")
 
     @field_validator("function")
     @classmethod
@@ -84,7 +86,7 @@ class Python(ModelSpec):
             raise ValueError(f"expected 'package.module:callable'; got {value!r}")
         return value
 
-    def defaults(self) -> dict[str, float]:
+    def defaults(self) -> dict[str, float | int]:
         return dict(self.constants)
 
     def check(self, study_dir: Path) -> list[Problem]:
@@ -113,7 +115,7 @@ class PythonEvaluator:
     function: str
     vectorized: bool
     study_dir: str
-    constants: tuple[tuple[str, float], ...] = ()  # keyword arguments no parameter sets
+    constants: tuple[tuple[str, float | int], ...] = ()  # keyword arguments no parameter sets
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         function = import_function(self.function, Path(self.study_dir))

@@ -44,6 +44,8 @@ def _check_positive(value: float, info: ValidationInfo) -> float:
 
 
 Real = Annotated[float, Field(allow_inf_nan=False)]
+# A YAML integer that fits an int64 stays an int (a model may count with it); others are floats.
+Whole = Annotated[int, Field(strict=True, ge=-2**63, le=2**63 - 1)]
 Positive = Annotated[float, Field(allow_inf_nan=False, json_schema_extra={"exclusiveMinimum": 0}),
                      AfterValidator(_check_positive)]
 
