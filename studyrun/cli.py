@@ -175,11 +175,19 @@ def command_run(args) -> int:
         scheduler = cluster_override(load_study(args.study).study.execution.scheduler, args.cluster)
     analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
                          fresh=args.fresh, quiet=args.quiet)
-    runs = analysis["runs"]
     folder = args.out or Path("results") / analysis["study"]
-    print(f"{analysis['study']}: {runs['succeeded']} of {runs['planned']} runs succeeded "
-          f"({runs['failed']} failed, {runs['reused']} reused); results in {folder}")
+    print(f"{analysis['study']}: {describe_runs_done(analysis['runs'])}; results in {folder}")
     return 0
+
+
+def describe_runs_done(runs: dict) -> str:
+    """analysis.json's `runs` in words; an iterative analysis's repeated points counted apart."""
+    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({runs['failed']} failed, "
+    if "evaluated" not in runs:
+        return done + f"{runs['reused']} reused)"
+    repeats = runs["evaluated"] - runs["planned"]
+    return (done + f"{runs['reused']} reused from an earlier session, {runs['executed']} executed "
+            f"now); the analysis evaluated {runs['evaluated']} points, {repeats} of them repeats")
 
 
 def command_check(args) -> int:

@@ -187,28 +187,31 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     study = loaded.study
     parameters, fixed, context = plan_parts(loaded)
     evaluated: list[np.ndarray] = []
-    succeeded = 0
+    seen: set[int] = set()  # runs asked for so far this session
+    from_earlier = 0  # of those, runs the store held as succeeded when first asked for
 
     def evaluate(matrix: np.ndarray) -> Outcome:
-        nonlocal succeeded
+        nonlocal from_earlier
         design = Design(list(parameters), np.atleast_2d(np.asarray(matrix, dtype=float)))
         plan = make_plan(design, fixed, context)
+        new = np.array([i for i in np.unique(plan.run_ids).tolist() if i not in seen], np.int64)
+        from_earlier += int(store.succeeded_among(new).sum())
+        seen.update(new.tolist())
         runner.execute(plan, quiet=True)
         evaluated.append(plan.run_ids)
-        outcome = read_outcome(plan, store, job.quantities, study.analysis)
-        succeeded += int(outcome.ok.sum())
-        return outcome
+        return read_outcome(plan, store, job.quantities, study.analysis)
 
     with Runner(store, job, settings) as runner:
         results = study.analysis.iterate(evaluate, parameters, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]
-    write_csv(folder / "runs.csv", list(parameters), store.quantities, [(0, store.read(ids))])
-    totals = runner.totals
+    table = store.read(ids)
+    write_csv(folder / "runs.csv", list(parameters), store.quantities, [(0, table)])
+    totals, succeeded = runner.totals, int(table.ok.sum())
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
-        "runs": {"planned": totals.planned, "succeeded": succeeded,
-                 "failed": totals.planned - succeeded, "reused": totals.reused},
+        "runs": {"planned": len(ids), "succeeded": succeeded, "failed": len(ids) - succeeded,
+                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed},
         "results": results,
         "execution": {"scheduler": totals.scheduler, "executed": totals.executed,
                       "notes": totals.notes},

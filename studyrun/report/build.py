@@ -9,6 +9,9 @@ from .figures import Figures
 from .markdown import table
 
 
+RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "evaluated", "executed")  # README
+
+
 def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> str:
     """The whole Markdown report for a results folder."""
     runs = analysis["runs"]
@@ -16,8 +19,7 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     if study.description:
         lines += [study.description.strip(), ""]
     lines += [f"Analysis: **{analysis['analysis']}** with a **{study.model.type}** model.", "",
-              table(["planned", "succeeded", "failed", "reused"],
-                    [[runs["planned"], runs["succeeded"], runs["failed"], runs["reused"]]]), ""]
+              table(shown := [k for k in RUN_COUNTS if k in runs], [[runs[k] for k in shown]]), ""]
     lines += ["## Parameters", "", table(["name", "specification"],
               [[name, describe_parameter(p)] for name, p in study.parameters.items()]), ""]
     if study.quantities:

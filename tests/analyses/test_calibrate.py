@@ -235,3 +235,28 @@ def test_gradient_matching_with_a_state_that_has_no_data(tmp_path):
     assert gm["cost"] < result["cost"]["initial"] / 10
     for name, truth in {"a": 1.0, "b": 0.5, "c": 0.3}.items():
         assert result["parameters"][name]["estimate"] == pytest.approx(truth, rel=1e-4)
+
+
+def test_run_counts_tell_repeated_points_from_runs_of_an_earlier_session(tmp_path):
+    """`evaluated` counts the fit's points with repeats, `planned` the distinct runs (runs.csv),
+    `executed` what this session computed, `reused` what an earlier session had."""
+    def counts(result):
+        runs = result.analysis["runs"]
+        assert runs["planned"] == len(result.runs)
+        assert runs["succeeded"] == runs["planned"] and runs["failed"] == 0
+        return runs
+
+    done = run_cli("run", write_logistic(tmp_path), "--out", tmp_path / "out", "--quiet")
+    assert done.returncode == 0, done.stderr
+    first = counts(studyrun.open_results(tmp_path / "out"))
+    assert first["reused"] == 0 and first["executed"] == first["planned"]
+    assert first["evaluated"] > first["planned"]  # the start and the estimate are asked for again
+    assert (f"{first['planned']} of {first['planned']} runs succeeded (0 failed, 0 reused from an "
+            f"earlier session, {first['planned']} executed now); the analysis evaluated "
+            f"{first['evaluated']} points, {first['evaluated'] - first['planned']} of them "
+            "repeats") in done.stdout
+    again = counts(studyrun.run(write_logistic(tmp_path), tmp_path / "out"))
+    assert again == first | {"reused": first["planned"], "executed": 0}
+    other = counts(studyrun.run(write_logistic(tmp_path, "trf"), tmp_path / "out"))
+    assert 0 < other["reused"] < other["planned"]  # the start, at least, an earlier session ran
+    assert other["reused"] + other["executed"] == other["planned"]
