@@ -210,6 +210,12 @@ class Runner:
             meta.update(started=time.time(), recorded_at_start=sum(counts.values()))
         self.store.set_meta(**meta)
 
+    def note_workers(self, workers: int) -> None:
+        """The workers the runs go to, in the store's meta: `studyrun status` reports them
+        (counting the processes that recorded runs would add the driver's timing runs)."""
+        if workers != self.store.meta("workers"):
+            self.store.set_meta(workers=workers)
+
     def add_to_totals(self, counts: Counts) -> None:
         totals = self.totals
         totals.planned += counts.planned
@@ -247,6 +253,7 @@ class Runner:
             if self.executor is None:
                 self.executor = start_executor(scheduler, settings.workers)
             executor = self.executor
+        self.note_workers(executor.workers)
         guided = settings.batch_size == "auto" and executor.workers > 1
         smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
         batches = split_batches(pending, batch, executor.workers if guided else 0, smallest)

@@ -117,6 +117,7 @@ def rate_lines(view: StoreView, recorded: int, planned: int | None, running: boo
     lines = []
     rows = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs")
     mean, workers = rows[0] if rows else (None, 0)
+    workers = view.meta.get("workers") or workers  # the latest session's; older stores lack it
     if running and view.meta.get("started"):
         elapsed = max(time.time() - view.meta["started"], 1e-9)
         done_now = max(recorded - int(view.meta.get("recorded_at_start") or 0), 0)
