@@ -19,9 +19,12 @@ class Results:
 
     @property
     def runs(self):
+        """runs.csv as a DataFrame. Only an empty field is missing (an error reading "NA" stays
+        text), and `error` and `worker` are text columns even when every field is empty."""
         import pandas
 
-        return pandas.read_csv(self.folder / "runs.csv")
+        return pandas.read_csv(self.folder / "runs.csv", keep_default_na=False, na_values=[""],
+                               dtype={"error": object, "worker": object})
 
     @property
     def results(self) -> dict[str, Any]:
