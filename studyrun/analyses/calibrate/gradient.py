@@ -1,6 +1,6 @@
-"""Gradient matching (docs/methods.md section 5, the practical variant of identification by
-direction-field deviation): fit the parameters of an equation model without integrating it at
-every trial point.
+"""Gradient matching (docs/methods.md, "Gradient matching"; the practical variant of
+identification by direction-field deviation): fit the parameters of an equation model without
+integrating it at every trial point.
 
 Each observed state's data are smoothed with a cubic smoothing spline (GCV-chosen penalty,
 weights 1/err^2 when the data have errors) and differentiated. On the merged grid of the
@@ -10,16 +10,15 @@ trajectory for the others, and the objective F(p) = sum_i sum_k ((f_i - dx~_i/dt
 is minimised over p (scale_i: the root mean square of state i's slopes) in unit-box coordinates
 by L-BFGS-B with a logarithmic barrier mu * sum(-log u - log(1 - u)) that keeps p inside its
 bounds, for a decreasing sequence of mu, each solution starting the next. The search has
-converged when the last stage that improved F converged: later stages that cannot improve it
-(L-BFGS-B's line search failing at rounding level, "ABNORMAL") confirm its answer. f never reads
-a parameter that only sets initial states; such a parameter is taken from the smoothed data of
-the states it sets at the model's start (it must set an observed state whose data begin there;
-one that sets only unobserved states is fitted through their trajectories). When some states are
-not observed,
-the model and its finite-difference sensitivities (m + 1 runs, one batch) are computed once per
-outer step at the current p, and those states enter the mismatch linearised in p around it (the
-dissertation's outer loop), until p settles. `refine: true` then runs an ordinary trajectory fit
-from the answer.
+converged when the last stage that converged or lowered F converged: later stages that cannot
+lower it at all (L-BFGS-B's line search failing at rounding level, "ABNORMAL") confirm its
+answer. f never reads a parameter that only sets initial states; such a parameter is taken from
+the smoothed data of the states it sets at the model's start (it must set an observed state whose
+data begin there; one that sets only unobserved states is fitted through their trajectories).
+When some states are not observed, the model and its finite-difference sensitivities (m + 1
+runs, one batch) are computed once per outer step at the current p, and those states enter the
+mismatch linearised in p around it (the dissertation's outer loop), until p settles.
+`refine: true` then runs an ordinary trajectory fit from the answer.
 """
 
 from __future__ import annotations
@@ -132,8 +131,8 @@ class DirectionField:
 
         def residuals(q: np.ndarray) -> np.ndarray:
             env.update(zip(names, map(float, q)))
-            return np.array([float(self.compiled.initial[i](env)) for i in rows]) / level \
-                - target / level
+            values = np.array([float(self.compiled.initial[i](env)) for i in rows])
+            return (values - target) / level
 
         lo, hi = self.box.lo[index], self.box.hi[index]
         out = least_squares(residuals, np.clip(p[index], lo, hi), bounds=(lo, hi), xtol=1e-15,
