@@ -9,7 +9,8 @@ Poincare inequality Var(g(X_i)) <= C_i E[g'(X_i)^2] bounds the total Sobol' inde
 ST_i <= dgsm_i = C_i nu_i / V, V the variance of y over the base points. C_i is the
 distribution's Poincare constant: (b - a)^2 / pi^2 uniform, sigma^2 normal (and truncnormal, by
 Bakry-Emery), and for the other log-concave kinds 1 / rho(median)^2 (Cheeger's inequality with
-Bobkov's isoperimetric constant), capped by (b - a)^2 / pi^2 on a bounded support (Payne-Weinberger).
+Bobkov's isoperimetric constant), capped by (b - a)^2 / pi^2 on a bounded support
+(Payne-Weinberger).
 Lognormal (no Poincare inequality), loguniform, discrete and beta or gamma with a shape below 1
 are refused: studyrun has no constant for them.
 

@@ -8,7 +8,7 @@ whole Jacobians, whole populations and the starts of a multistart fit run as one
 
 Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
 batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
-(gradient matching, methods.md section 5), mcmc.py (adaptive Metropolis with delayed rejection,
+(gradient matching, docs/methods.md), mcmc.py (adaptive Metropolis with delayed rejection,
 FME's modMCMC), calibration.py (the workflow and the results block), report.py.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,
@@ -25,8 +25,9 @@ residuals.csv), `notes`, and for those methods `gradient_matching` (`estimate`, 
 `objective` (the documented sum of squared scaled slope mismatches at `estimate`),
 `integrations`, `refine_integrations`, `collocation_points`, `outer_iterations`,
 `observed_states`, `hidden_states`, `settled`, `from_data_at_start` (parameter -> the observed
-states whose smoothed value at the model's start gave it: those that only set initial states)) or `mcmc` (`intervals`: name -> `mean`, `sd`,
-`lower`, `median`, `upper` (2.5/50/97.5%), `rhat`; `acceptance_rate`, `acceptance_by_chain`,
+states whose smoothed value at the model's start gave it: those that only set initial states))
+or `mcmc` (`intervals`: name -> `mean`, `sd`, `lower`, `median`, `upper` (2.5/50/97.5%),
+`rhat`; `acceptance_rate`, `acceptance_by_chain`,
 `error_variance`, `sigma2`, `trace` (every `thin`-th iteration, also in mcmc-samples.csv),
 `prediction` (output -> `time`, `lower`, `median`, `upper`), `runs`, `iterations`, `burnin`,
 `chains`).
