@@ -153,7 +153,7 @@ def test_dgsm_linear_model_and_bound_on_total_indices():
     json.dumps(result, allow_nan=False)
     assert result["dropped_blocks"] == 2 and result["effective_N"] == 1022
     for name, ci in zip(parameters, c):
-        assert result["vi"][name] == pytest.approx((2 * ci) ** 2, rel=1e-6)  # (dy/du)^2
+        assert result["vi"][name] == pytest.approx(ci ** 2, rel=1e-6)  # (dy/dx)^2
         assert result["dgsm"][name] == pytest.approx(12 / np.pi**2 * ci**2 / np.sum(c**2),
                                                      rel=0.05)
     ishigami_result = analyse(Dgsm(type="dgsm", samples=512), ishigami_parameters(), ishigami)

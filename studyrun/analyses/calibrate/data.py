@@ -43,7 +43,8 @@ class DataBlock(BaseModel):
         "none", description="without err: the error of every point of a variable is 1 (none), the "
                             "standard deviation of its observations (std) or their mean |value| (mean)")
     scale_var: bool = Field(False, description="divide each variable's cost by its number of "
-                                               "observations")
+                                               "observations N, once (FME's manual; FME's code "
+                                               "divides by N^3: docs/methods.md)")
     map: dict[str, str] = Field(default_factory=dict,
                                 description="observed name -> model output, where they differ")
     window: tuple[float, float] | None = Field(

@@ -79,10 +79,19 @@ def section_gradient(results: dict) -> list[str]:
              f"{gm['integrations']} model integrations for the matching"
              + (f", {gm['refine_integrations']} for the trajectory fit that refined it"
                 if gm.get("refine_integrations") is not None else "") + ".", "",
+             *initial_state_notes(gm),
              table(["parameter", "gradient matching", "final"],
                    [[n, gm["estimate"][n], results["parameters"][n]["estimate"]]
                     for n in gm["estimate"]]), ""]
     return lines
+
+
+def initial_state_notes(gm: dict) -> list[str]:
+    """Why a parameter that only sets initial states was not matched, as bullets."""
+    notes = [f"- {name} only sets the initial value of {', '.join(states)}: the right-hand side "
+             f"never reads it, so it was taken from the smoothed data at the model's start."
+             for name, states in gm.get("from_data_at_start", {}).items()]
+    return notes + [""] if notes else []
 
 
 def section_starts(results: dict) -> list[str]:
