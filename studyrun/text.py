@@ -18,8 +18,11 @@ _CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI]
 _ESCAPES = {c: repr(chr(c))[1:-1] if c < 0x2028 else f"\\u{c:04x}" for c in _CONTROLS}
 _TERMINAL = {c: e for c, e in _ESCAPES.items() if c not in (ord("\n"), ord("\t"))}
 _ONE_LINE = {**{c: e for c, e in _ESCAPES.items() if c != ord("\t")}, ord("\n"): " "}
+_NUMBER = re.compile(r"[-+]?\d+")
 _DIGITS = re.compile(r"[-+]?\d{%d,}" % (LIMIT + 1))
-_QUOTED = re.compile(r"""'(?:[^'\\]|\\.){%d,}'|"(?:[^"\\]|\\.){%d,}\"""" % (LIMIT + 1, LIMIT + 1))
+_QUOTED = re.compile(  # a quoted value standing alone: never from an apostrophe to a quote
+    r"""(?<![^\s(\[{=])(?:'(?:[^'\\]|\\.){%d,}'|"(?:[^"\\]|\\.){%d,}")(?=$|[\s;,.:)\]}])"""
+    % (LIMIT + 1, LIMIT + 1))
 _WORD = re.compile(r"\S{%d,}" % (WORD_LIMIT + 1))
 
 
@@ -40,19 +43,19 @@ def shorten(text: str, limit: int = LIMIT) -> str:
     for a long integer)."""
     if len(text) <= limit:
         return text
-    if _DIGITS.fullmatch(text):
+    if _NUMBER.fullmatch(text):
         return f"a number of {len(text.lstrip('+-')):,} digits"
     return f"{text[:limit - 3]}... ({len(text):,} characters)"
 
 
 def quote(value: str, limit: int = LIMIT) -> str:
     """A text value quoted for a message ('abc'), cut when long."""
-    if len(value) > limit and _DIGITS.fullmatch(value):
+    if len(value) > limit and _NUMBER.fullmatch(value):
         return shorten(value, limit)
     quoted = repr(value)
     if len(quoted) <= limit + 2:
         return quoted
-    return f"{quoted[:limit - 3]}...' ({len(value):,} characters)"
+    return f"{quoted[:limit - 3]}...{quoted[0]} ({len(value):,} characters)"
 
 
 def number_of_digits(value: int, limit: int = LIMIT) -> str:

@@ -169,3 +169,14 @@ def test_a_5000_digit_number_is_cut_in_the_message(tmp_path):
     assert "a number of 5,000 digits is too large" in lines[0]
     assert "a number of 5,000 digits" in lines[1]
     assert "a number of 4,000 digits" in lines[2]
+
+
+def test_cut_values_cuts_values_and_leaves_prose_alone():
+    from studyrun.text import cut_values, terminal_safe
+
+    prose = "the model's " + "word " * 40 + "isn't cut; unknown key 'x' (" + "a, " * 40 + "'b')"
+    assert cut_values(prose) == prose
+    long_text = "x" * 1000
+    assert cut_values(f"got {long_text!r}; try again") == f"got '{'x' * 76}...' (1,000 characters); try again"
+    assert cut_values(f"got {10**200}") == "got a number of 201 digits"
+    assert terminal_safe("a\x1b[2J\tb\r\nc\x9b\u202e") == "a\\x1b[2J\tb\\r\nc\\x9b\\u202e"
