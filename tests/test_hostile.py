@@ -180,3 +180,14 @@ def test_cut_values_cuts_values_and_leaves_prose_alone():
     assert cut_values(f"got {long_text!r}; try again") == f"got '{'x' * 76}...' (1,000 characters); try again"
     assert cut_values(f"got {10**200}") == "got a number of 201 digits"
     assert terminal_safe("a\x1b[2J\tb\r\nc\x9b\u202e") == "a\\x1b[2J\tb\\r\nc\\x9b\\u202e"
+
+
+def test_a_template_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
+    (tmp_path / "evil.py").write_text(EVIL_COMMAND)
+    (tmp_path / "in.tmpl").write_bytes(b"\xff\xfe\x00k={k}")
+    model = MODELS["command"].replace("params_file: params.json",
+                                      "params_file: {template: in.tmpl, file: in.txt}")
+    study = write_study(tmp_path, STUDY.format(model=model, on_failure="abort"))
+    done = run_cli("run", study, "--out", tmp_path / "results", "--quiet")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "in.tmpl: not a UTF-8 text file" in done.stderr
