@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .errors import StudyError, StudyrunError
+from .text import terminal_safe
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 
@@ -25,17 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     except StudyError as error:
         if args.debug:
             raise
-        print(str(error), file=sys.stderr)
+        print(terminal_safe(str(error)), file=sys.stderr)
         return 2
     except StudyrunError as error:
         if args.debug:
             raise
-        print(f"studyrun: {error}", file=sys.stderr)
+        print(f"studyrun: {terminal_safe(str(error))}", file=sys.stderr)  # may quote a model's stderr
         return 1
     except (OSError, sqlite3.Error) as error:  # a full disk, a read-only folder: say which file
         if args.debug:
             raise
-        print(f"studyrun: {describe_os_error(error)}", file=sys.stderr)
+        print(f"studyrun: {terminal_safe(describe_os_error(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("studyrun: interrupted; finished runs are saved, run again to resume", file=sys.stderr)
@@ -208,14 +209,14 @@ def command_check(args) -> int:
 def command_status(args) -> int:
     from .watch import describe_status
 
-    print(describe_status(args.folder))
+    print(terminal_safe(describe_status(args.folder)))  # it shows the last models' errors
     return 0
 
 
 def command_runs(args) -> int:
     from .watch import describe_runs
 
-    print(describe_runs(args.folder, failed_only=args.failed, limit=args.limit))
+    print(terminal_safe(describe_runs(args.folder, failed_only=args.failed, limit=args.limit)))
     return 0
 
 

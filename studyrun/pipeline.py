@@ -29,6 +29,7 @@ from .quantities import Quantities
 from .runtable import write_csv
 from .spec import Study, check_study
 from .store import RunStore
+from .text import terminal_safe
 
 
 @dataclass
@@ -143,7 +144,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
             warnings.append(f"the integration step may be too coarse: halving it changes {name!r} "
                             f"by {worst:.2%} (more than 1%); see `studyrun check`")
     for warning in warnings:
-        print(f"studyrun: warning: {warning}", file=sys.stderr)
+        print(f"studyrun: warning: {terminal_safe(warning)}", file=sys.stderr)
     return warnings
 
 

@@ -6,6 +6,7 @@ key and value keeps its FILE:LINE:COL; every mistake in the file is a `StudyErro
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -13,6 +14,7 @@ from typing import Any, Sequence
 import yaml
 
 from .errors import Problem, StudyError
+from .text import number_of_digits, one_line, quote, shorten
 
 VALUE = "<value>"  # a path suffix: the position of a key's value rather than of the key
 MAX_ALIAS_GROWTH = 100_000  # aliases may add at most this many nodes (billion laughs guard)
@@ -48,18 +50,6 @@ class Source:
                        col=col)
 
 
-_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
-_BREAKS = {c: repr(chr(c))[1:-1] for c in _CONTROLS if c != ord("\t")}
-_BREAKS[ord("\n")] = " "
-
-
-def one_line(text: str) -> str:
-    """A message on one line and safe for a terminal: a user's text may hold line breaks (\\r,
-    U+2028, ...) that would split a FILE:LINE:COL line, or escape sequences; newlines become
-    spaces, other control characters their escapes (\\x1b)."""
-    return text.translate(_BREAKS)
-
-
 def format_path(path: Sequence[str | int]) -> str:
     """`('cases', 2, 'x')` -> `cases[2].x`; the `<value>` marker is left out."""
     text = ""
@@ -84,7 +74,6 @@ def describe(value: Any) -> str:
     """A value as a message shows it: 'abc' (quoted text), 5, true, a list, nothing (empty)."""
     if value is None or value is ABSENT:
         return "nothing (an empty value)"
-    """A value as a message shows it: 'abc', 5, true, a list, nothing (an empty value)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
@@ -93,8 +82,11 @@ def describe(value: Any) -> str:
         return "a list"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, str):
+        return quote(value, limit=60)
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        return f"{number_of_digits(value, limit=60)} (numbers are floats, at most about 1.8e308)"
+    return shorten(str(value), limit=60)
 
 
 
@@ -270,7 +262,12 @@ class _Converter:
             else:
                 self.fail(node, path, f"unsupported YAML tag {_short_tag(node.tag)}")
         except Exception:  # noqa: BLE001 - e.g. `!!int abc`: PyYAML raises ValueError and others
-            self.fail(node, path, f"cannot read {node.value!r} as {_short_tag(node.tag)}")
+            digits = node.value.lstrip("+-")
+            if digits.isdigit():  # beyond Python's limit on reading an int from text
+                self.fail(node, path, f"a number of {len(digits):,} digits is too large (numbers "
+                          "are floats, at most about 1.8e308)")
+            else:
+                self.fail(node, path, f"cannot read {quote(node.value)} as {_short_tag(node.tag)}")
         return None
 
     def convert_mapping(self, node: yaml.MappingNode, path: tuple) -> dict:

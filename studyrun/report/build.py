@@ -31,13 +31,21 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     lines += [study.analysis.report(analysis, outcome, Figures(folder / "figures")), ""]
     provenance = analysis.get("provenance", {})
     if provenance:
-        git = provenance.get("git", {})
         lines += ["## Provenance", "",
                   f"studyrun {provenance.get('studyrun')}, Python {provenance.get('python')}, "
                   f"seed {provenance.get('seed')}, study sha256 `{provenance.get('study_sha256', '')[:16]}…`, "
-                  f"git {str(git.get('commit'))[:12]}{' (dirty)' if git.get('dirty') else ''}; "
+                  f"{describe_git(provenance.get('git') or {})}; "
                   f"{provenance.get('started')} to {provenance.get('finished')}.", ""]
     return "\n".join(lines)
+
+
+def describe_git(git: dict) -> str:
+    """The study's commit and whether its work tree was dirty, as the provenance line says it."""
+    if not git.get("commit"):
+        return "not in a git repository (or git could not read it)"
+    dirty = git.get("dirty")
+    state = " (dirty)" if dirty else "" if dirty is False else " (clean or dirty: unknown)"
+    return f"git {str(git['commit'])[:12]}{state}"
 
 
 def describe_parameter(parameter) -> str:

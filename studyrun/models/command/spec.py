@@ -154,8 +154,9 @@ class Command(ModelSpec):
             path = study_dir / self.params_file.template
             try:
                 template = _split(path.read_text())
-            except OSError as exc:
-                raise StudyError(f"cannot read template {path}: {exc.strerror}",
+            except (OSError, UnicodeDecodeError) as exc:
+                why = getattr(exc, "strerror", None) or "not a UTF-8 text file"
+                raise StudyError(f"cannot read template {path}: {why}",
                                  path="model.params_file.template") from None
             params_name = self.params_file.file
         return CommandEvaluator(
