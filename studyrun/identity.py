@@ -49,25 +49,32 @@ def file_name(path: Path | str, study_dir: Path) -> str:
 
 
 def matched_files(pattern: str, study_dir: Path) -> list[Path]:
-    """The files a `depends_on` entry names: a glob relative to the study folder (`**` for any
-    depth); a folder it matches stands for every file under it."""
-    root = Path(study_dir)
-    found = []
-    for match in sorted(glob.glob(pattern, root_dir=root, recursive=True)):
-        path = root / match
-        if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.is_file())
-        elif path.is_file():
-            found.append(path)
-    return found
+    """The files a `depends_on` entry names: a path or glob relative to the study folder (`**`
+    for any depth); folders are skipped (`data/**` names every file under data/)."""
+    return sorted(path for path in matches(pattern, study_dir) if path.is_file())
+
+
+def matches(pattern: str, study_dir: Path):
+    """The paths a glob matches, one at a time (none for a pattern no file system takes)."""
+    try:
+        for match in glob.iglob(pattern, root_dir=study_dir, recursive=True):
+            yield Path(study_dir, match)
+    except ValueError:  # a NUL byte
+        return
 
 
 def check_depends_on(patterns: list[str], study_dir: Path) -> list[Problem]:
-    """A `depends_on` entry that matches no file is a mistake (a typo would silently cover nothing)."""
-    return [Problem(f"no file matches {pattern!r} (relative to the study folder {study_dir}); "
-                    "give the path or glob of files the model reads, e.g. data/*.csv",
-                    path=f"depends_on[{index}]")
-            for index, pattern in enumerate(patterns) if not matched_files(pattern, study_dir)]
+    """A `depends_on` entry that names no file is a mistake (a typo would silently cover nothing)."""
+    problems = []
+    for index, pattern in enumerate(patterns):
+        if not any(path.is_file() for path in matches(pattern, study_dir)):
+            folder = any(path.is_dir() for path in matches(pattern, study_dir))
+            hint = (f"it names a folder: write {pattern.rstrip('/')}/** for every file in it"
+                    if folder else "give the path or glob of files the model reads, e.g. data/*.csv")
+            shown = pattern if len(pattern) <= 80 else f"{pattern[:77]}..."
+            problems.append(Problem(f"no file matches {shown!r} (relative to the study folder "
+                                    f"{study_dir}); {hint}", path=f"depends_on[{index}]"))
+    return problems
 
 
 def dependency_files(study, study_dir: Path) -> dict[str, Path]:
