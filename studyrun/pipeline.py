@@ -6,6 +6,7 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -110,7 +111,10 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
             or bool(study.analysis.needs_series()))
-    return Job(evaluator=model.build(loaded.folder), quantities=quantities,
+    evaluator = model.build(loaded.folder)
+    if hasattr(evaluator, "code"):  # it imports the user's modules afresh when any file changed
+        evaluator = dataclasses.replace(evaluator, code=code_digest(loaded.dependencies()))
+    return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
 
 

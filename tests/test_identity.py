@@ -238,10 +238,22 @@ def test_a_long_lived_dask_worker_runs_the_edited_helper(tmp_path, dask_schedule
     assert abs(again["results"]["y"]["mean"] - 1000 * first["results"]["y"]["mean"]) < 1e-9
 
 
-def test_the_python_api_in_one_process_runs_the_edited_helper(tmp_path):
+def test_the_python_api_in_one_process_runs_the_edited_helper_and_data(tmp_path):
     study = helped_study(tmp_path)
     first = studyrun.run(study, tmp_path / "out")
     (tmp_path / "helpers.py").write_text("SCALE = 1.0\n")
     again = studyrun.run(study, tmp_path / "out")
     assert again.analysis["runs"]["reused"] == 0
     assert abs(again.results["y"]["mean"] - 1000 * first.results["y"]["mean"]) < 1e-9
+    # a module that reads a depends_on file when it is imported is imported again
+    (tmp_path / "scale.txt").write_text("2")
+    (tmp_path / "helpers.py").write_text("from pathlib import Path\n"
+                                         "SCALE = float((Path(__file__).parent / 'scale.txt').read_text())\n")
+    text = HELPED.replace("SCHEDULER", "sync").replace("batch_size: 10", "batch_size: 10, "
+                                                       "depends_on: [scale.txt]")
+    study = write_study(tmp_path, text)
+    before = studyrun.run(study, tmp_path / "out")
+    (tmp_path / "scale.txt").write_text("5")
+    after = studyrun.run(study, tmp_path / "out")
+    assert after.analysis["runs"]["reused"] == 0
+    assert abs(after.results["y"]["mean"] - 2.5 * before.results["y"]["mean"]) < 1e-9

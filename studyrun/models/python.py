@@ -133,7 +133,7 @@ class PythonEvaluator:
     vectorized: bool
     study_dir: str
     constants: tuple[tuple[str, float], ...] = ()  # keyword arguments no parameter sets
-    code: str = ""  # digest of the files it imports: a new one makes a worker import them afresh
+    code: str = ""  # digest of the files runs depend on: a new one makes a worker re-import modules
     modules: tuple[str, ...] = ()  # the modules of those files
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
