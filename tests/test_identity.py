@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import studyrun
@@ -77,6 +78,19 @@ def plan(study, out, *more):
     return done.stdout
 
 
+def cli(env, *args) -> str:
+    """`studyrun ARGS` in a subprocess with this environment; its output."""
+    done = subprocess.run([sys.executable, "-m", "studyrun", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def cli_json(env, *args) -> dict:
+    cli(env, *args)
+    return json.loads((args[args.index("--out") + 1] / "analysis.json").read_text())
+
+
 def test_editing_an_imported_helper_reruns_every_run_with_the_new_numbers(tmp_path):
     study = helped_study(tmp_path)
     out = tmp_path / "out"
@@ -120,20 +134,6 @@ def test_a_users_package_outside_the_study_folder_is_covered(tmp_path):
     again = cli_json(env, "run", study, "--out", out, "--quiet")
     assert again["runs"]["reused"] == 0
     assert abs(again["results"]["y"]["mean"] - 10 * first["results"]["y"]["mean"]) < 1e-9
-
-
-def cli(env, *args) -> str:
-    import subprocess
-
-    done = subprocess.run([sys.executable, "-m", "studyrun", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def cli_json(env, *args) -> dict:
-    cli(env, *args)
-    return json.loads((args[args.index("--out") + 1] / "analysis.json").read_text())
 
 
 def command_study(folder):

@@ -58,19 +58,19 @@ def imported_files(module: str, study_dir: Path) -> list[ModuleFile]:
     Remembered per process while none of those files' contents changed (a new import must be
     written in one of them), so planning and building a study import it once.
     """
-    key = (module, str(study_dir), tuple(sys.path))
+    paths = [str(study_dir), *[p for p in sys.path if p != str(study_dir)]]
+    key = (module, tuple(paths))
     if key in _FOUND:
         found, digests = _FOUND[key]
         if [file_digest(f.path) for f in found] == digests:
             return found
-    found = find_in_fresh_interpreter(module, Path(study_dir))
+    found = find_in_fresh_interpreter(module, paths, Path(study_dir))
     _FOUND[key] = (found, [file_digest(f.path) for f in found])
     return found
 
 
-def find_in_fresh_interpreter(module: str, study_dir: Path) -> list[ModuleFile]:
-    """Import the module in a new interpreter and keep the modules that are the user's."""
-    paths = [str(study_dir), *[p for p in sys.path if p != str(study_dir)]]
+def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) -> list[ModuleFile]:
+    """Import the module in a new interpreter with these paths; keep the modules that are the user's."""
     done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps([paths, module]),
                           capture_output=True, text=True)
     if done.returncode != 0:

@@ -146,16 +146,17 @@ class Command(ModelSpec):
         """The program, every existing file its argv names by an absolute or `{study_dir}` path
         (also after `--option=`), and the template copied into each run's folder."""
         study_dir = Path(study_dir).resolve()
-        files = [study_dir / self.params_file.template] if isinstance(self.params_file, Template) else []
+        files = []
+        if isinstance(self.params_file, Template):
+            files.append(study_dir / self.params_file.template)
         for index, arg in enumerate(self.run):
             if _NAME.search(arg.replace("{study_dir}", "")):
                 continue  # names a file of the run, made when it runs
             text = arg.replace("{study_dir}", str(study_dir))
             if index == 0:
                 files.append(_program_file(text, study_dir, self.env))
-            files += [Path(c) for c in (text, text.partition("=")[2])
-                      if c and Path(c).is_absolute() and _is_file(Path(c))]
-        return {file_name(path, study_dir): path for path in files if path is not None and _is_file(path)}
+            files += [Path(c) for c in (text, text.partition("=")[2]) if c and Path(c).is_absolute()]
+        return {file_name(f, study_dir): f for f in files if f is not None and _is_file(f)}
 
     def build(self, study_dir: Path) -> CommandEvaluator:
         """A picklable evaluator holding the resolved argv, template text and options."""
