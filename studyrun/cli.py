@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser("plan", help="show what would run")
     plan.add_argument("study", type=Path, metavar="STUDY")
     plan.add_argument("--csv", type=Path, metavar="FILE", help="write the design to FILE")
+    plan.add_argument("--out", type=Path, metavar="DIR", help="the results folder a run would "
+                      "reuse runs from (default results/NAME)")
     plan.add_argument("--cluster", nargs="?", const="study", metavar="KIND",
                       help="print the batch job script (the study's cluster block, or one for "
                       "KIND: slurm | pbs | sge | lsf | htcondor)")
@@ -123,19 +125,26 @@ def command_validate(args) -> int:
 
 
 def command_plan(args) -> int:
-    from .pipeline import load_study, plan_study, settings_for
-    from .plan_view import describe_iterative, describe_plan, write_design_csv
+    from .pipeline import identity_record, load_study, plan_study, settings_for
+    from .plan_view import (describe_dependencies, describe_iterative, describe_plan,
+                            describe_reuse, write_design_csv)
     from .executors import scheduler_name
 
     loaded = load_study(args.study)
+    folder = args.out or Path("results") / loaded.study.name
+    record = identity_record(loaded)
     if loaded.study.analysis.iterative:
         print(describe_iterative(loaded))
+        print(describe_dependencies(record))
+        print(describe_reuse(folder, record, None))
         return 0
     plan = plan_study(loaded)
     scheduler = cluster_override(loaded.study.execution.scheduler, args.cluster)
     settings = settings_for(loaded.study, scheduler)
     settings.scheduler = scheduler_name(settings.scheduler)
     print(describe_plan(loaded, plan, settings))
+    print(describe_dependencies(record))
+    print(describe_reuse(folder, record, plan.run_ids))
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")

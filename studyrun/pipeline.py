@@ -6,11 +6,11 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import yaml
 from .analyses.base import Design, Outcome
 from .errors import StudyError
 from .execute import Job, Runner, Settings
+from .identity import code_digest, dependency_digests, identity_parts
 from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
@@ -39,10 +40,17 @@ class Loaded:
     study: Study
     path: Path
     source: Source
+    digests: dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def folder(self) -> Path:
         return self.path.resolve().parent
+
+    def dependencies(self) -> dict[str, str]:
+        """name -> SHA-256 of every file the runs depend on, hashed once per load."""
+        if self.digests is None:
+            self.digests = dependency_digests(self.study, self.folder)
+        return self.digests
 
 
 def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None = None) -> Loaded:
@@ -76,14 +84,14 @@ def plan_parts(loaded: Loaded) -> tuple[dict, dict[str, float], dict]:
     fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
              if name not in parameters}
     context = {"model": study.model.model_dump(mode="json"), "quantities": study.quantities,
-               "code": hashlib.sha256(model_identity(loaded)).hexdigest()}
+               "code": code_digest(loaded.dependencies())}
     return parameters, fixed, context
 
 
-def model_identity(loaded: Loaded) -> bytes:
-    """Bytes a run's identity depends on beyond the spec (a python model's source code)."""
-    identity = getattr(loaded.study.model, "identity", None)
-    return identity(loaded.folder) if identity else b""
+def identity_record(loaded: Loaded) -> dict:
+    """What the store remembers of this study's run context, for `studyrun plan` to compare."""
+    _, fixed, _ = plan_parts(loaded)
+    return identity_parts(loaded.study, fixed, loaded.dependencies())
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,
@@ -104,7 +112,10 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
             or bool(study.analysis.needs_series()))
-    return Job(evaluator=model.build(loaded.folder), quantities=quantities,
+    evaluator = model.build(loaded.folder)
+    if hasattr(evaluator, "code"):  # it imports the user's modules afresh when any file changed
+        evaluator = dataclasses.replace(evaluator, code=code_digest(loaded.dependencies()))
+    return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
 
 
@@ -119,6 +130,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     settings = settings_for(loaded.study, scheduler, workers, quiet)
     with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:
         write_study_copy(loaded, folder)
+        store.record_identity(identity_record(loaded))
         if loaded.study.quantities is not None:
             store.prepare(list(varied(loaded.study.parameters)), job.quantities.names())
         if loaded.study.analysis.iterative:

@@ -29,6 +29,7 @@ from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .clusters import Cluster
 from .expr import ExprError
+from .identity import check_depends_on
 from .models.command import Command
 from .models.ode import Ode
 from .models.pysd import Pysd
@@ -73,6 +74,10 @@ class Execution(BaseModel):
     on_failure: Literal["abort", "continue"] = "abort"
     keep: Literal["quantities", "series"] = Field(
         "quantities", description="series: keep every run's time series in the store too")
+    depends_on: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="files the model reads on its own (data, inputs, a "
+        "container image): paths or globs (** for any depth) relative to the study file; their "
+        "content is part of every run's identity, so editing one re-runs the study")
 
     @field_validator("scheduler")
     @classmethod
@@ -118,6 +123,7 @@ def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
     """Problems that span sections, as (key path, message) pairs."""
     problems: list[tuple[tuple, str]] = []
     problems += checked("model", lambda: study.model.check(study_dir))
+    problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, study_dir))
     problems += check_parameters(study)
     problems += check_quantities(study)
     problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))

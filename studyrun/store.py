@@ -122,6 +122,16 @@ class RunStore:
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                 [(k, json.dumps(v)) for k, v in values.items()])
 
+    def record_identity(self, parts: dict) -> None:
+        """Remember the context (files' digests, ...) this study's runs are made in, as the latest,
+        so `studyrun plan` can say later what changed (a table of its own: the runs keep theirs)."""
+        text = json.dumps(parts, sort_keys=True)
+        with self.transaction():
+            self.db.execute("CREATE TABLE IF NOT EXISTS identities "
+                            "(seq INTEGER PRIMARY KEY, parts TEXT UNIQUE NOT NULL)")
+            self.db.execute("DELETE FROM identities WHERE parts = ?", (text,))
+            self.db.execute("INSERT INTO identities (parts) VALUES (?)", (text,))
+
     def _read_columns(self) -> None:
         self.parameters = self.meta("parameters", [])
         self.quantities = self.meta("quantities", [])
@@ -338,6 +348,17 @@ class RunStore:
     def counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {status: count for status, count in rows}
+
+
+def latest_identity(db: sqlite3.Connection) -> dict | None:
+    """The context the latest run of a store was made in; None for a store without one."""
+    try:
+        row = db.execute("SELECT parts FROM identities ORDER BY seq DESC LIMIT 1").fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return None
+        raise
+    return None if row is None else json.loads(row[0])
 
 
 _EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))

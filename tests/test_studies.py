@@ -11,7 +11,8 @@ from conftest import STUDIES, run_cli
 ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
          "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
-         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe"]
+         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe",
+         "tank-inflow"]
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)

@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import Problem, StudyError
+from ..identity import file_name
 from .base import ModelOutput, ModelSpec, RunContext
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
@@ -66,10 +67,10 @@ class Pysd(ModelSpec):
                                     "'studyrun[pysd]'", "type"))
         return problems
 
-    def identity(self, study_dir: Path) -> bytes:
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """Runs depend on the model file's content."""
         path = self.model_path(study_dir)
-        return path.read_bytes() if path.is_file() else b""
+        return {file_name(path, study_dir): path} if path.is_file() else {}
 
     def build(self, study_dir: Path) -> PysdEvaluator:
         problems = self.check(study_dir)

@@ -85,7 +85,7 @@ def test_translation_is_reused_until_the_model_changes(fake_pysd, tmp_path):
     spec.build(tmp_path)
     spec.build(tmp_path)
     assert len(fake_pysd.translated) == 1
-    assert spec.identity(tmp_path) == b"{UTF-8}\n"
+    assert spec.dependencies(tmp_path) == {"teacup.mdl": tmp_path / "teacup.mdl"}
 
 
 def test_missing_file_and_missing_pysd_are_problems(monkeypatch, tmp_path):

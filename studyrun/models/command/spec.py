@@ -12,6 +12,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, field_va
                       model_validator)
 
 from ...errors import Problem, StudyError
+from ...identity import file_name
 from ..base import ModelSpec
 from .evaluator import CommandEvaluator
 from .placeholders import _NAME, PLACEHOLDERS, _split
@@ -141,6 +142,22 @@ class Command(ModelSpec):
                     f"[python3, {program}])", path="run.0"))
         return problems
 
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """The program, every existing file its argv names by an absolute or `{study_dir}` path
+        (also after `--option=`), and the template copied into each run's folder."""
+        study_dir = Path(study_dir).resolve()
+        files = []
+        if isinstance(self.params_file, Template):
+            files.append(study_dir / self.params_file.template)
+        for index, arg in enumerate(self.run):
+            if _NAME.search(arg.replace("{study_dir}", "")):
+                continue  # names a file of the run, made when it runs
+            text = arg.replace("{study_dir}", str(study_dir))
+            if index == 0:
+                files.append(_program_file(text, study_dir, self.env))
+            files += [Path(c) for c in (text, text.partition("=")[2]) if c and Path(c).is_absolute()]
+        return {file_name(f, study_dir): f for f in files if f is not None and _is_file(f)}
+
     def build(self, study_dir: Path) -> CommandEvaluator:
         """A picklable evaluator holding the resolved argv, template text and options."""
         study_dir = Path(study_dir).resolve()
@@ -177,6 +194,14 @@ def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str 
         return program  # leave PATH lookup to exec, as a shell would
     local = study_dir / program
     return str(local) if _is_file(local) else None
+
+
+def _program_file(program: str, study_dir: Path, env: dict[str, str]) -> Path | None:
+    """The file a program name runs: a path as `_resolve_program` finds it, a bare name on PATH."""
+    where = _resolve_program(program, study_dir, env)
+    if where is not None and os.sep not in where:
+        where = shutil.which(where, path=env.get("PATH", os.environ.get("PATH", os.defpath)))
+    return None if where is None else Path(where)
 
 
 def _is_file(path: Path) -> bool:
