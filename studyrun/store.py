@@ -20,13 +20,29 @@ import numpy as np
 from .errors import StoreError
 from .runtable import RunTable, objects
 
-FIXED_COLUMNS = ("id", "status", "error", "duration", "worker")
+FIXED_COLUMNS = ("seq", "id", "status", "error", "duration", "worker")
 FORMAT = "2"  # 1: runs keyed by id; 2: runs appended in record order (seq), found by id in memory
 
 
 def quote(name: str) -> str:
     """A column name as an SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def column_names(names: list[str]) -> list[str]:
+    """The runs table's column for each parameter and quantity: its own name, unless SQLite, for
+    which names differ only beyond case, would take it for a fixed column or an earlier one; then
+    the name with `:2` (`:3`, ...) after it (`Duration` beside `duration`, `k` after `K`)."""
+    taken = set(FIXED_COLUMNS)
+    columns = []
+    for name in names:
+        column, k = name, 1
+        while column.lower() in taken:
+            k += 1
+            column = f"{name}:{k}"
+        taken.add(column.lower())
+        columns.append(column)
+    return columns
 
 
 @dataclass
@@ -66,6 +82,7 @@ class RunStore:
         self._lock = lock
         self.parameters: list[str] = []
         self.quantities: list[str] = []
+        self.columns: dict[str, str] = {}  # a parameter's or quantity's column in `runs`
         self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # ids, seq, ok
         self._recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._failed: set[int] | None = None  # ids whose record is a failure
@@ -125,6 +142,11 @@ class RunStore:
     def _read_columns(self) -> None:
         self.parameters = self.meta("parameters", [])
         self.quantities = self.meta("quantities", [])
+        self.columns = stored_columns(self.parameters, self.quantities, self.meta("columns"))
+
+    def column(self, name: str) -> str:
+        """A parameter's or quantity's column of `runs`, quoted for SQL."""
+        return quote(self.columns[name])
 
     def prepare(self, parameters: list[str], quantities: list[str]) -> None:
         """Create the runs table for these columns, or check that an old one has them."""
@@ -135,13 +157,15 @@ class RunStore:
                     f"quantities {self.quantities}, not {parameters} and {quantities}; run with "
                     "--fresh to start over, or --out to write elsewhere")
             return
-        with self.transaction():
-            self._create_tables(parameters, quantities)
-        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities)
         self.parameters, self.quantities = parameters, quantities
+        self.columns = stored_columns(parameters, quantities)
+        with self.transaction():
+            self._create_tables()
+        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities,
+                      columns=list(self.columns.values()))
 
-    def _create_tables(self, parameters: list[str], quantities: list[str]) -> None:
-        columns = "".join(f", {quote(n)} REAL" for n in parameters + quantities)
+    def _create_tables(self) -> None:
+        columns = "".join(f", {quote(c)} REAL" for c in self.columns.values())
         self.db.execute("CREATE TABLE runs (seq INTEGER PRIMARY KEY, id INTEGER NOT NULL, "
                         f"status TEXT NOT NULL, error TEXT, duration REAL, worker TEXT{columns})")
         # failed runs are replaced when they are run again; only they need finding by id in SQL
@@ -152,7 +176,7 @@ class RunStore:
         """A store of format 1 (runs keyed by id) rewritten in place as format 2."""
         with self.transaction():
             self.db.execute("ALTER TABLE runs RENAME TO runs_1")
-            self._create_tables(self.parameters, self.quantities)
+            self._create_tables()
             self.db.execute("INSERT INTO runs SELECT NULL, * FROM runs_1 ORDER BY rowid")
             self.db.execute("DROP TABLE runs_1")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
@@ -254,7 +278,7 @@ class RunStore:
 
     def _select(self, key: str, source: str, arguments: tuple) -> "_Rows":
         """Rows of runs from an SQL source (runs, or a join with it), each with a key column."""
-        columns = "".join(f", runs.{quote(c)}" for c in self.parameters + self.quantities)
+        columns = "".join(f", runs.{self.column(c)}" for c in self.parameters + self.quantities)
         cursor = self.db.execute(
             f"SELECT {key}, runs.id, runs.status = 'ok', runs.error, runs.duration, "
             f"runs.worker{columns} FROM {source}", arguments)
@@ -300,7 +324,7 @@ class RunStore:
 
     def sorted_planned(self, quantity: str) -> Iterator[float]:
         """The finite values of a quantity over the planned, succeeded runs, in increasing order."""
-        column = f"runs.{quote(quantity)}"
+        column = f"runs.{self.column(quantity)}"
         cursor = self.db.execute(f"SELECT {column} FROM planned JOIN runs ON runs.seq = planned.seq "
                                  f"WHERE runs.status = 'ok' AND {column} IS NOT NULL ORDER BY {column}")
         while rows := cursor.fetchmany(65536):
@@ -311,13 +335,13 @@ class RunStore:
         """Per parameter (n, sum rx, sum ry, sum rx^2, sum ry^2, sum rx*ry) of average ranks over
         the planned, succeeded runs: what Spearman's correlation needs, sorted by SQLite."""
         def rank(column: str) -> str:
-            c = f"runs.{quote(column)}"
+            c = f"runs.{self.column(column)}"
             # the first and (counting peers) last rank of a tie share one sort: their mean
             return f"((rank() OVER (ORDER BY {c}) + count(*) OVER (ORDER BY {c})) / 2.0)"
 
         ranks = ", ".join(f"{rank(p)} AS r{j}" for j, p in enumerate(parameters))
         sums = ", ".join(f"sum(r{j}), sum(r{j} * r{j}), sum(r{j} * ry)" for j in range(len(parameters)))
-        column = f"runs.{quote(quantity)}"
+        column = f"runs.{self.column(quantity)}"
         row = self.db.execute(
             f"SELECT count(*), sum(ry), sum(ry * ry), {sums} FROM (SELECT {rank(quantity)} AS ry, "
             f"{ranks} FROM planned JOIN runs ON runs.seq = planned.seq WHERE runs.status = 'ok' "
@@ -338,6 +362,14 @@ class RunStore:
     def counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {status: count for status, count in rows}
+
+
+def stored_columns(parameters: list[str], quantities: list[str],
+                   recorded: list[str] | None = None) -> dict[str, str]:
+    """Each parameter's and quantity's column: as the store's meta records them, or (a store
+    written before they were recorded, whose names never clashed) by `column_names`."""
+    names = parameters + quantities
+    return dict(zip(names, recorded or column_names(names)))
 
 
 _EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .errors import StoreError
+from .store import quote, stored_columns
 
 MASK = 2**64 - 1
 
@@ -136,7 +137,9 @@ def describe_runs(folder: Path, failed_only: bool = False, limit: int | None = N
     view = StoreView(folder)
     try:
         parameters = list(view.meta.get("parameters", []))
-        columns = "".join(f', "{p}"' for p in parameters)
+        stored = stored_columns(parameters, list(view.meta.get("quantities", [])),
+                                view.meta.get("columns"))
+        columns = "".join(f", {quote(stored[p])}" for p in parameters)
         where = "WHERE status = 'failed'" if failed_only else ""
         sql = f"SELECT id, status, error, worker{columns} FROM runs {where} ORDER BY rowid"
         rows = view.query(sql + (f" LIMIT {int(limit)}" if limit else ""))
