@@ -108,15 +108,39 @@ class RunStore:
             check_integrity(db, path)
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         except sqlite3.DatabaseError as error:
-            raise StoreError(f"{path}: the run store is corrupted or not a run store ({error}); "
-                             "move it away, or start over with --fresh") from None
+            raise unreadable(path, error) from None
         store = cls(path, db, handle)
         store._read_columns()
         if store.meta("format") == "1":
             store._upgrade_from_1()
-        if store.meta("format") is not None:
-            store._next_seq = 1 + db.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchone()[0]
+        store._count_records()
         return store
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> "RunStore":
+        """Open an existing store for reading only, without its lock: it may be in use, or in a
+        folder this process cannot write (an old format is upgraded in a copy in memory)."""
+        path = Path(path)
+        try:
+            db = connect_readonly(path)
+            check_integrity(db, path)
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+                db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
+            store = cls(path, db, None)
+            store._read_columns()
+            if store.meta("format") == "1":
+                store.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                db.backup(store.db)
+                db.close()
+                store._upgrade_from_1()
+            store._count_records()
+        except sqlite3.DatabaseError as error:
+            raise unreadable(path, error) from None
+        return store
+
+    def _count_records(self) -> None:
+        if self.meta("format") is not None:
+            self._next_seq = 1 + self.db.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchone()[0]
 
     def close(self) -> None:
         self.db.close()
@@ -148,14 +172,21 @@ class RunStore:
         """A parameter's or quantity's column of `runs`, quoted for SQL."""
         return quote(self.columns[name])
 
+    def check(self, parameters: list[str], quantities: list[str] | None) -> None:
+        """Refuse a store of runs with other parameters or quantities (None: not known yet)."""
+        if self.meta("format") is not None and (
+                self.parameters != parameters
+                or (quantities is not None and self.quantities != quantities)):
+            raise StoreError(
+                f"{self.path}: holds runs of a study with parameters {self.parameters} and "
+                f"quantities {self.quantities}, not {parameters} and "
+                f"{'the model outputs' if quantities is None else quantities}; run with "
+                "--fresh to start over, or --out to write elsewhere")
+
     def prepare(self, parameters: list[str], quantities: list[str]) -> None:
         """Create the runs table for these columns, or check that an old one has them."""
         if self.meta("format") is not None:
-            if (self.parameters, self.quantities) != (parameters, quantities):
-                raise StoreError(
-                    f"{self.path}: holds runs of a study with parameters {self.parameters} and "
-                    f"quantities {self.quantities}, not {parameters} and {quantities}; run with "
-                    "--fresh to start over, or --out to write elsewhere")
+            self.check(parameters, quantities)
             return
         self.parameters, self.quantities = parameters, quantities
         self.columns = stored_columns(parameters, quantities)
@@ -425,6 +456,41 @@ def acquire_lock(path: Path):
     handle.write(f"pid {os.getpid()}")
     handle.flush()
     return handle
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """The store opened read-only. Reading a WAL store needs its shared-memory file (-shm): where
+    the folder cannot be written (a read-only mount, another user's folder) and no writer left
+    one, the store, all of it in runs.sqlite then, is opened as immutable."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(f"{path.parent}: no runs.sqlite here; give the results folder of a "
+                         "study (results/<name>, or the --out of its run)")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if not shm.exists() and not os.access(path.parent, os.W_OK):
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreError(f"{path}: its journal {wal.name} holds recorded runs that SQLite can "
+                             f"read only where it may create {shm.name}, and {path.parent} cannot "
+                             "be written; copy the folder somewhere writable and read the copy")
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=10, check_same_thread=False)
+
+
+def unreadable(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    """An SQLite error on opening or reading a store, as one line: a damaged store is said to be
+    damaged; any other failure (permissions, a lock, a full disk) leaves the store be."""
+    code = getattr(error, "sqlite_errorcode", None)
+    damaged = (code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB) if code is not None
+               else type(error) is sqlite3.DatabaseError)
+    if damaged:
+        return StoreError(f"{path}: the run store is corrupted or not a run store ({error}); its "
+                          "runs cannot be trusted: move it away, or start over with --fresh")
+    return StoreError(f"{path}: cannot open the run store ({error}); the store itself is left "
+                      "as it is: check the folder's permissions and free space, and try again")
+
+
+SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
 
 
 def check_integrity(db: sqlite3.Connection, path: Path) -> None:

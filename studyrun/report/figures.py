@@ -44,9 +44,12 @@ class Figures:
     def save(self, fig, name: str, caption: str = "") -> str:
         """Lay the figure out as tight_layout does, write figures/<name>.png and return a
         Markdown image line."""
+        from ..outputs import replacing
+
         self.folder.mkdir(parents=True, exist_ok=True)
         lay_out(fig)
-        fig.savefig(self.folder / f"{name}.png", dpi=DPI, pil_kwargs=PNG)
+        with replacing(self.folder / f"{name}.png") as temporary:
+            fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
         return f"![{caption or name}](figures/{name}.png)"
 
 
