@@ -40,7 +40,7 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     the folder (holding its lock) or into `out`; returns the report's path."""
     from .pipeline import load_study, plan_study, read_outcome, write_report
     from .quantities import Quantities
-    from .store import RunStore, acquire_lock
+    from .store import RunStore, acquire_lock, release_lock
 
     folder = Path(folder)
     results = open_results(folder)
@@ -58,7 +58,7 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
             write_report(target, loaded.study, results.analysis, outcome)
         finally:
             if lock is not None:
-                lock.close()
+                release_lock(lock)
     except OSError as error:
         raise StudyrunError(f"{target}: cannot write report.md and figures/ there "
                             f"({error.strerror or error}); `studyrun report {folder} --out DIR` "

@@ -145,7 +145,7 @@ class RunStore:
     def close(self) -> None:
         self.db.close()
         if self._lock is not None:
-            self._lock.close()
+            release_lock(self._lock)
             self._lock = None
 
     def __enter__(self) -> "RunStore":
@@ -456,6 +456,16 @@ def acquire_lock(path: Path):
     handle.write(f"pid {os.getpid()}")
     handle.flush()
     return handle
+
+
+def release_lock(handle) -> None:
+    """Let the folder go; its lock file names no holder any more (`studyrun status` reads it)."""
+    try:
+        handle.seek(0)
+        handle.truncate()
+    except OSError:
+        pass  # the lock is released all the same
+    handle.close()
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
