@@ -23,7 +23,7 @@ from test_faults import can_mount, mount_tmpfs  # noqa: F401 (a fixture)
 MODEL = '''
 import numpy as np
 
-def linear(a, b):
+def linear(a, b, c=0.0):
     return {"y": 2 * np.asarray(a) - 3 * np.asarray(b), "z": np.asarray(a) * np.asarray(b)}
 
 def broken(a, b, c=0.0):
@@ -167,7 +167,8 @@ def test_the_lock_is_held_until_every_output_is_written(folder):
             time.sleep(0.002)
         os.kill(first.pid, signal.SIGSTOP)
         assert not (out / "report.md").exists(), "stopped too late to test the window"
-        second = write_study(folder, SECOND.replace("m:broken", "m:linear"), "second.yaml")
+        second = write_study(folder, SECOND.replace("m:broken", "m:linear").replace("{w: w}", "{y: y}"),
+                             "second.yaml")
         error = one_line_error(run_cli("run", second, "--out", out, "--fresh", "--quiet"))
         assert f"another studyrun (pid {first.pid}) is using this results folder" in error
         assert "name: first" in (out / "study.yaml").read_text()
@@ -256,9 +257,13 @@ def test_names_sqlite_would_confuse_work_end_to_end(folder, quantities):
     assert set(results["y"]["correlations"]) == set(PARAMETERS)
     assert results["y"]["correlations"]["k"] == pytest.approx(1.0)
     assert results["Y"]["correlations"]["K"] == pytest.approx(1.0)
+    figures = {p.name for p in (out / "figures").iterdir()}  # one file each on macOS too
+    assert {"hist-Y.png", "hist-y-2.png"} <= figures
+    assert "(figures/hist-y-2.png)" in (out / "report.md").read_text()
     listed = run_cli("runs", out, "--limit", "1")
     assert listed.returncode == 0, listed.stderr
-    first = frame.iloc[0]
+    shown = int(listed.stdout.split()[1], 16)  # the run's id as 16 hex digits
+    first = frame[frame["id"] == shown - (shown >> 63 << 64)].iloc[0]
     assert "  ".join(f"{p}={first[p]:.6g}" for p in PARAMETERS) in listed.stdout
     status = run_cli("status", out)
     assert status.returncode == 0 and "40 recorded (40 succeeded, 0 failed)" in status.stdout
