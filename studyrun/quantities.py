@@ -19,8 +19,8 @@ from .models.base import ModelOutput
 from .runtable import CSV_FIXED
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# runs.csv's own columns, and the time axis of expressions; `Duration`, `ID`, `seq` are free (the
-# store gives a name that SQLite would take for another column a column of its own)
+# runs.csv's own columns and the time axis of expressions, as written: `Duration`, `ID` or `seq`
+# are free (the store's columns are told apart beyond case: store.column_names)
 RESERVED = frozenset(CSV_FIXED) | {"time"}
 
 

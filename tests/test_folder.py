@@ -284,6 +284,36 @@ def test_names_differing_only_from_runs_csv_columns_in_case_are_accepted_but_the
         in error.stderr
 
 
+def test_stores_written_before_columns_were_recorded_are_read_as_they_are(folder):
+    """A store of format 1, or of format 2 without the meta key `columns`, is read as it was
+    written: `report` (which opens it read-only, upgrading format 1 in memory) and `status` leave
+    the file alone, and the next run upgrades it and reuses every run."""
+    out = folder / "out"
+    study = write_study(folder, FIRST)
+    studyrun.run(study, out, quiet=True)
+    report = (out / "report.md").read_text()
+    with closing(sqlite3.connect(out / "runs.sqlite")) as db, db:  # studyrun 0.1's first layout
+        db.execute("CREATE TABLE old (id INTEGER PRIMARY KEY, status TEXT NOT NULL, error TEXT, "
+                   "duration REAL, worker TEXT, a REAL, b REAL, y REAL, z REAL)")
+        db.execute("INSERT INTO old SELECT id, status, error, duration, worker, a, b, y, z FROM runs")
+        db.execute("DROP TABLE runs")
+        db.execute("ALTER TABLE old RENAME TO runs")
+        db.execute("UPDATE meta SET value = '\"1\"' WHERE key = 'format'")
+        db.execute("DELETE FROM meta WHERE key = 'columns'")
+    (out / "report.md").unlink()
+    assert run_cli("report", out).returncode == 0
+    assert (out / "report.md").read_text() == report
+    assert "200 recorded (200 succeeded, 0 failed)" in run_cli("status", out).stdout
+    with closing(sqlite3.connect(out / "runs.sqlite")) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ('"1"',)
+    results = json.loads((out / "analysis.json").read_text())["results"]
+    again = run_cli("run", study, "--out", out, "--quiet", cwd=folder)
+    assert again.returncode == 0 and "200 reused" in again.stdout, again.stderr
+    assert json.loads((out / "analysis.json").read_text())["results"] == results
+    with closing(sqlite3.connect(out / "runs.sqlite")) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ('"2"',)
+
+
 # -- 14.5: read-only results are readable ----------------------------------------------------------
 
 @pytest.mark.skipif(not can_mount(), reason="needs root to mount a read-only file system")
