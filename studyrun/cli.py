@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="rebuild report.md and figures from a results folder")
     report.add_argument("folder", type=Path, metavar="DIR")
+    report.add_argument("--out", type=Path, metavar="DIR",
+                        help="write report.md and figures/ into DIR (default: the results folder)")
     report.set_defaults(command=command_report)
 
     schema = commands.add_parser("schema", help="print the study file's JSON Schema")
@@ -286,8 +288,7 @@ def command_predict(args) -> int:
 def command_report(args) -> int:
     from .results import rebuild_report
 
-    rebuild_report(args.folder)
-    print(f"wrote {args.folder / 'report.md'}")
+    print(f"wrote {rebuild_report(args.folder, args.out)}")
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from . import outputs
 from .analyses.base import Design, Outcome
 from .errors import StudyError
 from .execute import Job, Runner, Settings
@@ -128,19 +129,24 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     folder = Path(out) if out else Path("results") / loaded.study.name
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
-    with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:
-        write_study_copy(loaded, folder)
+    parameters = list(varied(loaded.study.parameters))
+    quantities = None if loaded.study.quantities is None else job.quantities.names()
+    copy = study_copy(loaded)
+    with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:  # held until all is written
+        store.check(parameters, quantities)  # before anything in the folder changes
+        outputs.claim(folder, copy, fresh=fresh)
         store.record_identity(identity_record(loaded))
-        if loaded.study.quantities is not None:
-            store.prepare(list(varied(loaded.study.parameters)), job.quantities.names())
+        if quantities is not None:
+            store.prepare(parameters, quantities)
         if loaded.study.analysis.iterative:
             analysis, outcome = run_iterative(loaded, store, job, settings, folder)
         else:
             analysis, outcome = run_fixed(loaded, store, job, settings, folder)
-    analysis["warnings"] = warnings
-    analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
-    write_json(folder / "analysis.json", analysis)
-    write_report(folder, loaded.study, analysis, outcome)
+        analysis["warnings"] = warnings
+        analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
+        analysis[outputs.DIGEST_KEY] = outputs.study_digest(copy)
+        write_json(folder / "analysis.json", analysis)
+        write_report(folder, loaded.study, analysis, outcome)
     return analysis
 
 
@@ -232,10 +238,10 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     return analysis, None
 
 
-def write_study_copy(loaded: Loaded, folder: Path) -> None:
-    """study.yaml in the results folder: the study as run, its model file inlined."""
+def study_copy(loaded: Loaded) -> str:
+    """study.yaml of the results folder: the study as run, its model file inlined."""
     text = yaml.safe_dump(loaded.source.data, sort_keys=False, allow_unicode=True)
-    (folder / "study.yaml").write_text(f"# run from {loaded.path.resolve()}\n{text}")
+    return f"# run from {loaded.path.resolve()}\n{text}"
 
 
 def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
@@ -248,7 +254,7 @@ def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | 
     """report.md and figures/ from the analysis and the runs."""
     from .report.build import build_report
 
-    (folder / "report.md").write_text(build_report(folder, study, analysis, outcome))
+    outputs.write_text(folder / "report.md", build_report(folder, study, analysis, outcome))
 
 
 def jsonable(value: Any) -> Any:
@@ -271,6 +277,4 @@ def jsonable(value: Any) -> Any:
 
 def write_json(path: Path, data: dict) -> None:
     """Write JSON atomically: a reader never sees half a file."""
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
-    temporary.replace(path)
+    outputs.write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")

@@ -16,10 +16,12 @@ import numpy as np
 
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 from .models.base import ModelOutput
-from .store import FIXED_COLUMNS
+from .runtable import CSV_FIXED
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RESERVED = frozenset(FIXED_COLUMNS) | {"run", "time"}  # columns and keys of the results
+# runs.csv's own columns and the time axis of expressions, as written: `Duration`, `ID` or `seq`
+# are free (the store's columns are told apart beyond case: store.column_names)
+RESERVED = frozenset(CSV_FIXED) | {"time"}
 
 
 def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:

@@ -36,15 +36,13 @@ from .models.pysd import Pysd
 from .models.python import Python
 from .models.stockflow import Stockflow
 from .params import ParameterSpec, varied
-from .quantities import parse_quantity
-from .store import FIXED_COLUMNS
+from .quantities import RESERVED, parse_quantity
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
                                 Doe, Local, Calibrate, Optimize],
                           Field(discriminator="type")]
 
-RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCHEDULER = re.compile(r"^(local|threads|sync|(tcp|tls|ucx|inproc)://\S+)$")
 

@@ -376,6 +376,7 @@ def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, cap
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 5000
     assert not (out / "analysis.json").exists()  # written whole or not at all
+    assert not (out / "runs.csv").exists() and not list(out.glob(".*.partial"))
     filler.unlink()
     again = studyrun.run(study, out, quiet=True)
     assert again.analysis["runs"]["reused"] == 5000 and again.results == first.results

@@ -31,6 +31,7 @@ class Figures:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        self._names: dict[str, str] = {}  # file names saved, by their lower case
 
     def new(self, nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.0)):
         """A new (figure, axes) pair, as pyplot.subplots(squeeze=...) returns it."""
@@ -44,10 +45,25 @@ class Figures:
     def save(self, fig, name: str, caption: str = "") -> str:
         """Lay the figure out as tight_layout does, write figures/<name>.png and return a
         Markdown image line."""
+        from ..outputs import replacing
+
+        name = self.unique(name)
         self.folder.mkdir(parents=True, exist_ok=True)
         lay_out(fig)
-        fig.savefig(self.folder / f"{name}.png", dpi=DPI, pil_kwargs=PNG)
+        with replacing(self.folder / f"{name}.png") as temporary:
+            fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
         return f"![{caption or name}](figures/{name}.png)"
+
+    def unique(self, name: str) -> str:
+        """The name, or with `-2` (`-3`, ...) after it when it differs from one saved before only
+        in case (quantities `K` and `k`): one file would overwrite the other on a file system
+        that ignores case (macOS, Windows)."""
+        unique, k = name, 1
+        while self._names.get(unique.lower(), unique) != unique:
+            k += 1
+            unique = f"{name}-{k}"
+        self._names[unique.lower()] = unique
+        return unique
 
 
 def lay_out(fig) -> None:

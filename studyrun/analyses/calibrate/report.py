@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...outputs import replacing
 from ...report.figures import shown_rows
 from ...report.markdown import table
 
@@ -51,7 +52,7 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
 
 
 def write_residuals(path, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as handle:
+    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
         writer = csv.DictWriter(handle, RESIDUAL_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
@@ -61,7 +62,7 @@ def write_samples(path, mc: dict) -> None:
     """The chains (every `thin`-th iteration) as a table: chain, iteration, burnin, parameters."""
     names = list(mc["trace"])
     thin = mc.get("thin", 1)
-    with open(path, "w", newline="") as handle:
+    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["chain", "iteration", "burnin", *names])
         for c in range(mc["chains"]):
