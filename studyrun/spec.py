@@ -120,6 +120,7 @@ def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
     problems += checked("model", lambda: study.model.check(study_dir))
     problems += check_parameters(study)
     problems += check_quantities(study)
+    problems += checked("analysis", lambda: study.analysis.check_size(dict(varied(study.parameters))))
     problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))
     check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
     if check_whole is not None:

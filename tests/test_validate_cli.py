@@ -87,7 +87,7 @@ def test_debug_shows_the_traceback(study_dir):
 def test_a_grid_too_large_to_plan_is_reported(study_dir):
     text = GOOD.replace("{type: montecarlo, samples: 100}", "{type: sweep, levels: 600000000}")
     done = run_cli("validate", write_study(study_dir, text))
-    assert done.returncode == 2 and "analysis.levels: the grid has 3.6e+17 runs" in done.stderr
+    assert done.returncode == 2 and "analysis.levels: the design has 3.6e+17 runs" in done.stderr
 
 
 def test_a_cluster_value_cannot_add_lines_to_the_job_script(study_dir):

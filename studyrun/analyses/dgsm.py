@@ -46,6 +46,9 @@ class Dgsm(SalibAnalysis):
         names = [f"u{j}" for j in range(dimensions)]
         return finite_diff.sample(unit_problem(names), self.samples, delta=self.delta)
 
+    def run_count(self, parameters) -> tuple[int, str]:
+        return self.samples * (len(parameters) + 1), "samples"
+
     def design(self, parameters, seed: np.random.SeedSequence) -> Design:
         names = list(parameters)
         unit = self.unit_design(len(names))
