@@ -45,9 +45,22 @@ class Figures:
         """Lay the figure out as tight_layout does, write figures/<name>.png and return a
         Markdown image line."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        lay_out(fig)
-        fig.savefig(self.folder / f"{name}.png", dpi=DPI, pil_kwargs=PNG)
+        try:
+            lay_out(fig)
+            fig.savefig(self.folder / f"{name}.png", dpi=DPI, pil_kwargs=PNG)
+        except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
+            return not_drawn(name, error)
         return f"![{caption or name}](figures/{name}.png)"
+
+
+def not_drawn(name: str, error: Exception) -> str:
+    """The report's line for a figure matplotlib could not draw (axes spanning values near the
+    float limit, 1e308): the numbers are in analysis.json and runs.csv all the same."""
+    import sys
+
+    print(f"studyrun: warning: figure {name} not drawn: {error}", file=sys.stderr)
+    return (f"*Figure {name} not drawn: matplotlib cannot draw these values ({error}); they are "
+            "in analysis.json and runs.csv.*")
 
 
 def lay_out(fig) -> None:
