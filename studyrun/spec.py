@@ -28,6 +28,7 @@ from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .clusters import Cluster
+from .executors import scheduler_problem
 from .expr import ExprError
 from .models.command import Command
 from .models.ode import Ode
@@ -45,7 +46,6 @@ AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast,
 
 RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SCHEDULER = re.compile(r"^(local|threads|sync|(tcp|tls|ucx|inproc)://\S+)$")
 
 
 def _scheduler_kind(value) -> str:
@@ -77,9 +77,9 @@ class Execution(BaseModel):
     @field_validator("scheduler")
     @classmethod
     def _check_scheduler(cls, value):
-        if isinstance(value, str) and not _SCHEDULER.match(value):
-            raise ValueError(f"expected local, threads, sync or a scheduler address such as "
-                             f"tcp://127.0.0.1:8786; got {value!r}")
+        problem = scheduler_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise ValueError(problem)
         return value
 
 
