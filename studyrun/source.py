@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import yaml
 
 from .errors import Problem, StudyError
+from .expr import too_large
 
 VALUE = "<value>"  # a path suffix: the position of a key's value rather than of the key
 MAX_ALIAS_GROWTH = 100_000  # aliases may add at most this many nodes (billion laughs guard)
@@ -283,7 +284,7 @@ class _Converter:
         try:
             value = self.loader.construct_object(node, deep=True)
             if isinstance(value, int) and value.bit_length() > 1024:  # beyond float64
-                self.fail(node, path, too_large(node.value))
+                self.fail(node, path, too_large(node.value.lstrip("+-")))
                 return None
             return value
         except yaml.constructor.ConstructorError:
@@ -294,7 +295,7 @@ class _Converter:
         except Exception:  # noqa: BLE001 - e.g. `!!int abc`: PyYAML raises ValueError and others
             if node.tag == _INT and len(node.value) > 300 and _DIGITS.match(node.value):
                 # more digits than Python converts (4300)
-                self.fail(node, path, too_large(node.value))
+                self.fail(node, path, too_large(node.value.lstrip("+-")))
             else:
                 self.fail(node, path, f"cannot read {node.value!r} as {_short_tag(node.tag)}")
         return None
@@ -329,13 +330,6 @@ class _Converter:
                 yield from ((k, v, False) for k, v, _ in self.pairs(merged, path))
             else:
                 self.fail(merged, path, "a merge key (<<) needs a mapping or a list of mappings")
-
-
-def too_large(text: str) -> str:
-    """Why an integer written with this text is refused: numbers are float64 values."""
-    digits = text.lstrip("+-")
-    return (f"the number {digits[:12]}... ({len(digits):,} digits) is too large; numbers are "
-            "floats, at most about 1.8e308")
 
 
 def _short_tag(tag: str) -> str:
