@@ -179,6 +179,12 @@ def command_run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
     scheduler = args.scheduler
+    if scheduler:
+        from .executors import scheduler_problem
+
+        problem = scheduler_problem(scheduler)
+        if problem:
+            raise StudyError(f"--scheduler: {problem}")
     if args.cluster:
         from .pipeline import load_study
 

@@ -19,8 +19,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import ExecutionError
-from .executors import (SyncExecutor, planned_workers, scheduler_name, start_executor,
-                        starts_a_cluster)
+from .executors import (SyncExecutor, planned_workers, probe_scheduler, scheduler_name,
+                        scheduler_problem, start_executor, starts_a_cluster)
 from .models.base import Evaluator, ModelOutput, RunContext
 from .models.python import describe
 from .plan import Plan
@@ -174,6 +174,14 @@ class Runner:
         self.totals = Counts()
 
     def __enter__(self) -> "Runner":
+        """Check a scheduler address at once: a study small enough to finish in the pilot would
+        otherwise never connect, and pass with an address that is wrong."""
+        scheduler = self.settings.scheduler
+        if isinstance(scheduler, str):
+            problem = scheduler_problem(scheduler)
+            if problem:
+                raise ExecutionError(f"scheduler: {problem}")
+            probe_scheduler(scheduler)
         return self
 
     def __exit__(self, *exc) -> None:

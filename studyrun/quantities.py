@@ -152,8 +152,7 @@ class Quantities:
         missing = sorted(n for n in expr.names if n not in env)
         try:
             if missing:
-                available = ", ".join(sorted(set(out.scalars) | set(out.series))) or "none"
-                raise ValueError(f"the model gave no output {missing[0]!r} (outputs: {available})")
+                raise ValueError(missing_message(expr, missing, out))
             with np.errstate(all="ignore"):
                 value = np.asarray(expr(env), dtype=float)
             if name in self.series_names:
@@ -167,3 +166,17 @@ class Quantities:
             for i in range(out.n):
                 out.fail(i, message)
             return np.full(out.n, np.nan)
+
+
+def missing_message(expr: Expr, missing: list[str], out: ModelOutput) -> str:
+    """What a quantity names that the run does not have: a name that is no output nor input,
+    or (only `time` missing) a reduction of a series when the model gave only scalars."""
+    outputs = ", ".join(sorted(set(out.scalars) | set(out.series))) or "none"
+    unknown = [name for name in missing if name != "time"]
+    if unknown:
+        return (f"{unknown[0]!r} is neither an output of the model (outputs: {outputs}) nor a "
+                f"parameter; check the name in {expr.text!r}")
+    reducers = sorted(expr.calls & {n for n, f in REDUCTIONS.items() if f.takes_time})
+    what = f"{reducers[0]}() reads a time series" if reducers else "'time' is the time of a series"
+    return (f"{what}, and the model gave none (its outputs are scalars: {outputs}); name a scalar "
+            "output bare, without final() or another reduction")

@@ -28,6 +28,7 @@ from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .clusters import Cluster
+from .executors import scheduler_problem
 from .expr import ExprError
 from .identity import check_depends_on
 from .models.command import Command
@@ -44,7 +45,6 @@ AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast,
                           Field(discriminator="type")]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SCHEDULER = re.compile(r"^(local|threads|sync|(tcp|tls|ucx|inproc)://\S+)$")
 
 
 def _scheduler_kind(value) -> str:
@@ -80,9 +80,9 @@ class Execution(BaseModel):
     @field_validator("scheduler")
     @classmethod
     def _check_scheduler(cls, value):
-        if isinstance(value, str) and not _SCHEDULER.match(value):
-            raise ValueError(f"expected local, threads, sync or a scheduler address such as "
-                             f"tcp://127.0.0.1:8786; got {value!r}")
+        problem = scheduler_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise ValueError(problem)
         return value
 
 
@@ -124,6 +124,7 @@ def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
     problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, study_dir))
     problems += check_parameters(study)
     problems += check_quantities(study)
+    problems += checked("analysis", lambda: study.analysis.check_size(dict(varied(study.parameters))))
     problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))
     check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
     if check_whole is not None:

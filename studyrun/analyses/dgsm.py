@@ -71,6 +71,9 @@ class Dgsm(SalibAnalysis):
         design = finite_diff.sample(unit_problem(names), self.samples, delta=self.delta)
         return design[::dimensions + 1]
 
+    def run_count(self, parameters) -> tuple[int, str]:
+        return self.samples * (len(parameters) + 1), "samples"
+
     def design(self, parameters, seed: np.random.SeedSequence) -> Design:
         """Each base point, then the point moved by h_j in parameter j, for every j."""
         names = list(parameters)

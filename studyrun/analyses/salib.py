@@ -254,6 +254,9 @@ class GivenDataAnalysis(SalibAnalysis):
     sampling: Literal["random", "lhs", "sobol"] = Field(
         "lhs", description="unit-cube points: random, Latin hypercube or scrambled Sobol'")
 
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
+        return self.samples, "samples"
+
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         from ..params import sample_unit
 

@@ -73,6 +73,14 @@ class Sobol(AnalysisSpec):
     def needs_series(self) -> list[str]:
         return list(self.outputs)
 
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
+        names = list(parameters)
+        try:
+            factors = len(unique_labels(names, group_labels(names, self.groups)))
+        except StudyError:  # reported by check()
+            factors = len(names)
+        return self.samples * ((2 if self.second_order else 1) * factors + 2), "samples"
+
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """Saltelli's cross-sampled Sobol' points on the unit cube, mapped through each ppf."""
         from SALib.sample import sobol as sobol_sample

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..analyses.base import Outcome
@@ -28,7 +29,7 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     if outcome is not None and 0 < len(outcome.ok) < runs["planned"]:
         lines += [f"The figures show the first {len(outcome.ok):,} runs of the design's "
                   f"{runs['planned']:,}; the tables summarise every run.", ""]
-    lines += [study.analysis.report(analysis, outcome, Figures(folder / "figures")), ""]
+    lines += [analysis_section(folder, study, analysis, outcome), ""]
     provenance = analysis.get("provenance", {})
     if provenance:
         lines += ["## Provenance", "",
@@ -46,6 +47,18 @@ def describe_git(git: dict) -> str:
     dirty = git.get("dirty")
     state = " (dirty)" if dirty else "" if dirty is False else " (clean or dirty: unknown)"
     return f"git {str(git['commit'])[:12]}{state}"
+
+
+def analysis_section(folder: Path, study, analysis: dict, outcome: Outcome | None) -> str:
+    """The analysis's own section; where numpy or matplotlib cannot draw the values (spans near
+    the float limit, 1e308) a note stands in for it: the results are in analysis.json already."""
+    try:
+        return study.analysis.report(analysis, outcome, Figures(folder / "figures"))
+    except (ValueError, OverflowError) as error:
+        print(f"studyrun: warning: the report's {analysis['analysis']} section was not drawn: "
+              f"{error}", file=sys.stderr)
+        return (f"*The {analysis['analysis']} section could not be drawn ({error}); the results "
+                "are in analysis.json and runs.csv.*")
 
 
 def describe_parameter(parameter) -> str:

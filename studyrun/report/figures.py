@@ -49,9 +49,12 @@ class Figures:
 
         name = self.unique(name)
         self.folder.mkdir(parents=True, exist_ok=True)
-        lay_out(fig)
-        with replacing(self.folder / f"{name}.png") as temporary:
-            fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
+        try:
+            lay_out(fig)
+            with replacing(self.folder / f"{name}.png") as temporary:
+                fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
+        except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
+            return not_drawn(name, error)
         return f"![{caption or name}](figures/{name}.png)"
 
     def unique(self, name: str) -> str:
@@ -64,6 +67,16 @@ class Figures:
             unique = f"{name}-{k}"
         self._names[unique.lower()] = unique
         return unique
+
+
+def not_drawn(name: str, error: Exception) -> str:
+    """The report's line for a figure matplotlib could not draw (axes spanning values near the
+    float limit, 1e308): the numbers are in analysis.json and runs.csv all the same."""
+    import sys
+
+    print(f"studyrun: warning: figure {name} not drawn: {error}", file=sys.stderr)
+    return (f"*Figure {name} not drawn: matplotlib cannot draw these values ({error}); they are "
+            "in analysis.json and runs.csv.*")
 
 
 def lay_out(fig) -> None:

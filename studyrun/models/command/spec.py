@@ -61,6 +61,8 @@ class Command(ModelSpec):
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     keep_workdirs: Literal["failed", "all", "none"] = "failed"
     memory_limit: str | int | None = Field(None, description="address-space cap, e.g. 512MB")
+    max_output: str | int = Field("100MB", description="largest results file a run may write "
+                                  "(e.g. 500MB); a larger one fails that run")
 
     @field_validator("run", mode="before")
     @classmethod
@@ -108,7 +110,7 @@ class Command(ModelSpec):
                                  "empty and has no '=' nor NUL; a value has no NUL)")
         return value
 
-    @field_validator("memory_limit")
+    @field_validator("memory_limit", "max_output")
     @classmethod
     def _memory(cls, value):
         if value is not None:
@@ -181,7 +183,8 @@ class Command(ModelSpec):
             params_name=params_name, template=template, results_name=self.results_file,
             timeout=self.timeout, env=tuple(self.env.items()), keep=self.keep_workdirs,
             memory_limit=None if self.memory_limit is None else parse_bytes(self.memory_limit),
-            memory_text=None if self.memory_limit is None else str(self.memory_limit))
+            memory_text=None if self.memory_limit is None else str(self.memory_limit),
+            max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output))
 
 
 def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str | None:
