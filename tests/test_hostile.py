@@ -166,9 +166,9 @@ def test_a_5000_digit_number_is_cut_in_the_message(tmp_path):
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 3 and all(len(line) < 300 for line in lines), lines
-    assert "a number of 5,000 digits is too large" in lines[0]
+    assert "5,000 digits" in lines[0] and "too large" in lines[0]
     assert "a number of 5,000 digits" in lines[1]
-    assert "a number of 4,000 digits" in lines[2]
+    assert "4,000 digits" in lines[2] and "too large" in lines[2]
 
 
 def test_cut_values_cuts_values_and_leaves_prose_alone():
