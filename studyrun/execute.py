@@ -19,8 +19,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import ExecutionError
-from .executors import (SyncExecutor, planned_workers, scheduler_name, start_executor,
-                        starts_a_cluster)
+from .executors import (SyncExecutor, planned_workers, probe_scheduler, scheduler_name,
+                        scheduler_problem, start_executor, starts_a_cluster)
 from .models.base import Evaluator, ModelOutput, RunContext
 from .models.python import describe
 from .plan import Plan
@@ -189,6 +189,14 @@ class Runner:
         self.totals = Counts()
 
     def __enter__(self) -> "Runner":
+        """Check a scheduler address at once: a study small enough to finish in the pilot would
+        otherwise never connect, and pass with an address that is wrong."""
+        scheduler = self.settings.scheduler
+        if isinstance(scheduler, str):
+            problem = scheduler_problem(scheduler)
+            if problem:
+                raise ExecutionError(f"scheduler: {problem}")
+            probe_scheduler(scheduler)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -224,6 +232,12 @@ class Runner:
             counts = self.store.counts() if self.store.meta("format") is not None else {}
             meta.update(started=time.time(), recorded_at_start=sum(counts.values()))
         self.store.set_meta(**meta)
+
+    def note_workers(self, workers: int) -> None:
+        """The workers the runs go to, in the store's meta: `studyrun status` reports them
+        (counting the processes that recorded runs would add the driver's timing runs)."""
+        if workers != self.store.meta("workers"):
+            self.store.set_meta(workers=workers)
 
     def add_to_totals(self, counts: Counts) -> None:
         totals = self.totals
@@ -262,6 +276,7 @@ class Runner:
             if self.executor is None:
                 self.executor = start_executor(scheduler, settings.workers)
             executor = self.executor
+        self.note_workers(executor.workers)
         guided = settings.batch_size == "auto" and executor.workers > 1
         smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
         batches = split_batches(pending, batch, executor.workers if guided else 0, smallest)

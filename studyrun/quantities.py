@@ -18,10 +18,12 @@ import numpy as np
 
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 from .models.base import ModelOutput, SeriesGroup
-from .store import FIXED_COLUMNS
+from .runtable import CSV_FIXED
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RESERVED = frozenset(FIXED_COLUMNS) | {"run", "time"}  # columns and keys of the results
+# runs.csv's own columns and the time axis of expressions, as written: `Duration`, `ID` or `seq`
+# are free (the store's columns are told apart beyond case: store.column_names)
+RESERVED = frozenset(CSV_FIXED) | {"time"}
 
 
 def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -196,9 +198,7 @@ class Quantities:
         missing = sorted(n for n in expr.names if n not in env)
         try:
             if missing:
-                available = ", ".join(sorted(set(out.scalars) | set(out.series_groups()[0].series)))
-                raise ValueError(f"the model gave no output {missing[0]!r} (outputs: "
-                                 f"{available or 'none'})")
+                raise ValueError(missing_message(expr, missing, out))
             with np.errstate(all="ignore"):
                 value = np.asarray(expr(env), dtype=float)
             if name in self.series_names:
@@ -212,3 +212,18 @@ class Quantities:
             for i in rows.tolist():
                 out.fail(i, message)
             return np.full(len(rows), np.nan)
+
+
+def missing_message(expr: Expr, missing: list[str], out: ModelOutput) -> str:
+    """What a quantity names that the run does not have: a name that is no output nor input,
+    or (only `time` missing) a reduction of a series when the model gave only scalars."""
+    series = {name for group in out.series_groups() for name in group.series}
+    outputs = ", ".join(sorted(set(out.scalars) | series)) or "none"
+    unknown = [name for name in missing if name != "time"]
+    if unknown:
+        return (f"{unknown[0]!r} is neither an output of the model (outputs: {outputs}) nor a "
+                f"parameter; check the name in {expr.text!r}")
+    reducers = sorted(expr.calls & {n for n, f in REDUCTIONS.items() if f.takes_time})
+    what = f"{reducers[0]}() reads a time series" if reducers else "'time' is the time of a series"
+    return (f"{what}, and the model gave none (its outputs are scalars: {outputs}); name a scalar "
+            "output bare, without final() or another reduction")

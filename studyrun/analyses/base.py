@@ -45,6 +45,10 @@ class Outcome:
 
 Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
 
+# The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
+# 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
+MAX_RUNS = 100_000_000
+
 
 class AnalysisSpec(BaseModel):
     """Base of every `analysis:` block. Subclasses add `type: Literal[...]` and their own keys."""
@@ -56,6 +60,24 @@ class AnalysisSpec(BaseModel):
     def check(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
         """Problems that need the study's varied parameters (paths relative to `analysis`)."""
         return []
+
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str] | None:
+        """The number of runs the design will have and the key that sets it, known before
+        planning; None where it is small by construction or only planning can tell."""
+        return None
+
+    def check_size(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
+        """A design beyond MAX_RUNS is refused at its key, before anything is allocated."""
+        from ..errors import Problem
+
+        count = self.run_count(parameters)
+        if count is None or count[0] <= MAX_RUNS:
+            return []
+        runs, key = count
+        size = f"{runs:,}" if runs < 10**15 else f"{float(runs):.3g}"
+        return [Problem(f"the design has {size} runs, more than {MAX_RUNS:,}, the most a study "
+                        "may have (its run store and runs.csv would pass 10 GB each); lower "
+                        f"{key}, or split the study into several", path=key)]
 
     def resolve_paths(self, folder: Path) -> None:
         """Make the block's file names (a design or data file) relative to the study's folder."""

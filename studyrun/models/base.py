@@ -108,6 +108,11 @@ class ModelSpec(BaseModel):
         """
         return []
 
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """Files the runs read beyond the spec (name in a run's identity -> path): their content
+        is part of every run's identity, so editing one re-runs the study."""
+        return {}
+
     def build(self, study_dir: Path) -> Evaluator:
         """The evaluator for this model; cheap, picklable, imports lazily where it runs."""
         raise NotImplementedError

@@ -12,6 +12,7 @@ import importlib
 import importlib.machinery
 import re
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,20 +22,32 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..errors import Problem
+from ..identity import file_digest, text_digest
+from ..params import Whole
 from .base import ModelOutput, ModelSpec, RunContext
+from .imports import imported_files
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
+_LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)
+_IMPORTING = threading.Lock()
 
 
-def import_function(reference: str, study_dir: Path) -> Callable[..., Any]:
+def import_function(reference: str, study_dir: Path, code: str = "",
+                    modules: tuple[str, ...] = ()) -> Callable[..., Any]:
     """Import `module:callable`, the study's folder first on sys.path (cached per process).
 
     A module of the same name imported earlier from another folder (another study in the same
-    process) is replaced, so each study runs its own code.
+    process) is replaced, so each study runs its own code. `code` is the digest of the files the
+    function imports (`modules`): when it differs from the one imported here before (a file was
+    edited since), those modules are imported afresh, so a long-lived worker runs the new code.
     """
     key = (reference, str(study_dir))
-    if key not in _LOADED:
+    with _IMPORTING:
+        cached = _LOADED.get(key)
+        if cached is not None and (not code or cached[0] in ("", code)):
+            if code:
+                _LOADED[key] = (code, cached[1])
+            return cached[1]
         module_name, attribute = reference.split(":")
         folder = str(study_dir)
         if folder in sys.path:
@@ -42,12 +55,20 @@ def import_function(reference: str, study_dir: Path) -> Callable[..., Any]:
         sys.path.insert(0, folder)
         spec = locate_module(module_name, study_dir)
         loaded = sys.modules.get(module_name)
-        if spec is not None and loaded is not None and getattr(loaded, "__file__", None) != spec.origin:
-            for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
-                del sys.modules[name]
+        stale = cached is not None or (spec is not None and loaded is not None
+                                       and getattr(loaded, "__file__", None) != spec.origin)
+        if stale:
+            forget_modules([module_name, *modules])
         module = importlib.import_module(module_name)
-        _LOADED[key] = getattr(module, attribute)
-    return _LOADED[key]
+        _LOADED[key] = (code, getattr(module, attribute))
+        return _LOADED[key][1]
+
+
+def forget_modules(names: list[str]) -> None:
+    """Drop modules (and their submodules) from sys.modules, so the next import reads their files."""
+    for name in [n for n in sys.modules if any(n == m or n.startswith(m + ".") for m in names)]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
 
 
 def locate_module(module_name: str, study_dir: Path):
@@ -62,21 +83,14 @@ def locate_module(module_name: str, study_dir: Path):
     return spec
 
 
-def module_source(reference: str, study_dir: Path) -> bytes:
-    """The bytes of the module's source file, so a run's identity changes when the code does."""
-    spec = locate_module(reference.split(":")[0], study_dir)
-    if spec is None or not spec.origin or not Path(spec.origin).is_file():
-        return b""
-    return Path(spec.origin).read_bytes()
-
-
 class Python(ModelSpec):
     """A Python function as the model."""
 
     type: Literal["python"]
     function: str = Field(description="package.module:callable, importable from the study's folder")
     vectorized: bool = Field(False, description="called once per batch with arrays")
-    constants: dict[str, float] = Field(default_factory=dict, description="fixed keyword arguments")
+    constants: dict[str, Whole | float] = Field(
+        default_factory=dict, description="fixed keyword arguments (an integer arrives as an int)")
 
     @field_validator("function")
     @classmethod
@@ -85,7 +99,7 @@ class Python(ModelSpec):
             raise ValueError(f"expected 'package.module:callable'; got {value!r}")
         return value
 
-    def defaults(self) -> dict[str, float]:
+    def defaults(self) -> dict[str, float | int]:
         return dict(self.constants)
 
     def check(self, study_dir: Path) -> list[Problem]:
@@ -98,13 +112,20 @@ class Python(ModelSpec):
             return [Problem(f"{self.function!r} is not callable", path="function")]
         return []
 
-    def identity(self, study_dir: Path) -> bytes:
-        """What a run's identity depends on beyond the spec: the module's source."""
-        return module_source(self.function, study_dir)
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """The function's module and every module it imports from outside the environment."""
+        return {f.name: f.path for f in imported_files(self.module, study_dir)}
+
+    @property
+    def module(self) -> str:
+        return self.function.split(":")[0]
 
     def build(self, study_dir: Path) -> "PythonEvaluator":
+        found = imported_files(self.module, study_dir)
+        code = text_digest([(f.name, file_digest(f.path)) for f in found])
         return PythonEvaluator(self.function, self.vectorized, str(study_dir),
-                               tuple(self.constants.items()))
+                               tuple(self.constants.items()), code,
+                               tuple(f.module for f in found))
 
 
 @dataclass(frozen=True)
@@ -114,10 +135,12 @@ class PythonEvaluator:
     function: str
     vectorized: bool
     study_dir: str
-    constants: tuple[tuple[str, float], ...] = ()  # keyword arguments no parameter sets
+    constants: tuple[tuple[str, float | int], ...] = ()  # keyword arguments no parameter sets
+    code: str = ""  # digest of the files runs depend on: a new one makes a worker re-import modules
+    modules: tuple[str, ...] = ()  # the modules of those files
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
-        function = import_function(self.function, Path(self.study_dir))
+        function = import_function(self.function, Path(self.study_dir), self.code, self.modules)
         n = len(context.run_ids)
         missing = {name: np.full(n, value) for name, value in self.constants if name not in inputs}
         inputs = {**missing, **inputs} if missing else inputs

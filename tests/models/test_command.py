@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 import pickle
 import sys
@@ -417,3 +418,45 @@ def test_example_decay_simulator(tmp_path):
     np.testing.assert_allclose(out.scalars["auc"], y0 / k * (1 - np.exp(-10 * k)))
     out = run_batch(model, tmp_path, study_dir=STUDIES, kk=[1.0])
     assert out.errors[0].startswith("exited with status 2") and "unknown parameter 'kk'" in out.errors[0]
+
+
+# --- bounded output ----------------------------------------------------------------------------
+
+BIG_RESULTS = """
+name: big-output
+model:
+  type: command
+  run: [PYTHON, -c, "import json, os, sys; size = int(sys.argv[1]); f = open('results.json', 'w'); f.write('{\\"y\\": 1.0}'); f.truncate(size) if size > 11 else None", "SIZE"]
+  MAX
+parameters:
+  a: {bounds: [0, 1]}
+analysis: {type: montecarlo, samples: 2}
+execution: {scheduler: sync}
+"""
+
+
+@pytest.mark.parametrize("max_output, size, message", [
+    ("max_output: 1MB", 1_000_001, "results.json is 1,000,001 bytes, more than max_output (1MB)"),
+    ("", 100_000_001, "results.json is 100,000,001 bytes, more than max_output (100MB)"),
+])
+def test_a_results_file_beyond_max_output_fails_its_run_unread(tmp_path, max_output, size, message):
+    """A results file larger than max_output (default 100MB; here sparse, so the disk is spared)
+    fails the run with a clear error before it is read: the driver's memory stays bounded."""
+    from conftest import run_cli, write_study
+
+    text = BIG_RESULTS.replace("PYTHON", PY).replace("SIZE", str(size)).replace("MAX", max_output)
+    done = run_cli("run", write_study(tmp_path, text), "--out", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("studyrun: run ") and message in done.stderr
+    small = text.replace(f'"{size}"', '"11"')
+    done = run_cli("run", write_study(tmp_path, small), "--out", tmp_path / "out2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_max_output_is_checked_at_validate(tmp_path):
+    from conftest import run_cli, write_study
+
+    text = BIG_RESULTS.replace("PYTHON", PY).replace("SIZE", "11").replace("MAX", "max_output: lots")
+    done = run_cli("validate", write_study(tmp_path, text))
+    assert done.returncode == 2
+    assert re.search(r"study.yaml:5:3: model.max_output: not a memory size", done.stderr), done.stderr

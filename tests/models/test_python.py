@@ -79,3 +79,42 @@ def test_a_time_that_does_not_increase_fails_that_run_alone(tmp_path):
     assert out.errors[0] is None
     assert out.errors[1] == ("bad return value: 'time' must be a non-empty list of strictly "
                              "increasing numbers")
+
+
+COUNTING = '''
+import numpy as np
+
+def f(x, nsamples, scale, count, ratio):
+    kinds = [type(v).__name__ for v in (nsamples, scale, count, ratio)]
+    assert kinds == ["int", "float", "int", "float"], kinds
+    return x * len(range(nsamples)) * count + scale * ratio
+
+def g(x, nsamples, scale, count, ratio):
+    kinds = [np.asarray(v).dtype.kind for v in (nsamples, scale, count, ratio)]
+    assert kinds == ["i", "f", "i", "f"], kinds
+    return x * nsamples * count + scale * ratio
+'''
+
+
+def test_whole_number_constants_and_fixed_parameters_arrive_as_ints(tmp_path):
+    """YAML's types are kept: `nsamples: 50` is an int, `scale: 2.0` a float (per run and vectorized)."""
+    import studyrun
+    from conftest import write_study
+
+    (tmp_path / "counting.py").write_text(COUNTING)
+    for function, vectorized in [("f", "false"), ("g", "true")]:
+        path = write_study(tmp_path, f"""
+            name: counting-{function}
+            model: {{type: python, function: "counting:{function}", vectorized: {vectorized},
+                     constants: {{nsamples: 50, scale: 2.0}}}}
+            parameters:
+              x: {{bounds: [1, 2]}}
+              count: 3
+              ratio: {{value: 4.0}}
+            analysis: {{type: sweep, levels: {{x: [1, 2]}}}}
+            execution: {{scheduler: sync}}
+            """)
+        result = studyrun.run(path, tmp_path / function)
+        runs = result.runs
+        assert result.analysis["runs"]["failed"] == 0, runs.get("error")
+        assert sorted(runs["value"]) == [158.0, 308.0]  # x * 50 * 3 + 2.0 * 4.0

@@ -27,6 +27,8 @@ Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
   every one; `none` removes every one. stdout.txt and stderr.txt are written in each workdir.
 - `memory_limit` (`512MB`, `2GiB`, or bytes; KB/MB/GB are powers of 1000 and KiB/MiB/GiB of
   1024, as in Dask) caps the address space with RLIMIT_AS (POSIX; not enforced on macOS).
+- `max_output` (default `100MB`, same units) caps the size of a run's results file: a larger
+  file fails that run unread, so a runaway program cannot fill the driver's memory.
 """
 
 from .evaluator import CommandEvaluator
