@@ -182,3 +182,13 @@ def test_a_scheduler_that_is_not_there_is_one_line_at_start(study_dir):
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"studyrun: cannot reach the Dask scheduler at {address}: ")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_an_iterative_analysis_beyond_the_run_limit_is_located(study_dir):
+    text = GOOD.replace("{type: montecarlo, samples: 100}",
+                        "{type: optimize, minimize: y, multistart: 1000000000000}")
+    path = write_study(study_dir, text)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(rf"{re.escape(str(path))}:7:\d+: analysis.multistart: the design asks for at "
+                     r"least 1,000,000,000,001 runs, more than 100,000,000", done.stderr), done.stderr

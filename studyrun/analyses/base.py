@@ -50,6 +50,16 @@ Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their 
 MAX_RUNS = 100_000_000
 
 
+def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
+    """The runs an iterative analysis's own numbers ask for at least: one per start, and a
+    differential evolution's population in every generation."""
+    counts = [(analysis.multistart + 1, "multistart")]
+    if analysis.method == "differential-evolution":
+        counts.append(((analysis.generations + 1) * analysis.population * max(dimensions, 1),
+                       "generations"))
+    return max(counts)
+
+
 class AnalysisSpec(BaseModel):
     """Base of every `analysis:` block. Subclasses add `type: Literal[...]` and their own keys."""
 
@@ -75,7 +85,8 @@ class AnalysisSpec(BaseModel):
             return []
         runs, key = count
         size = f"{runs:,}" if runs < 10**15 else f"{float(runs):.3g}"
-        return [Problem(f"the design has {size} runs, more than {MAX_RUNS:,}, the most a study "
+        has = "asks for at least" if self.iterative else "has"
+        return [Problem(f"the design {has} {size} runs, more than {MAX_RUNS:,}, the most a study "
                         "may have (its run store and runs.csv would pass 10 GB each); lower "
                         f"{key}, or split the study into several", path=key)]
 

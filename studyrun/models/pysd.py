@@ -8,10 +8,11 @@ object from the translation, so no state leaks from one run to the next. Paramet
 components of the model (checked at validate) and are passed to ``model.run(params=...)`` under
 their names as the study writes them (PySD accepts the original Vensim names and their Python
 forms). A model that reads external data files (GET XLS DATA, ...) finds them relative to the
-translation: give such a model as a translation ``.py`` made beside it, which is run as it is. Every column PySD returns becomes an output
-series under a plain name: lowercase, runs of other characters than letters and digits replaced
-by ``_`` ("Teacup Temperature" -> ``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run
-that raises, or whose time grid differs from the batch's, is a failed run.
+translation: give such a model as a translation ``.py`` made beside it, which is run as it is.
+Every column PySD returns becomes an output series under a plain name: lowercase, runs of other
+characters than letters and digits replaced by ``_`` ("Teacup Temperature" ->
+``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run that raises, or whose time grid
+differs from the batch's, is a failed run.
 """
 
 from __future__ import annotations
@@ -106,23 +107,27 @@ def translate(path: Path) -> Path:
     import pysd
 
     content = path.read_bytes()
-    key = hashlib.sha256(content + pysd.__version__.encode()).hexdigest()[:20]
-    folder = cache_folder() / key
-    translated = folder / f"{plain_name(path.stem)}.py"
+    name = plain_name(path.stem)
+    key = hashlib.sha256(b"\0".join([content, pysd.__version__.encode(), name.encode()]))
+    folder = cache_folder() / key.hexdigest()[:20]
+    translated = folder / f"{name}.py"
     if translated.is_file():
         return translated
     folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    copy = work / f"{translated.stem}{path.suffix}"
     try:
-        (work / translated.with_suffix(path.suffix).name).write_bytes(content)
-        getattr(pysd, reader)(str(work / translated.with_suffix(path.suffix).name))
-        os.replace(work, folder)  # whole or not at all; another process may have won the race
-    except OSError:
-        if not translated.is_file():
-            raise
-    except Exception as error:  # the translator runs on user files: report whatever it says
-        raise StudyError(f"PySD cannot translate the model: {type(error).__name__}: {error}",
-                         path="model.file") from None
+        copy.write_bytes(content)
+        try:
+            getattr(pysd, reader)(str(copy))
+        except Exception as error:  # the translator runs on user files: report what it says
+            raise StudyError(f"PySD cannot translate the model: {type(error).__name__}: "
+                             f"{error}", path="model.file") from None
+        try:
+            os.replace(work, folder)  # whole or not at all
+        except OSError:
+            if not translated.is_file():  # not another process that translated it first
+                raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return translated

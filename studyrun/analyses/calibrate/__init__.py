@@ -42,7 +42,7 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt,
                       model_validator)
 
 from ...errors import Problem, StudyError
-from ..base import AnalysisSpec, Design
+from ..base import AnalysisSpec, Design, search_runs
 from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
 
 if TYPE_CHECKING:
@@ -116,6 +116,12 @@ class Calibrate(AnalysisSpec):
     _extra_series: list[str] = PrivateAttr(default_factory=list)
     _model: Any = PrivateAttr(None)
     _fixed: dict[str, float] = PrivateAttr(default_factory=dict)
+
+    def run_count(self, parameters) -> tuple[int, str]:
+        counts = [search_runs(self, len(parameters))]
+        if self.method == "mcmc":
+            counts.append((self.mcmc.chains * self.mcmc.iterations, "mcmc.iterations"))
+        return max(counts)
 
     @property
     def blocks(self) -> list[DataBlock]:
