@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .errors import StudyError, StudyrunError
+from .text import terminal_safe
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 
@@ -26,17 +27,17 @@ def main(argv: list[str] | None = None) -> int:
     except StudyError as error:
         if args.debug:
             raise
-        print(str(error), file=sys.stderr)
+        print(terminal_safe(str(error)), file=sys.stderr)
         return 2
     except StudyrunError as error:
         if args.debug:
             raise
-        print(f"studyrun: {error}", file=sys.stderr)
+        print(f"studyrun: {terminal_safe(str(error))}", file=sys.stderr)  # may quote a model's stderr
         return 1
     except (OSError, sqlite3.Error) as error:  # a full disk, a read-only folder: say which file
         if args.debug:
             raise
-        print(f"studyrun: {describe_os_error(error)}", file=sys.stderr)
+        print(f"studyrun: {terminal_safe(describe_os_error(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("studyrun: interrupted; finished runs are saved, run again to resume", file=sys.stderr)
@@ -67,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser("plan", help="show what would run")
     plan.add_argument("study", type=Path, metavar="STUDY")
     plan.add_argument("--csv", type=Path, metavar="FILE", help="write the design to FILE")
+    plan.add_argument("--out", type=Path, metavar="DIR", help="the results folder a run would "
+                      "reuse runs from (default results/NAME)")
     plan.add_argument("--cluster", nargs="?", const="study", metavar="KIND",
                       help="print the batch job script (the study's cluster block, or one for "
                       "KIND: slurm | pbs | sge | lsf | htcondor)")
@@ -102,14 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser("predict", help="a doe response surface's prediction with intervals")
     predict.add_argument("folder", type=Path, metavar="DIR")
-    predict.add_argument("--at", required=True, metavar="NAME=VALUE,...",
-                         help="the point, in natural units (others at the centre of their bounds)")
+    predict.add_argument("--at", required=True, action="append", metavar="NAME=VALUE,...",
+                         help="the point in natural units, every factor of the fit; repeat the "
+                         "flag or separate pairs with commas")
     predict.add_argument("--quantity", action="append", help="a fitted quantity (default: all)")
-    predict.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    predict.add_argument("--level", type=float, default=0.95,
+                         help="interval level, between 0 and 1 (default 0.95)")
     predict.set_defaults(command=command_predict)
 
     report = commands.add_parser("report", help="rebuild report.md and figures from a results folder")
     report.add_argument("folder", type=Path, metavar="DIR")
+    report.add_argument("--out", type=Path, metavar="DIR",
+                        help="write report.md and figures/ into DIR (default: the results folder)")
     report.set_defaults(command=command_report)
 
     schema = commands.add_parser("schema", help="print the study file's JSON Schema")
@@ -133,19 +140,26 @@ def command_validate(args) -> int:
 
 
 def command_plan(args) -> int:
-    from .pipeline import load_study, plan_study, settings_for
-    from .plan_view import describe_iterative, describe_plan, write_design_csv
+    from .pipeline import identity_record, load_study, plan_study, settings_for
+    from .plan_view import (describe_dependencies, describe_iterative, describe_plan,
+                            describe_reuse, write_design_csv)
     from .executors import scheduler_name
 
     loaded = load_study(args.study)
+    folder = args.out or Path("results") / loaded.study.name
+    record = identity_record(loaded)
     if loaded.study.analysis.iterative:
         print(describe_iterative(loaded))
+        print(describe_dependencies(record))
+        print(describe_reuse(folder, record, None))
         return 0
     plan = plan_study(loaded)
     scheduler = cluster_override(loaded.study.execution.scheduler, args.cluster)
     settings = settings_for(loaded.study, scheduler)
     settings.scheduler = scheduler_name(settings.scheduler)
     print(describe_plan(loaded, plan, settings))
+    print(describe_dependencies(record))
+    print(describe_reuse(folder, record, plan.run_ids))
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
@@ -178,6 +192,12 @@ def command_run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
     scheduler = args.scheduler
+    if scheduler:
+        from .executors import scheduler_problem
+
+        problem = scheduler_problem(scheduler)
+        if problem:
+            raise StudyError(f"--scheduler: {problem}")
     if args.cluster:
         from .pipeline import load_study
 
@@ -186,11 +206,19 @@ def command_run(args) -> int:
         scheduler = cluster_override(load_study(args.study).study.execution.scheduler, args.cluster)
     analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
                          fresh=args.fresh, quiet=args.quiet)
-    runs = analysis["runs"]
     folder = args.out or Path("results") / analysis["study"]
-    print(f"{analysis['study']}: {runs['succeeded']} of {runs['planned']} runs succeeded "
-          f"({runs['failed']} failed, {runs['reused']} reused); results in {folder}")
+    print(f"{analysis['study']}: {describe_runs_done(analysis['runs'])}; results in {folder}")
     return 0
+
+
+def describe_runs_done(runs: dict) -> str:
+    """analysis.json's `runs` in words; an iterative analysis's repeated points counted apart."""
+    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({runs['failed']} failed, "
+    if "evaluated" not in runs:
+        return done + f"{runs['reused']} reused)"
+    repeats = runs["evaluated"] - runs["planned"]
+    return (done + f"{runs['reused']} reused from an earlier session, {runs['executed']} executed "
+            f"now); the analysis evaluated {runs['evaluated']} points, {repeats} of them repeats")
 
 
 def command_check(args) -> int:
@@ -211,14 +239,14 @@ def command_check(args) -> int:
 def command_status(args) -> int:
     from .watch import describe_status
 
-    print(describe_status(args.folder))
+    print(terminal_safe(describe_status(args.folder)))  # it shows the last models' errors
     return 0
 
 
 def command_runs(args) -> int:
     from .watch import describe_runs
 
-    print(describe_runs(args.folder, failed_only=args.failed, limit=args.limit))
+    print(terminal_safe(describe_runs(args.folder, failed_only=args.failed, limit=args.limit)))
     return 0
 
 
@@ -234,16 +262,22 @@ def describe_os_error(error: Exception) -> str:
     return f"the run store failed: {error}; runs recorded before are kept"
 
 
-def parse_point(text: str) -> dict[str, float]:
-    """'a=1,b=2.5' -> {'a': 1.0, 'b': 2.5}, with a clear error for anything else."""
+def parse_point(texts: list[str]) -> dict[str, float]:
+    """['a=1,b=2.5', 'c=3'] (each --at) -> {'a': 1.0, 'b': 2.5, 'c': 3.0}; a clear error otherwise."""
     point = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, value = item.partition("=")
+    for item in (part.strip() for text in texts for part in text.split(",")):
+        if not item:
+            continue
+        name, _, value = (half.strip() for half in item.partition("="))
         try:
-            point[name.strip()] = float(value)
+            number = float(value)
         except ValueError:
             raise StudyError(f"--at: expected NAME=VALUE pairs separated by commas, such as "
                              f"a=1,b=2.5; got {item!r}") from None
+        if name in point:
+            raise StudyError(f"--at: {name} is given twice ({point[name]:g} and {number:g}); "
+                             "give each factor once")
+        point[name] = number
     return point
 
 
@@ -258,12 +292,13 @@ def command_predict(args) -> int:
                          f"holds a {results.analysis.get('analysis')} analysis")
     point = parse_point(args.at)
     names = args.quantity or [q for q in results.results if not q.startswith("_")]
-    for name in names:
-        out = predict(results.analysis, name, point, level=args.level)
+    predictions = [predict(results.analysis, name, point, level=args.level) for name in names]
+    interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+    for out in predictions:
         ci, pi = out.get("confidence"), out.get("prediction_interval")
-        interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
-        print(f"{name}: {format_number(out['prediction'])}  {args.level:.0%} confidence {interval(ci)}  "
-              f"prediction {interval(pi)}{'  (extrapolated)' if out.get('extrapolation') else ''}")
+        print(f"{out['quantity']}: {format_number(out['prediction'])}  {args.level * 100:g}% confidence "
+              f"{interval(ci)}  prediction {interval(pi)}"
+              f"{'  (extrapolated)' if out.get('extrapolation') else ''}")
         if out.get("note"):
             print(f"  note: {out['note']}")
     return 0
@@ -272,8 +307,7 @@ def command_predict(args) -> int:
 def command_report(args) -> int:
     from .results import rebuild_report
 
-    rebuild_report(args.folder)
-    print(f"wrote {args.folder / 'report.md'}")
+    print(f"wrote {rebuild_report(args.folder, args.out)}")
     return 0
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .text import cut_values
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -18,6 +20,10 @@ class Problem:
     file: str | None = None
     line: int | None = None
     col: int | None = None
+
+    def __post_init__(self) -> None:  # a 5,000-digit value or a 1 MB key is cut, wherever it came from
+        object.__setattr__(self, "message", cut_values(self.message))
+        object.__setattr__(self, "path", cut_values(self.path))
 
     def __str__(self) -> str:
         where = ":".join(str(part) for part in (self.file, self.line, self.col) if part is not None)

@@ -21,8 +21,8 @@ from typing import Callable
 import numpy as np
 
 from .errors import ExecutionError
-from .executors import (SyncExecutor, planned_workers, scheduler_name, start_executor,
-                        starts_a_cluster)
+from .executors import (SyncExecutor, planned_workers, probe_scheduler, scheduler_name,
+                        scheduler_problem, start_executor, starts_a_cluster)
 from .interrupts import fails_the_run, noting_interrupts
 from .isolated import IsolatedExecutor, Loss
 from .models.base import Evaluator, ModelOutput, RunContext
@@ -83,6 +83,7 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
     start = time.perf_counter()
     out = evaluate_model(job, inputs, run_ids)
     values = job.quantities.evaluate(out, inputs)
+    series = pack_series(out) if job.keep_series else None
     for _ in range(job.retries):
         failed = np.flatnonzero([e is not None for e in out.errors])
         if not len(failed):
@@ -90,18 +91,21 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
         sub_inputs = {k: v[failed] for k, v in inputs.items()}
         again = evaluate_model(job, sub_inputs, run_ids[failed])
         again_values = job.quantities.evaluate(again, sub_inputs)
+        again_series = pack_series(again) if job.keep_series else None
         for j, i in enumerate(failed):
             if again.errors[j] is None:
                 out.errors[i] = None
                 for name, array in again_values.items():
                     values[name][i] = array[j]
+                if series is not None:  # the series of the attempt that succeeded
+                    series[i] = again_series[j]
     return {
         "ids": run_ids,
         "errors": out.errors,
         "values": values,
         "duration": (time.perf_counter() - start) / max(len(run_ids), 1),
         "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "series": pack_series(out) if job.keep_series else None,
+        "series": series,
     }
 
 
@@ -117,16 +121,27 @@ def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray)
 
 
 def pack_series(out: ModelOutput) -> list[bytes]:
-    """Each run's time series as npz bytes, for `keep: series`."""
-    blobs = []
-    for i in range(out.n):
-        buffer = io.BytesIO()
-        arrays = {name: values[i] for name, values in out.series.items()}
-        if out.time is not None:
-            arrays["time"] = out.time
-        np.savez(buffer, **arrays)
-        blobs.append(buffer.getvalue())
+    """Each run's time series as npz bytes on its own grid, for `keep: series` (a run in no
+    group of series, a failed one, keeps an empty npz)."""
+    blobs = [EMPTY_NPZ] * out.n
+    for group in out.series_groups():
+        for j, i in enumerate(np.arange(out.n)[group.rows].tolist()):
+            arrays = {name: values[j] for name, values in group.series.items()}
+            if group.time is not None:
+                arrays["time"] = group.time
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            blobs[i] = buffer.getvalue()
     return blobs
+
+
+def empty_npz() -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer)
+    return buffer.getvalue()
+
+
+EMPTY_NPZ = empty_npz()
 
 
 class Recorder:
@@ -206,10 +221,19 @@ class Runner:
         self.isolated: IsolatedExecutor | None = None  # the pilot's process, once started
         self.seconds_per_run: float | None = None
         self.totals = Counts()
-        if settings.batch_size == "auto" and isinstance(self.nearby_executor(), IsolatedExecutor):
-            self.isolated.start()  # it imports while the plan is made
 
     def __enter__(self) -> "Runner":
+        """Check a scheduler address at once: a study small enough to finish in the pilot would
+        otherwise never connect, and pass with an address that is wrong."""
+        scheduler = self.settings.scheduler
+        if isinstance(scheduler, str):
+            problem = scheduler_problem(scheduler)
+            if problem:
+                raise ExecutionError(f"scheduler: {problem}")
+            probe_scheduler(scheduler)
+        if self.settings.batch_size == "auto" and isinstance(self.nearby_executor(),
+                                                             IsolatedExecutor):
+            self.isolated.start()  # the pilot's process; a new interpreter imports meanwhile
         return self
 
     def __exit__(self, *exc) -> None:
@@ -249,6 +273,12 @@ class Runner:
             meta.update(started=time.time(), recorded_at_start=sum(counts.values()))
         self.store.set_meta(**meta)
 
+    def note_workers(self, workers: int) -> None:
+        """The workers the runs go to, in the store's meta: `studyrun status` reports them
+        (counting the processes that recorded runs would add the driver's timing runs)."""
+        if workers != self.store.meta("workers"):
+            self.store.set_meta(workers=workers)
+
     def add_to_totals(self, counts: Counts) -> None:
         totals = self.totals
         totals.planned += counts.planned
@@ -287,6 +317,7 @@ class Runner:
         executor = nearby or self.executor
         if executor is None:
             executor = self.executor = start_executor(settings.scheduler, settings.workers)
+        self.note_workers(executor.workers)
         guided = settings.batch_size == "auto" and executor.workers > 1
         smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
         batches = split_batches(pending, batch, executor.workers if guided else 0, smallest)
@@ -308,7 +339,8 @@ class Runner:
 def import_model(job: Job) -> None:
     """Import a python model's function (where the pilot runs, before it: it times runs, not
     imports)."""
-    import_function(job.evaluator.function, Path(job.evaluator.study_dir))
+    model = job.evaluator
+    import_function(model.function, Path(model.study_dir), model.code, model.modules)
 
 
 def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, executor,
@@ -439,17 +471,17 @@ class Dispatch:
                 self.suspects.append(rows)
             else:
                 crashed = Loss(self.failures[key], loss.cause, loss.worker)
-                self.recorder.record(rows, crashed_result(self.plan, rows, crashed))
+                self.recorder.record(rows, crashed_result(self.plan, self.job, rows, crashed))
 
 
-def crashed_result(plan: Plan, rows: np.ndarray, loss: Loss) -> dict:
+def crashed_result(plan: Plan, job: Job, rows: np.ndarray, loss: Loss) -> dict:
     """A batch result recording a run whose process died each time it ran."""
     how = loss.cause or ("how is not known: a crash, os._exit, a signal, or memory past the "
                          "worker's limit")
     return {"ids": plan.run_ids[rows], "values": {}, "duration": float("nan"),
             "errors": [f"the process running the model died ({how}) running this run alone"
                        + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
-            "worker": loss.worker, "series": None}
+            "worker": loss.worker, "series": [EMPTY_NPZ] if job.keep_series else None}
 
 
 def lost_batch_message(executor, error: Exception) -> str:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
+import re
+import socket
+import struct
 from typing import Any, Callable
 
 from .errors import ExecutionError
@@ -178,6 +181,91 @@ def keep_quiet(record: logging.LogRecord) -> bool:
     message = record.getMessage()
     return not ("workers died while trying to run it" in message
                 or message.startswith("Couldn't gather keys"))
+
+
+NAMES = ("local", "threads", "sync")
+_ADDRESS = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[0-9A-Fa-f:.%]+\]|"
+                      r"[A-Za-z0-9_.-]+)(?::(?P<port>[0-9]{1,5}))?/?$")
+PROBE_SECONDS = 5.0  # how long a scheduler may take to accept a connection and greet
+
+
+def scheduler_problem(value: str) -> str | None:
+    """Why `value` is no scheduler studyrun can use (a name or tcp://HOST:PORT), or None."""
+    match = _ADDRESS.match(value)
+    scheme = (match["scheme"] if match else value.partition("://")[0]).lower()
+    if "://" in value and scheme == "inproc":
+        return (f"{value!r} is an in-process address, for a scheduler inside the same process, "
+                "which a study never has; give tcp://HOST:PORT of a running `dask scheduler`")
+    if "://" in value and scheme not in ("tcp", "tls", "ucx"):
+        return (f"unknown protocol {scheme + '://'!r} in {value!r}; a Dask scheduler listens on "
+                "tcp://HOST:PORT (or tls://, ucx://)")
+    if value in NAMES or (match and 0 < int(match["port"] or 8786) < 65536):
+        return None
+    if match:
+        return f"port {match['port']} is out of range (1 to 65535) in {value!r}"
+    return (f"expected local, threads, sync or a scheduler address such as tcp://127.0.0.1:8786 "
+            f"(an IPv6 host in brackets: tcp://[::1]:8786); got {value!r}")
+
+
+def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
+    """Connect to a tcp:// scheduler and read its greeting, so an address that is down, or is
+    not a Dask scheduler, is a one-line ExecutionError at start, before any run (Dask's own
+    client would read another server's bytes as a frame length and try to allocate it)."""
+    match = _ADDRESS.match(address)
+    scheme = match["scheme"].lower() if match else ""
+    if scheme not in ("tcp", "tls"):
+        return  # ucx: left to Dask
+    host, port = match["host"].strip("[]"), int(match["port"] or 8786)
+    try:
+        connection = socket.create_connection((host, port), timeout=timeout)
+    except OSError as error:
+        reason = "no answer" if isinstance(error, TimeoutError) else error.strerror or error
+        raise ExecutionError(f"cannot reach the Dask scheduler at {address}: {reason}; is it "
+                             "running (dask scheduler), and is the address right?") from None
+    with connection:
+        try:
+            greeting = read_greeting(connection) if scheme == "tcp" else None  # tls: encrypted
+        except OSError:  # silent until the timeout, or reset
+            greeting = b""
+    if greeting is not None and not is_dask_greeting(greeting):
+        raise ExecutionError(f"the server at {address} is not a Dask scheduler (it did not greet "
+                             f"as one within {timeout:g} s); check the host and port of `dask "
+                             "scheduler`")
+
+
+def read_greeting(connection: socket.socket) -> bytes | None:
+    """The first message a Dask server sends on a new connection: its handshake (a 64-bit
+    length, then that many bytes), or the bytes that came instead (at most 64 KiB)."""
+    head = receive(connection, 8)
+    if len(head) < 8:
+        return head
+    length = struct.unpack("<Q", head)[0]
+    if not 16 <= length <= 65536:
+        return head
+    return head + receive(connection, length)
+
+
+def receive(connection: socket.socket, size: int) -> bytes:
+    """Up to `size` bytes, fewer when the server closes the connection."""
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def is_dask_greeting(data: bytes) -> bool:
+    """Whether `data` is a Dask comm message: length, frame count, frame lengths that add up,
+    and a handshake naming the server's python."""
+    if len(data) < 16:
+        return False
+    length, frames = struct.unpack("<QQ", data[:16])
+    if not 1 <= frames <= 64 or len(data) < 16 + 8 * frames:
+        return False
+    sizes = struct.unpack(f"<{frames}Q", data[16:16 + 8 * frames])
+    return length == len(data) - 8 == 8 + 8 * frames + sum(sizes) and b"python" in data
 
 
 def default_workers() -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -151,6 +152,17 @@ _REJECTED_NODE_HINTS = {
 }
 
 
+_NUMBER = re.compile(r"[0-9a-zA-Z_.]+([eE][-+]?[0-9_]+)?")  # a literal as written (loosely)
+
+
+def too_large(literal: str) -> str:
+    """Why a number written as `literal` is refused: values are float64."""
+    if len(literal) > 24:
+        digits = len(re.sub(r"^0[xXoObB]|[^0-9a-fA-F]", "", literal))
+        literal = f"{literal[:12]}... ({digits:,} digits)"
+    return f"the number {literal} is too large; numbers are floats, at most about 1.8e308"
+
+
 def _offset(text: str, node: ast.AST, shift: int) -> int | None:
     """Character offset of a node within the original text (ast counts UTF-8 bytes per line)."""
     col = getattr(node, "col_offset", None)
@@ -217,10 +229,17 @@ class _Checker:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{value!r} is not a number; only numbers are allowed", node)
         try:
-            float(value)
-        except OverflowError:  # an integer literal beyond float64 (about 1.8e308)
-            raise self.fail(f"the number {str(value)[:12]}... ({len(str(value))} digits) is too "
-                            "large; numbers are floats, at most about 1.8e308", node) from None
+            finite = np.isfinite(float(value))  # 1e999 and 9.9...9 of 400 digits are inf
+        except OverflowError:  # an integer literal beyond float64
+            finite = False
+        if not finite:
+            raise self.fail(too_large(self.literal(node)), node)
+
+    def literal(self, node: ast.AST) -> str:
+        """A number as written in the text (never str() of a huge int: Python refuses those)."""
+        start = _offset(self.text, node, 0) or 0
+        match = _NUMBER.match(self.text, start)
+        return match.group() if match else "?"
 
     def check_name(self, name: str, node: ast.AST) -> None:
         if name.startswith("__") or name.startswith("_"):
@@ -436,6 +455,9 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
         tree = ast.parse(body, mode="eval")
     except SyntaxError as exc:
         offset = None if exc.offset is None else shift + max(exc.offset - 1, 0)
+        huge = re.search(r"\d{4000,}", body) if "integer string conversion" in exc.msg else None
+        if huge:  # more digits than Python converts (4300)
+            raise ExprError(too_large(huge.group()), shift + huge.start()) from None
         raise ExprError(f"invalid syntax in {text!r}: {exc.msg}", offset) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise ExprError(f"cannot parse {text!r}: {exc}") from None

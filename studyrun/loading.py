@@ -15,6 +15,7 @@ from .errors import StudyError
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from .validation import problems_from
 
+YAML_SUFFIXES = (".yaml", ".yml")
 __all__ = ["VALUE", "Source", "format_path", "format_problems", "include_files", "read_yaml", "validate"]
 
 
@@ -38,6 +39,9 @@ def include_files(source: Source, key: str = "model") -> Source:
         found, what = False, f"cannot use the path ({exc.strerror or exc})"
     if not found:
         raise StudyError([source.problem(where, f"{what}: {target} (relative to {folder}/)")])
+    if path.suffix.lower() not in YAML_SUFFIXES:  # never quote a line of /etc/passwd in an error
+        raise StudyError([source.problem(where, f"{target} is not a YAML file: a model file's "
+                                         "name ends in .yaml or .yml")])
     included = read_yaml(path)
     positions = {p: pos for p, pos in source.positions.items() if not (len(p) > 1 and p[0] == key)}
     for p, pos in included.positions.items():

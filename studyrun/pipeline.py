@@ -6,29 +6,32 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
+from . import outputs
 from .analyses.base import Design, Outcome
 from .errors import StudyError
 from .execute import Job, Runner, Settings
+from .identity import code_digest, dependency_digests, identity_parts
 from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
 from .planned import CHUNK_ROWS, PlannedRuns, plan_outcome
 from .provenance import collect, now
-from .quantities import Quantities
+from .quantities import Quantities, series_output
 from .runtable import write_csv
 from .spec import Study, check_study
 from .store import RunStore
+from .text import terminal_safe
 
 
 @dataclass
@@ -38,10 +41,17 @@ class Loaded:
     study: Study
     path: Path
     source: Source
+    digests: dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def folder(self) -> Path:
         return self.path.resolve().parent
+
+    def dependencies(self) -> dict[str, str]:
+        """name -> SHA-256 of every file the runs depend on, hashed once per load."""
+        if self.digests is None:
+            self.digests = dependency_digests(self.study, self.folder)
+        return self.digests
 
 
 def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None = None) -> Loaded:
@@ -75,14 +85,14 @@ def plan_parts(loaded: Loaded) -> tuple[dict, dict[str, float], dict]:
     fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
              if name not in parameters}
     context = {"model": study.model.model_dump(mode="json"), "quantities": study.quantities,
-               "code": hashlib.sha256(model_identity(loaded)).hexdigest()}
+               "code": code_digest(loaded.dependencies())}
     return parameters, fixed, context
 
 
-def model_identity(loaded: Loaded) -> bytes:
-    """Bytes a run's identity depends on beyond the spec (a python model's source code)."""
-    identity = getattr(loaded.study.model, "identity", None)
-    return identity(loaded.folder) if identity else b""
+def identity_record(loaded: Loaded) -> dict:
+    """What the store remembers of this study's run context, for `studyrun plan` to compare."""
+    _, fixed, _ = plan_parts(loaded)
+    return identity_parts(loaded.study, fixed, loaded.dependencies())
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,
@@ -103,7 +113,10 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
             or bool(study.analysis.needs_series()))
-    return Job(evaluator=model.build(loaded.folder), quantities=quantities,
+    evaluator = model.build(loaded.folder)
+    if hasattr(evaluator, "code"):  # it imports the user's modules afresh when any file changed
+        evaluator = dataclasses.replace(evaluator, code=code_digest(loaded.dependencies()))
+    return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
 
 
@@ -116,18 +129,24 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     folder = Path(out) if out else Path("results") / loaded.study.name
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
-    with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:
-        write_study_copy(loaded, folder)
-        if loaded.study.quantities is not None:
-            store.prepare(list(varied(loaded.study.parameters)), job.quantities.names())
+    parameters = list(varied(loaded.study.parameters))
+    quantities = None if loaded.study.quantities is None else job.quantities.names()
+    copy = study_copy(loaded)
+    with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:  # held until all is written
+        store.check(parameters, quantities)  # before anything in the folder changes
+        outputs.claim(folder, copy, fresh=fresh)
+        store.record_identity(identity_record(loaded))
+        if quantities is not None:
+            store.prepare(parameters, quantities)
         if loaded.study.analysis.iterative:
             analysis, outcome = run_iterative(loaded, store, job, settings, folder)
         else:
             analysis, outcome = run_fixed(loaded, store, job, settings, folder)
-    analysis["warnings"] = warnings
-    analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
-    write_json(folder / "analysis.json", analysis)
-    write_report(folder, loaded.study, analysis, outcome)
+        analysis["warnings"] = warnings
+        analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
+        analysis[outputs.DIGEST_KEY] = outputs.study_digest(copy)
+        write_json(folder / "analysis.json", analysis)
+        write_report(folder, loaded.study, analysis, outcome)
     return analysis
 
 
@@ -143,7 +162,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
             warnings.append(f"the integration step may be too coarse: halving it changes {name!r} "
                             f"by {worst:.2%} (more than 1%); see `studyrun check`")
     for warning in warnings:
-        print(f"studyrun: warning: {warning}", file=sys.stderr)
+        print(f"studyrun: warning: {terminal_safe(warning)}", file=sys.stderr)
     return warnings
 
 
@@ -152,7 +171,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     """A fixed design: plan it slice by slice, execute each slice, then analyse all of it."""
     study = loaded.study
     parameters, fixed, context = plan_parts(loaded)
-    runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis))
+    runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis),
+                       study.analysis.series_grid())
     with Runner(store, job, settings) as runner:
         for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
@@ -176,7 +196,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
 
 def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
     """Series to read back per run: series() quantities and the outputs an analysis needs."""
-    wanted = {name: next(iter(quantities.compiled[name].names)) for name in quantities.series_names}
+    wanted = {name: series_output(quantities.compiled[name]) for name in quantities.series_names}
     wanted.update({name: name for name in analysis.needs_series()})
     return wanted
 
@@ -187,28 +207,31 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     study = loaded.study
     parameters, fixed, context = plan_parts(loaded)
     evaluated: list[np.ndarray] = []
-    succeeded = 0
+    seen: set[int] = set()  # runs asked for so far this session
+    from_earlier = 0  # of those, runs the store held as succeeded when first asked for
 
     def evaluate(matrix: np.ndarray) -> Outcome:
-        nonlocal succeeded
+        nonlocal from_earlier
         design = Design(list(parameters), np.atleast_2d(np.asarray(matrix, dtype=float)))
         plan = make_plan(design, fixed, context)
+        new = np.array([i for i in np.unique(plan.run_ids).tolist() if i not in seen], np.int64)
+        from_earlier += int(store.succeeded_among(new).sum())
+        seen.update(new.tolist())
         runner.execute(plan, quiet=True)
         evaluated.append(plan.run_ids)
-        outcome = read_outcome(plan, store, job.quantities, study.analysis)
-        succeeded += int(outcome.ok.sum())
-        return outcome
+        return read_outcome(plan, store, job.quantities, study.analysis)
 
     with Runner(store, job, settings) as runner:
         results = study.analysis.iterate(evaluate, parameters, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]
-    write_csv(folder / "runs.csv", list(parameters), store.quantities, [(0, store.read(ids))])
-    totals = runner.totals
+    table = store.read(ids)
+    write_csv(folder / "runs.csv", list(parameters), store.quantities, [(0, table)])
+    totals, succeeded = runner.totals, int(table.ok.sum())
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
-        "runs": {"planned": totals.planned, "succeeded": succeeded,
-                 "failed": totals.planned - succeeded, "reused": totals.reused},
+        "runs": {"planned": len(ids), "succeeded": succeeded, "failed": len(ids) - succeeded,
+                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed},
         "results": results,
         "execution": {"scheduler": totals.scheduler, "executed": totals.executed,
                       "notes": totals.notes},
@@ -216,23 +239,23 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     return analysis, None
 
 
-def write_study_copy(loaded: Loaded, folder: Path) -> None:
-    """study.yaml in the results folder: the study as run, its model file inlined."""
+def study_copy(loaded: Loaded) -> str:
+    """study.yaml of the results folder: the study as run, its model file inlined."""
     text = yaml.safe_dump(loaded.source.data, sort_keys=False, allow_unicode=True)
-    (folder / "study.yaml").write_text(f"# run from {loaded.path.resolve()}\n{text}")
+    return f"# run from {loaded.path.resolve()}\n{text}"
 
 
 def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
     """One plan's quantities from the store, in plan order, with the series asked for."""
     return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
-                        series_wanted(quantities, analysis))
+                        series_wanted(quantities, analysis), analysis.series_grid())
 
 
 def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:
     """report.md and figures/ from the analysis and the runs."""
     from .report.build import build_report
 
-    (folder / "report.md").write_text(build_report(folder, study, analysis, outcome))
+    outputs.write_text(folder / "report.md", build_report(folder, study, analysis, outcome))
 
 
 def jsonable(value: Any) -> Any:
@@ -255,6 +278,4 @@ def jsonable(value: Any) -> Any:
 
 def write_json(path: Path, data: dict) -> None:
     """Write JSON atomically: a reader never sees half a file."""
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
-    temporary.replace(path)
+    outputs.write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")

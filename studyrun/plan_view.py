@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import csv
+import sqlite3
 from pathlib import Path
 
+import numpy as np
+
+from .identity import describe_changes
 from .params import Fixed
 from .plan import Plan
+
+SHOWN_FILES = 8
 
 
 def describe_plan(loaded, plan: Plan, settings) -> str:
@@ -43,6 +49,54 @@ def describe_iterative(loaded) -> str:
         f"varied parameters ({len(names)}): {', '.join(names)}",
         "runs: planned by the optimiser as it goes; each is cached in the store, so a "
         "restarted study replays the runs it already made"])
+
+
+def describe_dependencies(record: dict) -> str:
+    """The files a run's identity covers besides the model block, quantities and fixed inputs."""
+    names = list(record["files"])
+    shown = ", ".join(names[:SHOWN_FILES]) + (f" and {len(names) - SHOWN_FILES} more"
+                                             if len(names) > SHOWN_FILES else "")
+    return f"files the runs depend on ({len(names)}): {shown or 'none'}"
+
+
+def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> str:
+    """How many planned runs the results folder would reuse, how many would run, and why."""
+    if not (folder / "runs.sqlite").is_file():
+        return f"{folder}: no runs recorded yet; every run would run"
+    ok, failed, before = recorded_runs(folder)
+    changes = describe_changes(before, record) if before is not None else []
+    since = f"{', '.join(changes)} since the last run" if changes else ""
+    if run_ids is None:  # an iterative analysis: its runs are not known up front
+        return (f"{folder}: {len(ok)} runs recorded" + (f"; {since}: runs made before would not be "
+                                                         "reused" if since else ""))
+    reused = np.isin(run_ids, ok)
+    would_run = int((~reused).sum())
+    line = f"{folder}: {int(reused.sum())} of {len(run_ids)} runs would be reused, {would_run} would run"
+    if would_run == 0:
+        return line
+    if since:
+        return f"{line}: {since}"
+    failed_before = int(np.isin(run_ids, failed).sum())
+    why = [f"{failed_before} failed before"] if failed_before else []
+    why += [f"{would_run - failed_before} not recorded yet"] if would_run > failed_before else []
+    return f"{line} ({', '.join(why)})"
+
+
+def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    """The ids of succeeded and failed runs in a results folder, and its latest run context."""
+    from .store import latest_identity
+    from .watch import StoreView
+
+    view = StoreView(folder)
+    try:
+        rows = view.query("SELECT id, status = 'ok' FROM runs")
+        before = latest_identity(view.db)
+    except sqlite3.DatabaseError as error:
+        raise view.damaged(error) from None
+    finally:
+        view.close()
+    table = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return table[table[:, 1] == 1, 0], table[table[:, 1] == 0, 0], before
 
 
 def write_design_csv(plan: Plan, path: Path) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .analyses.base import Design, Outcome
 from .execute import Sink
+from .grids import put_on_one_grid
 from .plan import Plan
 from .runtable import RunTable, write_csv
 from .store import RunStore
@@ -25,8 +26,9 @@ CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results neve
 class PlannedRuns:
     """Every run of a study's plan, in plan order, with what the store recorded for it."""
 
-    def __init__(self, store: RunStore, names: list[str], series: dict[str, str]) -> None:
-        self.store, self.names, self.series = store, names, series
+    def __init__(self, store: RunStore, names: list[str], series: dict[str, str],
+                 grid: np.ndarray | None = None) -> None:
+        self.store, self.names, self.series, self.grid = store, names, series, grid
         self.size = 0
         self._start = 0  # position of the latest slice
         self.info: dict = {}
@@ -67,7 +69,8 @@ class PlannedRuns:
         """All runs at once (a design that fit one chunk keeps its Design object and info)."""
         if not self.chunked:
             if self._whole is None:
-                self._whole = plan_outcome(self._first, self._table, self.store, self.series)
+                self._whole = plan_outcome(self._first, self._table, self.store, self.series,
+                                           self.grid)
             return self._whole
         outcomes = list(self.chunks())
         design = Design(self.names, np.vstack([o.design.matrix for o in outcomes]), self.info)
@@ -106,11 +109,12 @@ class PlannedRuns:
         write_csv(path, self.names, self.store.quantities, self.tables())
 
 
-def plan_outcome(plan: Plan, table: RunTable, store: RunStore, series: dict[str, str]) -> Outcome:
-    """A plan's quantities (and the series asked for), in plan order."""
+def plan_outcome(plan: Plan, table: RunTable, store: RunStore, series: dict[str, str],
+                 grid: np.ndarray | None = None) -> Outcome:
+    """A plan's quantities (and the series asked for, on one grid), in plan order."""
     outcome = Outcome(design=plan.design, ok=table.ok, values=columns(table, store))
     if series:
-        read_series(plan, store, outcome, series)
+        read_series(plan, store, outcome, series, grid)
     return outcome
 
 
@@ -119,14 +123,9 @@ def columns(table: RunTable, store: RunStore) -> dict[str, np.ndarray]:
     return {name: table.values[:, j] for j, name in enumerate(store.quantities)}
 
 
-def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str, str]) -> None:
-    """Fill outcome.series[name] (runs, T) from the stored series of each run; NaN where absent."""
-    rows = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
-    first = next((r for r in rows if r is not None and "time" in r), None)
-    if first is None:
-        return
-    outcome.time = first["time"]
-    blank = np.full(len(outcome.time), np.nan)
-    for name, output in wanted.items():
-        outcome.series[name] = np.array([r[output] if r is not None and output in r else blank
-                                         for r in rows])
+def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str, str],
+                grid: np.ndarray | None = None) -> None:
+    """Fill outcome.series[name] (runs, T) from the stored series of each run, on one grid
+    (`grid`, when the runs' own grids differ and the analysis declares one); NaN where absent."""
+    stored = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
+    put_on_one_grid(outcome, stored, plan.run_ids, wanted, grid)

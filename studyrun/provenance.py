@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import platform
-import subprocess
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+
+from .gitstate import git_state
 
 PACKAGES = ("numpy", "scipy", "SALib", "statsmodels", "pandas", "dask", "distributed", "pydantic",
             "PyYAML", "matplotlib", "pydoe")
@@ -34,21 +35,6 @@ def studyrun_version() -> str:
         return metadata.version("studyrun")
     except metadata.PackageNotFoundError:
         return "0.1.0"
-
-
-def git_state(folder: Path) -> dict:
-    """The commit of the repository holding `folder`, and whether its work tree is dirty."""
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    if commit is None:
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 def collect(study_file: Path, seed: int, started: str) -> dict:

@@ -3,7 +3,9 @@
 `final(x)`, `initial(x)`, `max(x)`, `min(x)`, `mean(x)`, `integral(x)` (each but `final` with an
 optional window `(x, T0, T1)`), `at(x, T)`, bare names of scalar outputs, and arithmetic between
 them, in the safe expression language of `expr.py`. `series(x)` keeps a whole time series as a
-quantity, for time-resolved analyses.
+quantity, for time-resolved analyses. `time` is the time axis, a series like any other
+(`final(time)`: when a run ends). Each run is reduced on its own grid; runs sharing one (every
+equation model's) are reduced together.
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ from typing import Mapping
 import numpy as np
 
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
-from .models.base import ModelOutput
-from .store import FIXED_COLUMNS
+from .models.base import ModelOutput, SeriesGroup
+from .runtable import CSV_FIXED
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RESERVED = frozenset(FIXED_COLUMNS) | {"run", "time"}  # columns and keys of the results
+# runs.csv's own columns and the time axis of expressions, as written: `Duration`, `ID` or `seq`
+# are free (the store's columns are told apart beyond case: store.column_names)
+RESERVED = frozenset(CSV_FIXED) | {"time"}
 
 
 def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
     """The part of series x (runs, T) whose times lie in [T0, T1]."""
-    x = _as_series(x, time)
+    x, time = _as_series(x, time)
     if not bounds:
         return x, time
     t0, t1 = (float(np.ravel(b)[0]) for b in bounds)
@@ -35,12 +39,15 @@ def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray,
     return x[:, keep], time[keep]
 
 
-def _as_series(x, time) -> np.ndarray:
+def _as_series(x, time) -> tuple[np.ndarray, np.ndarray]:
+    """x as a series (runs, T) and the runs' grid (T,); `time` is the clock as the env holds
+    it, a series like any other (runs, T) whose rows are the one grid of these runs."""
     array = np.asarray(x, dtype=float)
-    if time is None or np.ndim(time) != 1 or array.ndim != 2 or array.shape[1] != len(time):
+    clock = None if time is None else np.asarray(time)
+    if clock is None or clock.ndim != 2 or array.ndim != 2 or array.shape[1] != clock.shape[1]:
         raise ValueError("expects a time series output of the model (a name whose value changes "
                          "over time)")
-    return array
+    return array, clock[0] if len(clock) else np.zeros(clock.shape[1])
 
 
 def _reduction(name: str, reduce, min_args: int = 1, max_args: int = 3) -> FunctionDef:
@@ -54,11 +61,13 @@ def _reduction(name: str, reduce, min_args: int = 1, max_args: int = 3) -> Funct
 
 
 def _at(x, when, time=None):
-    values = _as_series(x, time)
+    values, time = _as_series(x, time)
     when = float(np.ravel(when)[0])
     if not time[0] <= when <= time[-1]:
         raise ValueError(f"at(x, {when:g}) lies outside the outputs' time span "
                          f"[{time[0]:g}, {time[-1]:g}]")
+    if len(time) == 1:
+        return values[:, 0]
     right = int(np.clip(np.searchsorted(time, when), 1, len(time) - 1))
     left = right - 1
     share = (when - time[left]) / (time[right] - time[left])
@@ -66,11 +75,11 @@ def _at(x, when, time=None):
 
 
 def _final(x, time=None):
-    return _as_series(x, time)[:, -1]
+    return _as_series(x, time)[0][:, -1]
 
 
 def _series(x, time=None):
-    return _as_series(x, time)
+    return _as_series(x, time)[0]
 
 
 REDUCTIONS: dict[str, FunctionDef] = {
@@ -97,6 +106,32 @@ def is_series(expr: Expr) -> bool:
     return isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "series"
 
 
+def series_output(expr: Expr) -> str:
+    """The output a `series(x)` quantity keeps: x, by name (a plain name: see shape_problem)."""
+    return expr.tree.body.args[0].id
+
+
+def shape_problem(expr: Expr) -> str | None:
+    """What a quantity's text gets wrong about series, found before any run: `series()` of
+    something other than one output, or the time axis used outside a reduction."""
+    body = expr.tree.body
+    if is_series(expr) and not isinstance(body.args[0], ast.Name):
+        return "series() keeps one output whole: write series(NAME) with an output's name"
+    if _bare_time(body):
+        return ("'time' is the time axis, a series like any other output: reduce it, e.g. "
+                "final(time) for the time a run ends, or max(time), or keep it with series(time)")
+    return None
+
+
+def _bare_time(node: ast.AST) -> bool:
+    """Whether `time` appears outside every call of a reduction."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in REDUCTIONS:
+        return False
+    if isinstance(node, ast.Name):
+        return node.id == "time"
+    return any(_bare_time(child) for child in ast.iter_child_nodes(node))
+
+
 class Quantities:
     """The study's quantities, compiled once and evaluated on each batch's model output."""
 
@@ -113,20 +148,32 @@ class Quantities:
         return [name for name in self.compiled if name not in self.series_names]
 
     def evaluate(self, out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Each quantity for every run of the batch; marks runs failed on NaN, inf or errors."""
+        """Each scalar quantity for every run of the batch, each run on its own grid (runs
+        sharing a grid at once); marks runs failed on NaN, inf or errors. series() quantities
+        are evaluated for their failures only: their values are the stored series."""
         if self.definitions is None:
             values = self._every_output(out, inputs)
         else:
-            env = {**inputs, **out.scalars, **out.series}
-            if out.time is not None:
-                env["time"] = out.time
-            values = {name: self._evaluate_one(name, expr, env, out) for name, expr in self.compiled.items()}
+            values = {name: np.full(out.n, np.nan) for name in self.names()}
+            for group in out.series_groups():
+                self._evaluate_group(group, out, inputs, values)
         for name, array in values.items():
-            if name in self.series_names:
-                continue
             for i in np.flatnonzero(~np.isfinite(array)):
                 out.fail(int(i), f"quantity {name!r} is {array[i]}")
         return values
+
+    def _evaluate_group(self, group: SeriesGroup, out: ModelOutput,
+                        inputs: Mapping[str, np.ndarray], values: dict[str, np.ndarray]) -> None:
+        """The quantities of the runs of one grid, into their rows of `values`."""
+        rows = np.arange(out.n)[group.rows]
+        env = {k: np.broadcast_to(v, (out.n,))[group.rows] for k, v in {**inputs, **out.scalars}.items()}
+        env.update(group.series)
+        if group.time is not None:  # the time axis is a series like any other
+            env["time"] = np.broadcast_to(group.time, (len(rows), len(group.time)))
+        for name, expr in self.compiled.items():
+            value = self._evaluate_one(name, expr, env, out, rows)
+            if name in values:
+                values[name][group.rows] = value
 
     @staticmethod
     def _every_output(out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -146,12 +193,12 @@ class Quantities:
             values[name] = np.asarray(out.scalars[name], dtype=float)
         return values
 
-    def _evaluate_one(self, name: str, expr: Expr, env: dict, out: ModelOutput) -> np.ndarray:
+    def _evaluate_one(self, name: str, expr: Expr, env: dict, out: ModelOutput,
+                      rows: np.ndarray) -> np.ndarray:
         missing = sorted(n for n in expr.names if n not in env)
         try:
             if missing:
-                available = ", ".join(sorted(set(out.scalars) | set(out.series))) or "none"
-                raise ValueError(f"the model gave no output {missing[0]!r} (outputs: {available})")
+                raise ValueError(missing_message(expr, missing, out))
             with np.errstate(all="ignore"):
                 value = np.asarray(expr(env), dtype=float)
             if name in self.series_names:
@@ -159,9 +206,24 @@ class Quantities:
             if value.ndim > 1:
                 raise ValueError("is a time series; reduce it with final(), max(), mean(), ... "
                                  "or keep it whole with series()")
-            return np.broadcast_to(value, (out.n,)).astype(float)
+            return np.broadcast_to(value, (len(rows),)).astype(float)
         except (ValueError, ExprError, ArithmeticError) as error:
             message = f"quantity {name!r}: {getattr(error, 'message', None) or error}"
-            for i in range(out.n):
+            for i in rows.tolist():
                 out.fail(i, message)
-            return np.full(out.n, np.nan)
+            return np.full(len(rows), np.nan)
+
+
+def missing_message(expr: Expr, missing: list[str], out: ModelOutput) -> str:
+    """What a quantity names that the run does not have: a name that is no output nor input,
+    or (only `time` missing) a reduction of a series when the model gave only scalars."""
+    series = {name for group in out.series_groups() for name in group.series}
+    outputs = ", ".join(sorted(set(out.scalars) | series)) or "none"
+    unknown = [name for name in missing if name != "time"]
+    if unknown:
+        return (f"{unknown[0]!r} is neither an output of the model (outputs: {outputs}) nor a "
+                f"parameter; check the name in {expr.text!r}")
+    reducers = sorted(expr.calls & {n for n, f in REDUCTIONS.items() if f.takes_time})
+    what = f"{reducers[0]}() reads a time series" if reducers else "'time' is the time of a series"
+    return (f"{what}, and the model gave none (its outputs are scalars: {outputs}); name a scalar "
+            "output bare, without final() or another reduction")

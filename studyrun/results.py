@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import StudyrunError
+from .outputs import read_analysis
 
 
 @dataclass
@@ -19,9 +19,12 @@ class Results:
 
     @property
     def runs(self):
+        """runs.csv as a DataFrame. Only an empty field is missing (an error reading "NA" stays
+        text), and `error` and `worker` are text columns even when every field is empty."""
         import pandas
 
-        return pandas.read_csv(self.folder / "runs.csv")
+        return pandas.read_csv(self.folder / "runs.csv", keep_default_na=False, na_values=[""],
+                               dtype={"error": object, "worker": object})
 
     @property
     def results(self) -> dict[str, Any]:
@@ -29,27 +32,38 @@ class Results:
 
 
 def open_results(folder: str | Path) -> Results:
-    """Read a results folder written by `studyrun run`."""
+    """Read a results folder written by `studyrun run` (it may be read-only); results that do not
+    belong to the folder's study.yaml are an error."""
     folder = Path(folder)
-    path = folder / "analysis.json"
-    if not path.is_file():
-        raise StudyrunError(f"{folder}: no analysis.json here; is it a results folder of a "
-                            "finished `studyrun run`?")
-    return Results(folder, json.loads(path.read_text()))
+    return Results(folder, read_analysis(folder))
 
 
-def rebuild_report(folder: str | Path) -> None:
-    """report.md and figures/ again from study.yaml, analysis.json and runs.sqlite."""
+def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
+    """report.md and figures/ again from study.yaml, analysis.json and runs.sqlite, written into
+    the folder (holding its lock) or into `out`; returns the report's path."""
     from .pipeline import load_study, plan_study, read_outcome, write_report
     from .quantities import Quantities
-    from .store import RunStore
+    from .store import RunStore, acquire_lock, release_lock
 
     folder = Path(folder)
     results = open_results(folder)
+    target = Path(out) if out is not None else folder
     origin = Path(results.analysis.get("provenance", {}).get("study_file", folder / "study.yaml"))
     loaded = load_study(folder / "study.yaml", check=False)
     loaded.path = origin if origin.exists() else folder / "study.yaml"
     plan = plan_study(loaded)
-    with RunStore.open(folder / "runs.sqlite", lock=False) as store:
+    with RunStore.open_readonly(folder / "runs.sqlite") as store:
         outcome = read_outcome(plan, store, Quantities(loaded.study.quantities), loaded.study.analysis)
-    write_report(folder, loaded.study, results.analysis, outcome)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(folder / "runs.sqlite") if out is None else None
+        try:
+            write_report(target, loaded.study, results.analysis, outcome)
+        finally:
+            if lock is not None:
+                release_lock(lock)
+    except OSError as error:
+        raise StudyrunError(f"{target}: cannot write report.md and figures/ there "
+                            f"({error.strerror or error}); `studyrun report {folder} --out DIR` "
+                            "writes them into another folder") from None
+    return target / "report.md"

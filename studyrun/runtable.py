@@ -76,8 +76,11 @@ def objects(items) -> np.ndarray:
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
               tables: Iterable[tuple[int, RunTable]]) -> None:
-    """runs.csv: one row per recorded run, `run` being its position in the plan."""
-    with open(path, "w", newline="") as handle:
+    """runs.csv: one row per recorded run, `run` being its position in the plan; written
+    whole or not at all."""
+    from .outputs import replacing
+
+    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
         handle.write(",".join(csv_field(c) for c in (*CSV_FIXED, *parameters, *quantities)) + "\r\n")
         for start, table in tables:
             for part in range(0, len(table), CSV_ROWS):  # in slices: text costs ~60 bytes a field

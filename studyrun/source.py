@@ -6,6 +6,8 @@ key and value keeps its FILE:LINE:COL; every mistake in the file is a `StudyErro
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -13,13 +15,18 @@ from typing import Any, Sequence
 import yaml
 
 from .errors import Problem, StudyError
+from .expr import too_large
+from .text import number_of_digits, one_line, quote, shorten
 
 VALUE = "<value>"  # a path suffix: the position of a key's value rather than of the key
 MAX_ALIAS_GROWTH = 100_000  # aliases may add at most this many nodes (billion laughs guard)
+MAX_ALIAS_TEXT = 1_000_000  # ... and at most this many characters of text (a long value repeated)
 MAX_DEPTH = 100  # nesting deeper than this is a mistake, not a study
 EMPTY = "the file is empty; a study needs at least model, parameters and analysis"
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _MERGE, _STR = "tag:yaml.org,2002:merge", "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_DIGITS = re.compile(r"^[-+]?(0x[0-9a-f_]+|0b[01_]+|0o?[0-7_]+|[0-9][0-9_]*)$", re.IGNORECASE)
 ABSENT = object()  # a value that is not in the data at all
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml composes ~4x faster, same nodes
 
@@ -48,18 +55,6 @@ class Source:
                        col=col)
 
 
-_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
-_BREAKS = {c: repr(chr(c))[1:-1] for c in _CONTROLS if c != ord("\t")}
-_BREAKS[ord("\n")] = " "
-
-
-def one_line(text: str) -> str:
-    """A message on one line and safe for a terminal: a user's text may hold line breaks (\\r,
-    U+2028, ...) that would split a FILE:LINE:COL line, or escape sequences; newlines become
-    spaces, other control characters their escapes (\\x1b)."""
-    return text.translate(_BREAKS)
-
-
 def format_path(path: Sequence[str | int]) -> str:
     """`('cases', 2, 'x')` -> `cases[2].x`; the `<value>` marker is left out."""
     text = ""
@@ -84,7 +79,6 @@ def describe(value: Any) -> str:
     """A value as a message shows it: 'abc' (quoted text), 5, true, a list, nothing (empty)."""
     if value is None or value is ABSENT:
         return "nothing (an empty value)"
-    """A value as a message shows it: 'abc', 5, true, a list, nothing (an empty value)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
@@ -93,8 +87,11 @@ def describe(value: Any) -> str:
         return "a list"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, str):
+        return quote(value, limit=60)
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        return f"{number_of_digits(value, limit=60)} (numbers are floats, at most about 1.8e308)"
+    return shorten(str(value), limit=60)
 
 
 
@@ -196,36 +193,50 @@ def _convert_document(root: yaml.Node, loader: yaml.SafeLoader, name: str) -> So
 
 
 def _check_alias_growth(root: yaml.Node, name: str) -> None:
-    """Refuse recursive aliases and aliases that expand the data far beyond what is written."""
-    sizes: dict[int, int] = {}
+    """Refuse recursive aliases and aliases that expand the data far beyond what is written, in
+    values or in characters; the error stands at the anchored node whose repetition is too much."""
+    sizes: dict[int, tuple[int, int]] = {}  # node -> (values, characters) once expanded
     busy: set[int] = set()
+    added = [0, 0]  # values and characters the aliases add beyond what is written
 
-    def size(node: yaml.Node, depth: int) -> int:
+    def fail(node: yaml.Node, message: str) -> StudyError:
+        m = node.start_mark
+        return StudyError(message, file=name, line=m.line + 1, col=m.column + 1)
+
+    def size(node: yaml.Node, depth: int) -> tuple[int, int]:
         key = id(node)
-        if key in sizes:
-            return sizes[key]
+        if key in sizes:  # an alias: the node's whole expansion is written again
+            values, chars = sizes[key]
+            added[0] += values
+            added[1] += chars
+            if added[0] > MAX_ALIAS_GROWTH or added[1] > MAX_ALIAS_TEXT:
+                raise fail(node, alias_growth_message(values, chars))
+            return values, chars
         if key in busy:
-            m = node.start_mark
-            raise StudyError("an alias refers to a node that contains it (a recursive structure)",
-                             file=name, line=m.line + 1, col=m.column + 1)
+            raise fail(node, "an alias refers to a node that contains it (a recursive structure)")
         if depth > MAX_DEPTH:
-            m = node.start_mark
-            raise StudyError(f"nested too deeply (more than {MAX_DEPTH} levels)",
-                             file=name, line=m.line + 1, col=m.column + 1)
+            raise fail(node, f"nested too deeply (more than {MAX_DEPTH} levels)")
         busy.add(key)
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        values, chars = 1, len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+        children = node.value if isinstance(node, yaml.SequenceNode) else \
+            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+        for child in children:
+            child_values, child_chars = size(child, depth + 1)
+            values, chars = values + child_values, chars + child_chars
         busy.discard(key)
-        sizes[key] = total
-        return total
+        sizes[key] = (values, chars)
+        return values, chars
 
-    expanded = size(root, 0)
-    if expanded > len(sizes) + MAX_ALIAS_GROWTH:
-        raise StudyError(f"aliases expand this file to {expanded:,} values (more than {MAX_ALIAS_GROWTH:,} "
-                         "beyond what is written); is it an alias bomb?", file=name, line=1, col=1)
+    size(root, 0)
+
+
+def alias_growth_message(values: int, chars: int) -> str:
+    """Why an alias of the node anchored here is refused (a billion-laughs guard)."""
+    what = f"{values:,} value{'s' if values != 1 else ''}, {chars:,} characters"
+    return (f"aliases of the value anchored here ({what}) expand "
+            f"the file by more than {MAX_ALIAS_GROWTH:,} values or {MAX_ALIAS_TEXT:,} characters "
+            "beyond what is written (is it an alias bomb?); write the repeated part out, or "
+            "repeat it less")
 
 
 class _Converter:
@@ -263,14 +274,22 @@ class _Converter:
         if node.tag == _STR:
             return node.value  # what SafeConstructor gives, without its overhead
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            if isinstance(value, int) and value.bit_length() > 1024:  # beyond float64
+                self.fail(node, path, too_large(node.value.lstrip("+-")))
+                return None
+            return value
         except yaml.constructor.ConstructorError:
             if node.tag == "tag:yaml.org,2002:value":  # a bare `=`
                 self.fail(node, path, f"{node.value!r} alone is not a YAML value; put it in quotes")
             else:
                 self.fail(node, path, f"unsupported YAML tag {_short_tag(node.tag)}")
         except Exception:  # noqa: BLE001 - e.g. `!!int abc`: PyYAML raises ValueError and others
-            self.fail(node, path, f"cannot read {node.value!r} as {_short_tag(node.tag)}")
+            if node.tag == _INT and len(node.value) > 300 and _DIGITS.match(node.value):
+                # more digits than Python converts (4300)
+                self.fail(node, path, too_large(node.value.lstrip("+-")))
+            else:
+                self.fail(node, path, f"cannot read {quote(node.value)} as {_short_tag(node.tag)}")
         return None
 
     def convert_mapping(self, node: yaml.MappingNode, path: tuple) -> dict:

@@ -28,24 +28,23 @@ from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .clusters import Cluster
+from .executors import scheduler_problem
 from .expr import ExprError
+from .identity import check_depends_on
 from .models.command import Command
 from .models.ode import Ode
 from .models.pysd import Pysd
 from .models.python import Python
 from .models.stockflow import Stockflow
 from .params import ParameterSpec, varied
-from .quantities import parse_quantity
-from .store import FIXED_COLUMNS
+from .quantities import RESERVED, parse_quantity, shape_problem
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
                                 Doe, Local, Calibrate, Optimize],
                           Field(discriminator="type")]
 
-RESERVED = set(FIXED_COLUMNS) | {"run", "time"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SCHEDULER = re.compile(r"^(local|threads|sync|(tcp|tls|ucx|inproc)://\S+)$")
 
 
 def _scheduler_kind(value) -> str:
@@ -73,13 +72,17 @@ class Execution(BaseModel):
     on_failure: Literal["abort", "continue"] = "abort"
     keep: Literal["quantities", "series"] = Field(
         "quantities", description="series: keep every run's time series in the store too")
+    depends_on: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="files the model reads on its own (data, inputs, a "
+        "container image): paths or globs (** for any depth) relative to the study file; their "
+        "content is part of every run's identity, so editing one re-runs the study")
 
     @field_validator("scheduler")
     @classmethod
     def _check_scheduler(cls, value):
-        if isinstance(value, str) and not _SCHEDULER.match(value):
-            raise ValueError(f"expected local, threads, sync or a scheduler address such as "
-                             f"tcp://127.0.0.1:8786; got {value!r}")
+        problem = scheduler_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise ValueError(problem)
         return value
 
 
@@ -118,8 +121,10 @@ def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
     """Problems that span sections, as (key path, message) pairs."""
     problems: list[tuple[tuple, str]] = []
     problems += checked("model", lambda: study.model.check(study_dir))
+    problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, study_dir))
     problems += check_parameters(study)
     problems += check_quantities(study)
+    problems += checked("analysis", lambda: study.analysis.check_size(dict(varied(study.parameters))))
     problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))
     check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
     if check_whole is not None:
@@ -181,6 +186,9 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
         except ExprError as error:
             problems.append(((*where, "<value>"), f"{error.message} in {text!r}"))
             continue
+        problem = shape_problem(expr)
+        if problem:
+            problems.append(((*where, "<value>"), f"{problem} (in {text!r})"))
         for unknown in sorted(expr.names - known) if known is not None else []:
             problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
                              f"{suggest(unknown, known)}"))

@@ -20,13 +20,29 @@ import numpy as np
 from .errors import StoreError
 from .runtable import RunTable, objects
 
-FIXED_COLUMNS = ("id", "status", "error", "duration", "worker")
+FIXED_COLUMNS = ("seq", "id", "status", "error", "duration", "worker")
 FORMAT = "2"  # 1: runs keyed by id; 2: runs appended in record order (seq), found by id in memory
 
 
 def quote(name: str) -> str:
     """A column name as an SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def column_names(names: list[str]) -> list[str]:
+    """The runs table's column for each parameter and quantity: its own name, unless SQLite, for
+    which names differ only beyond case, would take it for a fixed column or an earlier one; then
+    the name with `:2` (`:3`, ...) after it (`Duration` beside `duration`, `k` after `K`)."""
+    taken = set(FIXED_COLUMNS)
+    columns = []
+    for name in names:
+        column, k = name, 1
+        while column.lower() in taken:
+            k += 1
+            column = f"{name}:{k}"
+        taken.add(column.lower())
+        columns.append(column)
+    return columns
 
 
 @dataclass
@@ -66,6 +82,7 @@ class RunStore:
         self._lock = lock
         self.parameters: list[str] = []
         self.quantities: list[str] = []
+        self.columns: dict[str, str] = {}  # a parameter's or quantity's column in `runs`
         self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # ids, seq, ok
         self._recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._failed: set[int] | None = None  # ids whose record is a failure
@@ -91,20 +108,44 @@ class RunStore:
             check_integrity(db, path)
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         except sqlite3.DatabaseError as error:
-            raise StoreError(f"{path}: the run store is corrupted or not a run store ({error}); "
-                             "move it away, or start over with --fresh") from None
+            raise unreadable(path, error) from None
         store = cls(path, db, handle)
         store._read_columns()
         if store.meta("format") == "1":
             store._upgrade_from_1()
-        if store.meta("format") is not None:
-            store._next_seq = 1 + db.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchone()[0]
+        store._count_records()
         return store
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> "RunStore":
+        """Open an existing store for reading only, without its lock: it may be in use, or in a
+        folder this process cannot write (an old format is upgraded in a copy in memory)."""
+        path = Path(path)
+        try:
+            db = connect_readonly(path)
+            check_integrity(db, path)
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+                db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
+            store = cls(path, db, None)
+            store._read_columns()
+            if store.meta("format") == "1":
+                store.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                db.backup(store.db)
+                db.close()
+                store._upgrade_from_1()
+            store._count_records()
+        except sqlite3.DatabaseError as error:
+            raise unreadable(path, error) from None
+        return store
+
+    def _count_records(self) -> None:
+        if self.meta("format") is not None:
+            self._next_seq = 1 + self.db.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchone()[0]
 
     def close(self) -> None:
         self.db.close()
         if self._lock is not None:
-            self._lock.close()
+            release_lock(self._lock)
             self._lock = None
 
     def __enter__(self) -> "RunStore":
@@ -122,26 +163,50 @@ class RunStore:
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                 [(k, json.dumps(v)) for k, v in values.items()])
 
+    def record_identity(self, parts: dict) -> None:
+        """Remember the context (files' digests, ...) this study's runs are made in, as the latest,
+        so `studyrun plan` can say later what changed (a table of its own: the runs keep theirs)."""
+        text = json.dumps(parts, sort_keys=True)
+        with self.transaction():
+            self.db.execute("CREATE TABLE IF NOT EXISTS identities "
+                            "(seq INTEGER PRIMARY KEY, parts TEXT UNIQUE NOT NULL)")
+            self.db.execute("DELETE FROM identities WHERE parts = ?", (text,))
+            self.db.execute("INSERT INTO identities (parts) VALUES (?)", (text,))
+
     def _read_columns(self) -> None:
         self.parameters = self.meta("parameters", [])
         self.quantities = self.meta("quantities", [])
+        self.columns = stored_columns(self.parameters, self.quantities, self.meta("columns"))
+
+    def column(self, name: str) -> str:
+        """A parameter's or quantity's column of `runs`, quoted for SQL."""
+        return quote(self.columns[name])
+
+    def check(self, parameters: list[str], quantities: list[str] | None) -> None:
+        """Refuse a store of runs with other parameters or quantities (None: not known yet)."""
+        if self.meta("format") is not None and (
+                self.parameters != parameters
+                or (quantities is not None and self.quantities != quantities)):
+            raise StoreError(
+                f"{self.path}: holds runs of a study with parameters {self.parameters} and "
+                f"quantities {self.quantities}, not {parameters} and "
+                f"{'the model outputs' if quantities is None else quantities}; run with "
+                "--fresh to start over, or --out to write elsewhere")
 
     def prepare(self, parameters: list[str], quantities: list[str]) -> None:
         """Create the runs table for these columns, or check that an old one has them."""
         if self.meta("format") is not None:
-            if (self.parameters, self.quantities) != (parameters, quantities):
-                raise StoreError(
-                    f"{self.path}: holds runs of a study with parameters {self.parameters} and "
-                    f"quantities {self.quantities}, not {parameters} and {quantities}; run with "
-                    "--fresh to start over, or --out to write elsewhere")
+            self.check(parameters, quantities)
             return
-        with self.transaction():
-            self._create_tables(parameters, quantities)
-        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities)
         self.parameters, self.quantities = parameters, quantities
+        self.columns = stored_columns(parameters, quantities)
+        with self.transaction():
+            self._create_tables()
+        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities,
+                      columns=list(self.columns.values()))
 
-    def _create_tables(self, parameters: list[str], quantities: list[str]) -> None:
-        columns = "".join(f", {quote(n)} REAL" for n in parameters + quantities)
+    def _create_tables(self) -> None:
+        columns = "".join(f", {quote(c)} REAL" for c in self.columns.values())
         self.db.execute("CREATE TABLE runs (seq INTEGER PRIMARY KEY, id INTEGER NOT NULL, "
                         f"status TEXT NOT NULL, error TEXT, duration REAL, worker TEXT{columns})")
         # failed runs are replaced when they are run again; only they need finding by id in SQL
@@ -152,7 +217,7 @@ class RunStore:
         """A store of format 1 (runs keyed by id) rewritten in place as format 2."""
         with self.transaction():
             self.db.execute("ALTER TABLE runs RENAME TO runs_1")
-            self._create_tables(self.parameters, self.quantities)
+            self._create_tables()
             self.db.execute("INSERT INTO runs SELECT NULL, * FROM runs_1 ORDER BY rowid")
             self.db.execute("DROP TABLE runs_1")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
@@ -254,7 +319,7 @@ class RunStore:
 
     def _select(self, key: str, source: str, arguments: tuple) -> "_Rows":
         """Rows of runs from an SQL source (runs, or a join with it), each with a key column."""
-        columns = "".join(f", runs.{quote(c)}" for c in self.parameters + self.quantities)
+        columns = "".join(f", runs.{self.column(c)}" for c in self.parameters + self.quantities)
         cursor = self.db.execute(
             f"SELECT {key}, runs.id, runs.status = 'ok', runs.error, runs.duration, "
             f"runs.worker{columns} FROM {source}", arguments)
@@ -300,7 +365,7 @@ class RunStore:
 
     def sorted_planned(self, quantity: str) -> Iterator[float]:
         """The finite values of a quantity over the planned, succeeded runs, in increasing order."""
-        column = f"runs.{quote(quantity)}"
+        column = f"runs.{self.column(quantity)}"
         cursor = self.db.execute(f"SELECT {column} FROM planned JOIN runs ON runs.seq = planned.seq "
                                  f"WHERE runs.status = 'ok' AND {column} IS NOT NULL ORDER BY {column}")
         while rows := cursor.fetchmany(65536):
@@ -311,13 +376,13 @@ class RunStore:
         """Per parameter (n, sum rx, sum ry, sum rx^2, sum ry^2, sum rx*ry) of average ranks over
         the planned, succeeded runs: what Spearman's correlation needs, sorted by SQLite."""
         def rank(column: str) -> str:
-            c = f"runs.{quote(column)}"
+            c = f"runs.{self.column(column)}"
             # the first and (counting peers) last rank of a tie share one sort: their mean
             return f"((rank() OVER (ORDER BY {c}) + count(*) OVER (ORDER BY {c})) / 2.0)"
 
         ranks = ", ".join(f"{rank(p)} AS r{j}" for j, p in enumerate(parameters))
         sums = ", ".join(f"sum(r{j}), sum(r{j} * r{j}), sum(r{j} * ry)" for j in range(len(parameters)))
-        column = f"runs.{quote(quantity)}"
+        column = f"runs.{self.column(quantity)}"
         row = self.db.execute(
             f"SELECT count(*), sum(ry), sum(ry * ry), {sums} FROM (SELECT {rank(quantity)} AS ry, "
             f"{ranks} FROM planned JOIN runs ON runs.seq = planned.seq WHERE runs.status = 'ok' "
@@ -338,6 +403,25 @@ class RunStore:
     def counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {status: count for status, count in rows}
+
+
+def latest_identity(db: sqlite3.Connection) -> dict | None:
+    """The context the latest run of a store was made in; None for a store without one."""
+    try:
+        row = db.execute("SELECT parts FROM identities ORDER BY seq DESC LIMIT 1").fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return None
+        raise
+    return None if row is None else json.loads(row[0])
+
+
+def stored_columns(parameters: list[str], quantities: list[str],
+                   recorded: list[str] | None = None) -> dict[str, str]:
+    """Each parameter's and quantity's column: as the store's meta records them, or (a store
+    written before they were recorded, whose names never clashed) by `column_names`."""
+    names = parameters + quantities
+    return dict(zip(names, recorded or column_names(names)))
 
 
 _EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
@@ -393,6 +477,51 @@ def acquire_lock(path: Path):
     handle.write(f"pid {os.getpid()}")
     handle.flush()
     return handle
+
+
+def release_lock(handle) -> None:
+    """Let the folder go; its lock file names no holder any more (`studyrun status` reads it)."""
+    try:
+        handle.seek(0)
+        handle.truncate()
+    except OSError:
+        pass  # the lock is released all the same
+    handle.close()
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """The store opened read-only. Reading a WAL store needs its shared-memory file (-shm): where
+    the folder cannot be written (a read-only mount, another user's folder) and no writer left
+    one, the store, all of it in runs.sqlite then, is opened as immutable."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(f"{path.parent}: no runs.sqlite here; give the results folder of a "
+                         "study (results/<name>, or the --out of its run)")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if not shm.exists() and not os.access(path.parent, os.W_OK):
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreError(f"{path}: its journal {wal.name} holds recorded runs that SQLite can "
+                             f"read only where it may create {shm.name}, and {path.parent} cannot "
+                             "be written; copy the folder somewhere writable and read the copy")
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=10, check_same_thread=False)
+
+
+def unreadable(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    """An SQLite error on opening or reading a store, as one line: a damaged store is said to be
+    damaged; any other failure (permissions, a lock, a full disk) leaves the store be."""
+    code = getattr(error, "sqlite_errorcode", None)
+    damaged = (code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB) if code is not None
+               else type(error) is sqlite3.DatabaseError)
+    if damaged:
+        return StoreError(f"{path}: the run store is corrupted or not a run store ({error}); its "
+                          "runs cannot be trusted: move it away, or start over with --fresh")
+    return StoreError(f"{path}: cannot open the run store ({error}); the store itself is left "
+                      "as it is: check the folder's permissions and free space, and try again")
+
+
+SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
 
 
 def check_integrity(db: sqlite3.Connection, path: Path) -> None:

@@ -206,6 +206,22 @@ def _other_members_with(key: Any, loc: _Located) -> str:
     return f" (it is a key of {' and '.join(owners)})" if owners else ""
 
 
+def _section_with(key: Any, model: Any) -> str | None:
+    """'the analysis block (a key of calibrate)' when a block of `model` (a union's member
+    included) has `key`, which was written one level too high."""
+    if not _is_model(model) or not isinstance(key, str):
+        return None
+    for name, info in model.model_fields.items():
+        annotation, discriminator = _unwrap((info.annotation, info.discriminator))
+        members = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+        for member in members:
+            inner = _unwrap((member, None))[0]
+            if _is_model(inner) and key in _allowed_keys(inner):
+                tags = _member_tags(member, discriminator) if discriminator is not None else []
+                return f"the {name} block" + (f" (a key of {tags[0]})" if tags else "")
+    return None
+
+
 def _allowed_keys(model: Any) -> list[str]:
     if not _is_model(model):
         return []
@@ -279,6 +295,10 @@ def _to_problem(loc: _Located, source: Source) -> Problem:
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc.parent_type)
         key = path[-1] if path else loc.error["loc"][-1]
+        section = _section_with(key, loc.parent_type)
+        if section:
+            return source.problem(path, f"unknown key '{key}' here: it belongs inside {section}; "
+                                        "move it there (indented under it)")
         hint = _suggest(key, allowed)
         if hint:
             return source.problem(path, f"unknown key '{key}'; did you mean '{hint}'?")

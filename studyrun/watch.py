@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 from .errors import StoreError
+from .outputs import read_analysis
+from .store import connect_readonly, quote, stored_columns, unreadable
 
 MASK = 2**64 - 1
 
@@ -29,30 +31,23 @@ class StoreView:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.path = self.folder / "runs.sqlite"
-        if not self.path.is_file():
-            raise StoreError(f"{self.folder}: no runs.sqlite here; give the results folder of a "
-                             "study (results/<name>, or the --out of its run)")
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        self.db = connect_readonly(self.path)
         try:
-            self.db = sqlite3.connect(uri, uri=True, timeout=10)
             self.meta = {key: json.loads(value) for key, value in
                          self.db.execute("SELECT key, value FROM meta")}
         except sqlite3.DatabaseError as error:
-            raise self.damaged(error) from None
-
-    def damaged(self, error: Exception) -> StoreError:
-        return StoreError(f"{self.path}: the run store is corrupted or not a run store ({error}); "
-                          "its runs cannot be trusted: move it away, or start over with --fresh")
+            self.db.close()
+            if "no such table: meta" in str(error):
+                raise StoreError(f"{self.path}: holds no runs yet") from None
+            raise unreadable(self.path, error) from None
 
     def query(self, sql: str, arguments: tuple = ()) -> list[tuple]:
         try:
             return self.db.execute(sql, arguments).fetchall()
-        except sqlite3.OperationalError as error:
+        except sqlite3.DatabaseError as error:
             if "no such table: runs" in str(error):
                 return []
-            raise self.damaged(error) from None
-        except sqlite3.DatabaseError as error:
-            raise self.damaged(error) from None
+            raise unreadable(self.path, error) from None
 
     def close(self) -> None:
         self.db.close()
@@ -88,6 +83,8 @@ def describe_status(folder: Path, errors: int = 5) -> str:
     """The text of `studyrun status`: state, counts, rate, workers, last errors."""
     view = StoreView(folder)
     try:
+        if (view.folder / "analysis.json").is_file():
+            read_analysis(view.folder)  # results left by another study are an error, not a state
         counts = dict(view.query("SELECT status, count(*) FROM runs GROUP BY status"))
         ok, failed = counts.get("ok", 0), counts.get("failed", 0)
         state = driver_state(view)
@@ -117,6 +114,7 @@ def rate_lines(view: StoreView, recorded: int, planned: int | None, running: boo
     lines = []
     rows = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs")
     mean, workers = rows[0] if rows else (None, 0)
+    workers = view.meta.get("workers") or workers  # the latest session's; older stores lack it
     if running and view.meta.get("started"):
         elapsed = max(time.time() - view.meta["started"], 1e-9)
         done_now = max(recorded - int(view.meta.get("recorded_at_start") or 0), 0)
@@ -136,7 +134,9 @@ def describe_runs(folder: Path, failed_only: bool = False, limit: int | None = N
     view = StoreView(folder)
     try:
         parameters = list(view.meta.get("parameters", []))
-        columns = "".join(f', "{p}"' for p in parameters)
+        stored = stored_columns(parameters, list(view.meta.get("quantities", [])),
+                                view.meta.get("columns"))
+        columns = "".join(f", {quote(stored[p])}" for p in parameters)
         where = "WHERE status = 'failed'" if failed_only else ""
         sql = f"SELECT id, status, error, worker{columns} FROM runs {where} ORDER BY rowid"
         rows = view.query(sql + (f" LIMIT {int(limit)}" if limit else ""))

@@ -14,6 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
+DASK = (sys.executable, "-m", "dask")  # the `dask` command of this interpreter, activated or not
 
 LINEAR_MODEL = '''
 import numpy as np
@@ -76,10 +77,10 @@ def dask_scheduler():
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    scheduler = subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+    scheduler = subprocess.Popen([*DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--no-dashboard"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=env)
-    workers = [subprocess.Popen(["dask", "worker", address, "--nthreads", "1", "--no-dashboard",
+    workers = [subprocess.Popen([*DASK, "worker", address, "--nthreads", "1", "--no-dashboard",
                                  "--name", f"w{i}"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=env) for i in range(2)]
     from distributed import Client

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import time as wallclock
 
 import numpy as np
@@ -292,3 +293,36 @@ def test_bound_names_are_computed_once_with_the_same_values():
     assert len(calls) == 3  # the unbound expression's own two calls
     np.testing.assert_array_equal(parse("a * b + 1").bind(fixed)({}), fixed["a"] * fixed["b"] + 1)
     assert parse("x ** 2").bind({"x": 3.0})({}) == 9.0
+
+
+@pytest.mark.parametrize("literal, shown", [
+    ("0x" + "f" * 4000, "0xffffffffff... (4,000 digits)"),  # was ValueError (Python's digit limit)
+    ("9" * 5000, "999999999999... (5,000 digits)"),  # was an invalid-syntax message of 5000 nines
+    ("1" * 400 + ".5", "111111111111... (401 digits)"),  # was inf, silently
+    ("1e400", "1e400"),
+])
+def test_a_number_beyond_float64_is_an_error_at_its_column(literal, shown):
+    with pytest.raises(ExprError) as info:
+        parse(f"x + {literal}")
+    assert info.value.offset == 4
+    assert info.value.message == (f"the number {shown} is too large; numbers are floats, at most "
+                                  "about 1.8e308")
+
+
+@pytest.mark.parametrize("literal", ["0x" + "f" * 4000, "9" * 5000, "1" * 4000 + ".0"])
+@pytest.mark.parametrize("where", ["quantities", "model"])
+def test_a_huge_literal_is_located_by_the_cli(tmp_path, literal, where):
+    from conftest import run_cli
+
+    rate = f"-k * x + 0 * {literal}" if where == "model" else "-k * x"
+    quantity = f"final(x) + {literal}" if where == "quantities" else "final(x)"
+    path = tmp_path / "study.yaml"
+    path.write_text("name: t\nmodel:\n  type: ode\n  time: {start: 0, stop: 1, step: 0.5}\n"
+                    f"  states: {{x: 1}}\n  rates: {{x: '{rate}'}}\n  constants: {{k: 1}}\n"
+                    "parameters:\n  k: {bounds: [0.5, 1.5]}\n"
+                    f"quantities: {{y: '{quantity}'}}\nanalysis: {{type: montecarlo, samples: 4}}\n")
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    line, key = (6, "model.rates.x") if where == "model" else (10, "quantities.y")
+    assert re.match(rf"{re.escape(str(path))}:{line}:\d+: {key}: the number \S+\.\.\. \([\d,]+ "
+                    r"digits\) is too large", done.stderr), done.stderr

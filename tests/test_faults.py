@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import studyrun
-from conftest import REPO, count_runs, free_port, run_cli, write_study
+from conftest import DASK, REPO, count_runs, free_port, run_cli, write_study
 from studyrun.cli import main
 
 
@@ -66,10 +66,10 @@ class DaskProcesses:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         self.scheduler = subprocess.Popen(
-            ["dask", "scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
+            [*DASK, "scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
              "--no-dashboard"], **quiet)
         self.workers = [subprocess.Popen(
-            ["dask", "worker", self.address, "--nthreads", "1", "--no-dashboard", "--no-nanny",
+            [*DASK, "worker", self.address, "--nthreads", "1", "--no-dashboard", "--no-nanny",
              "--death-timeout", "20"], **quiet) for _ in range(workers)]
         self.wait_until_ready(workers)
 
@@ -563,6 +563,7 @@ def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, cap
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 5000
     assert not (out / "analysis.json").exists()  # written whole or not at all
+    assert not (out / "runs.csv").exists() and not list(out.glob(".*.partial"))
     filler.unlink()
     again = studyrun.run(study, out, quiet=True)
     assert again.analysis["runs"]["reused"] == 5000 and again.results == first.results

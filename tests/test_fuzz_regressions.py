@@ -127,3 +127,26 @@ def test_a_study_name_too_long_for_a_folder_is_located(tmp_path):
     assert problem.path == "name"
     assert problem.line == 1 and problem.message == (
         "must be at most 200 characters long, got 300 characters")
+
+
+@pytest.mark.parametrize("quantity, message", [
+    ("final(value) + sin(x9)", "quantity 'y': 'x9' is neither an output of the model (outputs: "
+                               "value) nor a parameter; check the name in 'final(value) + sin(x9)'"),
+    ("final(value)", "quantity 'y': final() reads a time series, and the model gave none (its "
+                     "outputs are scalars: value)"),
+])
+def test_a_quantity_naming_what_the_run_lacks_says_which_name(tmp_path, quantity, message):
+    """`final(value) + sin(x9)` of a python model failed with "the model gave no output 'time'",
+    naming neither x9 nor the problem."""
+    from conftest import run_cli
+
+    (tmp_path / "m.py").write_text("def f(a):\n    return a * 2\n")
+    path = tmp_path / "study.yaml"
+    path.write_text("name: q\nmodel: {type: python, function: 'm:f'}\n"
+                    "parameters:\n  a: {bounds: [0, 1]}\n"
+                    f"quantities: {{y: '{quantity}'}}\nanalysis: {{type: montecarlo, samples: 4}}\n"
+                    "execution: {scheduler: sync}\n")
+    done = run_cli("run", path, "--out", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("studyrun: run ") and message in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1

@@ -635,3 +635,54 @@ def test_a_key_of_another_union_member_says_whose_it_is(tmp_path):
     problem = only(problems_of(tmp_path, text))
     assert problem.path == "analysis.samples"
     assert problem.message == "unknown key 'samples'; allowed: type, trajectories, levels (it is a key of sobol)"
+
+
+# ---------------------------------------------------------------------------------- bounded input
+
+BOMB_STUDY = """\
+name: bomb
+description: &d {text}
+model:
+  type: command
+  run: [echo, {aliases}]
+parameters:
+  a: {{distribution: uniform, low: 0, high: 1}}
+analysis: {{type: montecarlo, samples: 2}}
+"""
+
+
+def test_aliases_repeating_a_long_value_are_refused_at_its_anchor(tmp_path):
+    """99,000 aliases of a 10 KB string: 400 KB on disk, 1 GB once expanded (fewer values than
+    the alias-growth limit); refused at the anchor, by the real CLI, for validate and plan."""
+    from conftest import run_cli
+
+    text = BOMB_STUDY.format(text="x" * 10_000, aliases=", ".join(["*d"] * 99_000))
+    path = write(tmp_path, text)
+    assert path.stat().st_size < 500_000
+    for command in ("validate", "plan"):
+        done = run_cli(command, path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"{path}:2:14: aliases of the value anchored here (1 value, "
+                                      "10,000 characters) expand the file by more than"), done.stderr
+        assert "1,000,000 characters" in done.stderr
+
+
+def test_a_short_value_may_be_repeated_often(tmp_path):
+    source = read_yaml(write(tmp_path, "a: &a 1.5\nb: [" + ", ".join(["*a"] * 50_000) + "]\n"))
+    assert len(source.data["b"]) == 50_000
+
+
+@pytest.mark.parametrize("written, digits", [("0x" + "f" * 4000, "4,000"), ("9" * 5000, "5,000"),
+                                             ("-" + "1" * 400, "400")])
+def test_an_integer_beyond_float64_is_located_wherever_it_stands(tmp_path, written, digits):
+    """YAML integers too large for a float (or for Python to convert to text) are refused where
+    they stand: a model constant used to end in a traceback."""
+    from conftest import run_cli
+
+    text = ("name: big\nmodel:\n  type: ode\n  time: {start: 0, stop: 1, step: 0.5}\n"
+            "  states: {x: 1}\n  rates: {x: -k * x}\n  constants: {k: " + written + "}\n"
+            "parameters:\n  x0: 1\nanalysis: {type: montecarlo, samples: 4}\n")
+    done = run_cli("validate", write(tmp_path, text))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"study.yaml:7:18: model.constants.k: the number {written.lstrip('-')[:12]}... ({digits} digits) " \
+           "is too large; numbers are floats, at most about 1.8e308" in done.stderr

@@ -386,3 +386,45 @@ def test_python_construction_needs_no_tag():
     assert Bounds(bounds=(0, 1)).bounds() == (0, 1)
     assert Discrete(values=[1, 2]).median() == 1
     assert isinstance(load(Fixed(value=2)), Fixed)
+
+
+NOT_FINITE = [
+    ({"distribution": "lognormal", "mu": 1000, "sigma": 1}, "inf to inf"),
+    ({"distribution": "lognormal", "mean": 1e-300, "std": 1e300}, "not all finite"),
+    ({"distribution": "normal", "mean": 0, "std": 1e308}, "-inf to inf"),
+    ({"distribution": "gamma", "shape": 1e300, "scale": 1e10}, "0 to inf"),
+    ({"distribution": "truncnormal", "mean": 0, "std": 1e308, "low": 0}, "0 to inf"),
+    ({"bounds": [-1.7e308, 1.7e308]}, "a range wider than the largest float"),
+    ({"distribution": "uniform", "low": -1e308, "high": 1e308}, "a range wider than"),
+    ({"distribution": "beta", "alpha": 1, "beta": 2, "low": -1e308, "high": 1e308}, "a range wider"),
+]
+
+
+@pytest.mark.parametrize("raw, found", NOT_FINITE, ids=[str(r) for r, _ in NOT_FINITE])
+def test_a_distribution_whose_values_overflow_is_refused(raw, found):
+    message = only_error(raw)
+    assert "values are not all finite numbers" in message and found in message
+
+
+@pytest.mark.parametrize("raw", [{"distribution": "lognormal", "mu": 700, "sigma": 1},
+                                 {"distribution": "normal", "mean": 1e308, "std": 1e306},
+                                 {"bounds": [1e308, 1.7e308]}])
+def test_distributions_near_the_float_limit_but_finite_are_accepted(raw):
+    assert np.isfinite(load(raw).bounds()).all()
+
+
+def test_a_lognormal_that_overflows_is_located_by_the_cli(tmp_path):
+    """`mu: 1000` validated, then raised OverflowError when sampled."""
+    from conftest import run_cli
+
+    (tmp_path / "m.py").write_text("def f(k):\n    return k\n")
+    path = tmp_path / "study.yaml"
+    path.write_text("name: t\nmodel: {type: python, function: 'm:f'}\nparameters:\n"
+                    "  k: {distribution: lognormal, mu: 1000, sigma: 1}\n"
+                    "analysis: {type: montecarlo, samples: 4}\n")
+    for command in ("validate", "run"):
+        done = run_cli(command, path, cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"{path}:4:3: parameters.k: this lognormal parameter's "
+                                      "values are not all finite numbers: its values reach about "
+                                      "inf to inf"), done.stderr

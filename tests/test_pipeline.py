@@ -265,3 +265,18 @@ def test_rank_correlations_match_scipy_and_known_answers():
     assert ranks.spearman(y)[2] is None and ranks.spearman(np.ones(500)) == [None] * 3
     for j, rho in enumerate(ranks.spearman(noisy)[:2]):
         assert rho == pytest.approx(spearmanr(inputs[:, j], noisy).statistic, abs=1e-12)
+
+
+def test_the_runs_error_column_is_text_whether_or_not_a_run_failed(study_dir):
+    flaky = LINEAR_MC.replace("linear:linear", "linear:flaky").replace(", vectorized: true", "")
+    flaky = flaky.replace("  c: 4\n", "").replace("{y: y, a2: a_squared}", "{y: value}")
+    flaky = flaky.replace("20000", "64") + "execution: {scheduler: sync, on_failure: continue}\n"
+    failing = studyrun.run(write_study(study_dir, flaky), study_dir / "failing")
+    clean = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "clean")
+    for result in (failing, clean, studyrun.open_results(study_dir / "clean")):
+        runs = result.runs
+        assert runs["error"].dtype == object and runs["worker"].dtype == object
+        ok = runs["status"] == "ok"
+        assert runs.loc[ok, "error"].isna().all()
+        assert runs.loc[~ok, "error"].map(type).eq(str).all()
+    assert clean.runs["error"].isna().all() and (~failing.runs["error"].isna()).sum() > 0

@@ -227,3 +227,40 @@ assert "matplotlib.pyplot" not in sys.modules
 """
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
     assert (tmp_path / "line.png").exists()
+
+
+EXTREME = """
+name: extreme
+model: {type: python, function: "extreme:f", vectorized: true}
+parameters:
+  a: PARAMETER
+  b: {bounds: [0, 1]}
+analysis: ANALYSIS
+execution: {scheduler: sync}
+"""
+
+
+@pytest.mark.parametrize("parameter, output, analysis, drawn", [
+    ("{bounds: [1e308, 1.7e308]}", "b", "{type: montecarlo, samples: 10}", "scatter-y"),
+    ("{bounds: [1e308, 1.7e308]}", "b", "{type: doe, design: ccd}", "doe_y_contour"),
+    ("{bounds: [-1, 1]}", "a * 1.7e308", "{type: montecarlo, samples: 10}", None),
+])
+def test_values_near_the_float_limit_finish_with_a_note_for_what_cannot_be_drawn(
+        tmp_path, parameter, output, analysis, drawn):
+    """Bounds [1e308, 1.7e308]: every run succeeded, then the report's figures raised
+    ValueError. The study finishes; what matplotlib or numpy cannot draw is a note instead."""
+    from conftest import run_cli
+
+    (tmp_path / "extreme.py").write_text(f"def f(a, b):\n    return {{'y': {output} + 0 * b}}\n")
+    study = tmp_path / "study.yaml"
+    study.write_text(EXTREME.replace("PARAMETER", parameter).replace("ANALYSIS", analysis))
+    done = run_cli("run", study, "--out", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "runs succeeded (0 failed" in done.stdout
+    report = (tmp_path / "out" / "report.md").read_text()
+    if drawn:
+        assert f"*Figure {drawn} not drawn: matplotlib cannot draw these values" in report
+        assert f"studyrun: warning: figure {drawn} not drawn: " in done.stderr
+    else:
+        assert "section could not be drawn" in report
+        assert "studyrun: warning: the report's montecarlo section was not drawn" in done.stderr

@@ -11,7 +11,8 @@ from conftest import STUDIES, run_cli
 ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
          "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
-         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe"]
+         "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe",
+         "tank-inflow"]
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
@@ -71,12 +72,37 @@ def test_run_warns_when_the_step_is_too_coarse(tmp_path):
     assert json.loads((tmp_path / "analysis.json").read_text())["warnings"]
 
 
-def test_predict_from_a_doe_results_folder(tmp_path):
-    done = run_cli("run", STUDIES / "bowl-doe.yaml", "--out", tmp_path, "--quiet")
+@pytest.fixture(scope="module")
+def doe_results(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bowl-doe")
+    done = run_cli("run", STUDIES / "bowl-doe.yaml", "--out", folder, "--quiet")
     assert done.returncode == 0, done.stderr
-    done = run_cli("predict", tmp_path, "--at", "temperature=170,pressure=3.2", "--quantity", "process_yield")
-    assert done.returncode == 0, done.stderr
+    return folder
+
+
+def test_predict_from_a_doe_results_folder(doe_results):
     # the surface is exactly quadratic: 80 - 4(0.5)^2 - 3(0.2)^2 + 1.5(0.5)(0.2) + 2(0.5) + 0.2
-    assert done.stdout.startswith("process_yield: 80.23 ")
-    bad = run_cli("predict", tmp_path, "--at", "temperature=hot")
-    assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
+    centre = run_cli("predict", doe_results, "--at", "temperature=170,pressure=3.2,hold_time=30",
+                     "--quantity", "process_yield")
+    assert centre.returncode == 0, centre.stderr
+    assert centre.stdout.startswith("process_yield: 80.23 ")
+    # repeated --at flags accumulate: hold_time=20 (h = -1) adds -2 h^2 + 0.5 h = -2.5
+    repeated = run_cli("predict", doe_results, "--at", "temperature=170", "--at", "pressure=3.2",
+                       "--at", "hold_time=20", "--quantity", "process_yield")
+    assert repeated.returncode == 0, repeated.stderr
+    assert repeated.stdout.startswith("process_yield: 77.73 ")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--at", "temperature=hot"], "NAME=VALUE"),
+    (["--at", "temperature=170,pressure=3.2"], "no value for 'hold_time'"),
+    (["--at", "temperature=170,pressure=3.2,hold_time=30,speed=2"], "unknown factor 'speed'"),
+    (["--at", "temperature=nan,pressure=3.2,hold_time=30"], "temperature=nan is not a finite"),
+    (["--at", "temperature=170", "--at", "temperature=160"], "temperature is given twice"),
+    (["--at", "temperature=170,pressure=3.2,hold_time=30", "--level", "1"], "--level must lie"),
+    (["--at", "temperature=170,pressure=3.2,hold_time=30", "--level", "0"], "--level must lie"),
+])
+def test_predict_refuses_a_bad_point_or_level(doe_results, args, words):
+    bad = run_cli("predict", doe_results, *args)
+    assert bad.returncode == 2 and words in bad.stderr and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

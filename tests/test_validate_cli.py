@@ -87,10 +87,108 @@ def test_debug_shows_the_traceback(study_dir):
 def test_a_grid_too_large_to_plan_is_reported(study_dir):
     text = GOOD.replace("{type: montecarlo, samples: 100}", "{type: sweep, levels: 600000000}")
     done = run_cli("validate", write_study(study_dir, text))
-    assert done.returncode == 2 and "analysis.levels: the grid has 3.6e+17 runs" in done.stderr
+    assert done.returncode == 2 and "analysis.levels: the design has 3.6e+17 runs" in done.stderr
 
 
 def test_a_cluster_value_cannot_add_lines_to_the_job_script(study_dir):
     text = GOOD + 'execution: {scheduler: {cluster: slurm, cores: 2, memory: 4GB, queue: "q\\nrm -rf /"}}\n'
     done = run_cli("validate", write_study(study_dir, text))
     assert done.returncode == 2 and "execution.scheduler.queue: must be a single line" in done.stderr
+
+
+@pytest.mark.parametrize("analysis, key, runs", [
+    ("{type: montecarlo, samples: 1000000000000}", "samples", "1,000,000,000,000"),
+    ("{type: sobol, samples: 67108864}", "samples", "268,435,456"),
+    ("{type: morris, trajectories: 50000000}", "trajectories", "150,000,000"),
+    ("{type: doe, design: full, levels: 20000}", "levels", "400,000,000"),
+    ("{type: delta, samples: 200000000}", "samples", "200,000,000"),
+])
+def test_a_design_beyond_the_run_limit_is_located_before_anything_is_allocated(study_dir, analysis,
+                                                                               key, runs):
+    """`samples: 1000000000000` validated, then ran until killed (plan tried to allocate 7 TiB)."""
+    path = write_study(study_dir, GOOD.replace("{type: montecarlo, samples: 100}", analysis))
+    for command in ("validate", "plan"):
+        done = run_cli(command, path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert re.search(rf"{re.escape(str(path))}:7:\d+: analysis.{key}: the design has {runs} "
+                         r"runs, more than 100,000,000, the most a study may have \(its run store "
+                         r"and runs.csv would pass 10 GB each\)", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("address, message", [
+    ("tcp://[::1", "expected local, threads, sync or a scheduler address"),
+    ("inproc://x", "is an in-process address"),
+    ("http://127.0.0.1:8786", "unknown protocol 'http://'"),
+    ("tcp://127.0.0.1:70000", "port 70000 is out of range"),
+])
+def test_a_malformed_scheduler_address_is_located(study_dir, address, message):
+    path = write_study(study_dir, GOOD + f"execution: {{scheduler: '{address}'}}\n")
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(rf"{re.escape(str(path))}:8:\d+: execution.scheduler: .*{re.escape(message)}",
+                     done.stderr), done.stderr
+    done = run_cli("run", write_study(study_dir, GOOD), "--scheduler", address, "--out",
+                   study_dir / "out", cwd=study_dir)
+    assert done.returncode == 2 and done.stderr.startswith("--scheduler: "), done.stderr
+
+
+@pytest.fixture
+def garbage_server():
+    """A real TCP server on 127.0.0.1 that answers every connection with bytes no Dask scheduler
+    sends (read as a frame length, they once made Dask try to allocate 3 EiB)."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+def test_a_server_that_is_not_a_dask_scheduler_is_one_line_at_start(study_dir, garbage_server):
+    """With batch_size auto a study this small runs in the pilot and used to pass without ever
+    connecting; the address is checked at start instead."""
+    path = write_study(study_dir, GOOD.replace("samples: 100", "samples: 4"))
+    done = run_cli("run", path, "--scheduler", garbage_server, "--out", study_dir / "out",
+                   cwd=study_dir)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (f"studyrun: the server at {garbage_server} is not a Dask scheduler (it "
+                           "did not greet as one within 5 s); check the host and port of `dask "
+                           "scheduler`\n")
+
+
+def test_a_scheduler_that_is_not_there_is_one_line_at_start(study_dir):
+    from conftest import free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    path = write_study(study_dir, GOOD.replace("samples: 100", "samples: 4")
+                       + f"execution: {{scheduler: '{address}'}}\n")
+    done = run_cli("run", path, "--out", study_dir / "out", cwd=study_dir)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"studyrun: cannot reach the Dask scheduler at {address}: ")
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_an_iterative_analysis_beyond_the_run_limit_is_located(study_dir):
+    text = GOOD.replace("{type: montecarlo, samples: 100}",
+                        "{type: optimize, minimize: y, multistart: 1000000000000}")
+    path = write_study(study_dir, text)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(rf"{re.escape(str(path))}:7:\d+: analysis.multistart: the design asks for at "
+                     r"least 1,000,000,000,001 runs, more than 100,000,000", done.stderr), done.stderr

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 
 import studyrun
-from conftest import write_study
+from conftest import run_cli, write_study
 from studyrun.cli import main
 
 FLAKY = """
@@ -87,6 +88,23 @@ def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
         driver.wait()
     status, text, _ = cli(capsys, "status", out)
     assert status == 0 and "state: stopped before finishing" in text
+
+
+def test_status_reports_the_workers_the_study_ran_on(study_dir):
+    """The driver times the model on a few runs before the LocalCluster starts; those runs do
+    not make a third worker of `workers: 2`."""
+    (study_dir / "slow.py").write_text(
+        "import time\ndef model(a):\n    time.sleep(0.02)\n    return {'y': a}\n")
+    study = write_study(study_dir, SLOW.replace("scheduler: sync, batch_size: 5",
+                                                "scheduler: local, workers: 2"))
+    out = study_dir / "out"
+    done = run_cli("run", study, "--out", out, "--quiet")
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(out / "runs.sqlite") as db:
+        processes = db.execute("SELECT count(DISTINCT worker) FROM runs").fetchone()[0]
+    assert processes == 3  # the driver's timing runs and the two workers'
+    status = run_cli("status", out)
+    assert status.returncode == 0 and "s per run on average, on 2 workers" in status.stdout
 
 
 def test_status_of_a_folder_without_a_store(tmp_path, capsys):

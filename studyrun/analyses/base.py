@@ -39,10 +39,25 @@ class Outcome:
     values: dict[str, np.ndarray]  # quantity -> shape (runs,), NaN where the run failed
     ok: np.ndarray  # bool, shape (runs,)
     series: dict[str, np.ndarray] = field(default_factory=dict)  # output -> (runs, T) when asked
-    time: np.ndarray | None = None
+    time: np.ndarray | None = None  # the one grid of `series` (see grids.py)
+    series_notes: list[str] = field(default_factory=list)  # runs left out of `series`, by id
 
 
 Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
+
+# The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
+# 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
+MAX_RUNS = 100_000_000
+
+
+def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
+    """The runs an iterative analysis's own numbers ask for at least: one per start, and a
+    differential evolution's population in every generation."""
+    counts = [(analysis.multistart + 1, "multistart")]
+    if analysis.method == "differential-evolution":
+        counts.append(((analysis.generations + 1) * analysis.population * max(dimensions, 1),
+                       "generations"))
+    return max(counts)
 
 
 class AnalysisSpec(BaseModel):
@@ -55,6 +70,25 @@ class AnalysisSpec(BaseModel):
     def check(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
         """Problems that need the study's varied parameters (paths relative to `analysis`)."""
         return []
+
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str] | None:
+        """The number of runs the design will have and the key that sets it, known before
+        planning; None where it is small by construction or only planning can tell."""
+        return None
+
+    def check_size(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
+        """A design beyond MAX_RUNS is refused at its key, before anything is allocated."""
+        from ..errors import Problem
+
+        count = self.run_count(parameters)
+        if count is None or count[0] <= MAX_RUNS:
+            return []
+        runs, key = count
+        size = f"{runs:,}" if runs < 10**15 else f"{float(runs):.3g}"
+        has = "asks for at least" if self.iterative else "has"
+        return [Problem(f"the design {has} {size} runs, more than {MAX_RUNS:,}, the most a study "
+                        "may have (its run store and runs.csv would pass 10 GB each); lower "
+                        f"{key}, or split the study into several", path=key)]
 
     def resolve_paths(self, folder: Path) -> None:
         """Make the block's file names (a design or data file) relative to the study's folder."""
@@ -70,6 +104,10 @@ class AnalysisSpec(BaseModel):
     def needs_series(self) -> list[str]:
         """Model outputs whose whole time series the analysis needs from every run."""
         return []
+
+    def series_grid(self) -> np.ndarray | None:
+        """The times at which to compare runs whose grids differ; None: the first run's."""
+        return None
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """The runs to make, derived only from the parameters and the seed."""

@@ -1,29 +1,41 @@
-"""Derivative-based global sensitivity measures (plan and analyse steps), through SALib.
+"""Derivative-based global sensitivity measures (plan and analyse steps); docs/methods.md, DGSM.
 
-Sobol' and Kucherenko (2009): v_i = E[(dy/du_i)^2] by forward differences on a Sobol' sequence
-(`SALib.sample.finite_diff`: N base points, each followed by one step of `delta` (relative) in
-each parameter), and dgsm_i = v_i / (pi^2 V), an upper bound of the total index ST_i
-(`SALib.analyze.dgsm`).
+Sobol' and Kucherenko (2009), Lamboni et al. (2013): nu_i = E[(dy/dx_i)^2], the derivative in
+the parameter's own units, estimated by forward differences at N base points (the first points of
+SALib's unscrambled Sobol' sequence, mapped through each parameter's inverse CDF); each is
+followed by one step h_i = `delta` (b_i - a_i) in each parameter, [a_i, b_i] its box (its bounds,
+or its 0.1% and 99.9% quantiles), backward where a forward step would leave the support. The
+Poincare inequality Var(g(X_i)) <= C_i E[g'(X_i)^2] bounds the total Sobol' index:
+ST_i <= dgsm_i = C_i nu_i / V, V the variance of y over the base points. C_i is the
+distribution's Poincare constant: (b - a)^2 / pi^2 uniform, sigma^2 normal (and truncnormal, by
+Bakry-Emery), and for the other log-concave kinds 1 / rho(median)^2 (Cheeger's inequality with
+Bobkov's isoperimetric constant), capped by (b - a)^2 / pi^2 on a bounded support
+(Payne-Weinberger).
+Lognormal (no Poincare inequality), loguniform, discrete and beta or gamma with a shape below 1
+are refused: studyrun has no constant for them.
 
-Studyrun differentiates with respect to the unit (quantile) coordinate u_i of each parameter,
-x_i = ppf_i(u_i), which is uniform on [0, 1] whatever the distribution: so the bound
-ST_i <= dgsm_i holds for every distribution, and v_i is in (quantity units)^2 per whole
-quantile range. SALib 1.6 reports the bootstrap interval of v_i as `dgsm_conf`; studyrun
-reports it as `vi_conf` and rescales it to dgsm's units for `dgsm_conf`.
+`vi`, `vi_std` (of the squared differences) and `vi_conf` (the bootstrap interval of vi) are
+SALib's `dgsm.analyze` on these runs; SALib's own `dgsm` multiplies by the uniform constant of
+its `bounds`, so studyrun computes `dgsm` and `dgsm_conf` (vi_conf scaled alike) itself, and
+reports each parameter's `poincare` constant.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, Mapping
 
 import numpy as np
 from pydantic import Field
 
+from ..errors import Problem
 from .base import Design
-from .salib import (MIN_BLOCKS, Confidence, Resamples, SalibAnalysis, by_factor,
+from .salib import (MIN_BLOCKS, Confidence, Resamples, SalibAnalysis, by_factor, check_varied,
                     constant_output, dropped_warning, error_entry, keep_whole_blocks,
-                    map_to_natural, salib_side_effects_contained, unit_problem,
-                    with_notes)
+                    map_to_natural, salib_side_effects_contained, unit_problem, with_notes)
+
+LOG_CONCAVE = "uniform, bounds, normal, truncnormal, triangular, beta with alpha and beta >= 1, " \
+              "gamma with shape >= 1"
 
 
 class Dgsm(SalibAnalysis):
@@ -31,31 +43,55 @@ class Dgsm(SalibAnalysis):
 
     type: Literal["dgsm"]
     samples: int = Field(1024, ge=MIN_BLOCKS, description="base points N")
-    delta: float = Field(0.01, gt=0, lt=1, description="relative finite-difference step")
+    delta: float = Field(0.01, gt=0, lt=0.5, description="finite-difference step as a fraction of "
+                         "each parameter's box (its bounds, or 0.1% to 99.9% quantiles)")
     confidence: Confidence = 0.95
     resamples: Resamples = 100
 
     title = "Derivative-based global sensitivity measures"
-    keys = ("vi", "vi_std", "vi_conf", "dgsm", "dgsm_conf")
+    keys = ("vi", "vi_std", "vi_conf", "poincare", "dgsm", "dgsm_conf")
     bars = ("dgsm",)
 
-    def unit_design(self, dimensions: int) -> np.ndarray:
-        """SALib's finite-difference design on the unit cube (deterministic: no scrambling)."""
+    def check(self, parameters) -> list[Problem]:
+        problems = check_varied(parameters, "dgsm")
+        for name, parameter in parameters.items():
+            if poincare_constant(parameter) is None:
+                problems.append(Problem(
+                    f"dgsm bounds each total index by C nu / V, C the Poincare constant of the "
+                    f"parameter's distribution; studyrun knows it for {LOG_CONCAVE}, not for "
+                    f"parameters.{name} ({describe(parameter)}); give {name} one of those, or "
+                    f"use type: sobol, whose total indices need no such constant", "type"))
+        return problems
+
+    def base_points(self, dimensions: int) -> np.ndarray:
+        """SALib's finite-difference base points on the unit cube (unscrambled Sobol')."""
         from SALib.sample import finite_diff
 
         names = [f"u{j}" for j in range(dimensions)]
-        return finite_diff.sample(unit_problem(names), self.samples, delta=self.delta)
+        design = finite_diff.sample(unit_problem(names), self.samples, delta=self.delta)
+        return design[::dimensions + 1]
+
+    def run_count(self, parameters) -> tuple[int, str]:
+        return self.samples * (len(parameters) + 1), "samples"
 
     def design(self, parameters, seed: np.random.SeedSequence) -> Design:
+        """Each base point, then the point moved by h_j in parameter j, for every j."""
         names = list(parameters)
-        unit = self.unit_design(len(names))
+        base = map_to_natural(self.base_points(len(names)), parameters, names)
+        width = np.array([np.subtract(*parameters[n].bounds()[::-1]) for n in names])
+        upper = np.array([float(parameters[n].ppf(1.0)) for n in names])
+        h = np.where(base + self.delta * width > upper, -1.0, 1.0) * self.delta * width
+        rows = np.repeat(base, len(names) + 1, axis=0).reshape(len(base), len(names) + 1, -1)
+        rows[:, 1:, :] += np.einsum("ij,jk->ijk", h, np.eye(len(names)))
         info = {"method": "dgsm", "block": len(names) + 1,
-                "analysis_seed": int(seed.generate_state(1)[0])}
-        return Design(names, map_to_natural(unit, parameters, names), info)
+                "analysis_seed": int(seed.generate_state(1)[0]),
+                "poincare": {n: poincare_constant(parameters[n]) for n in names}}
+        return Design(names, rows.reshape(-1, len(names)), info)
 
     def analyse_quantity(self, values: np.ndarray, bad: np.ndarray, design: Design) -> dict[str, Any]:
-        """Drop base points whose runs failed, then SALib's DGSM on the unit-cube steps."""
-        keep, dropped = keep_whole_blocks(bad, design.info["block"])
+        """Drop base points whose runs failed, then SALib's vi and the Poincare bound."""
+        block = design.info["block"]
+        keep, dropped = keep_whole_blocks(bad, block)
         kept = self.samples - dropped
         facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped}
         if kept < MIN_BLOCKS:
@@ -65,15 +101,17 @@ class Dgsm(SalibAnalysis):
         if constant_output(y):
             return error_entry("the quantity is the same in every run: there is nothing to "
                                "apportion", **facts)
-        unit = self.unit_design(len(design.names))[keep]
-        result = self.call_salib(unit_problem(design.names), unit, y,
+        result = self.call_salib(unit_problem(design.names), design.matrix[keep], y,
                                  design.info["analysis_seed"])
-        entry = {key: by_factor(design.names, result[key]) for key in ("vi", "vi_std", "dgsm")}
-        vi_conf = np.asarray(result["dgsm_conf"], dtype=float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            dgsm_conf = vi_conf * np.asarray(result["dgsm"]) / np.asarray(result["vi"])
-        entry["vi_conf"] = by_factor(design.names, vi_conf)
-        entry["dgsm_conf"] = by_factor(design.names, dgsm_conf)
+        constant = np.array([design.info["poincare"][n] for n in design.names])
+        variance = float(np.var(y[::block]))
+        vi, vi_conf = np.asarray(result["vi"], float), np.asarray(result["dgsm_conf"], float)
+        entry = {"vi": by_factor(design.names, vi),
+                 "vi_std": by_factor(design.names, result["vi_std"]),
+                 "vi_conf": by_factor(design.names, vi_conf),
+                 "poincare": by_factor(design.names, constant),
+                 "dgsm": by_factor(design.names, constant * vi / variance),
+                 "dgsm_conf": by_factor(design.names, constant * vi_conf / variance)}
         notes = [dropped_warning(dropped, "base points", kept)] if dropped else []
         notes += [f"SALib: {n}" for n in dict.fromkeys(result.get("notes", []))]
         return entry | facts | {"warnings": notes}
@@ -87,3 +125,34 @@ class Dgsm(SalibAnalysis):
             result = dgsm.analyze(problem, x, y, num_resamples=self.resamples,
                                   conf_level=self.confidence)
         return with_notes(result, messages)
+
+
+def poincare_constant(parameter: Any) -> float | None:
+    """C with Var g(X) <= C E[g'(X)^2] for X with this distribution; None where studyrun knows
+    no constant (see the module docstring for where each comes from)."""
+    kind = getattr(parameter, "kind", "")
+    lo, hi = (float(v) for v in parameter.ppf(np.array([0.0, 1.0])))
+    bounded = math.isfinite(lo) and math.isfinite(hi)
+    if kind in ("uniform", "bounds"):
+        return (hi - lo) ** 2 / math.pi ** 2
+    if kind == "normal":
+        return float(parameter.std) ** 2
+    candidates = [(hi - lo) ** 2 / math.pi ** 2] if bounded else []
+    if kind == "truncnormal":
+        candidates.append(float(parameter.std) ** 2)
+    elif not (kind == "triangular" or (kind == "beta" and min(parameter.alpha, parameter.beta) >= 1)
+              or (kind == "gamma" and parameter.shape >= 1)):
+        return None
+    density = float(parameter._dist().pdf(parameter.median()))
+    candidates.append(1.0 / density ** 2)
+    return min(candidates)
+
+
+def describe(parameter: Any) -> str:
+    """The distribution, with the shape that rules it out when that is the reason."""
+    kind = getattr(parameter, "kind", "?")
+    if kind == "beta":
+        return f"beta with alpha={parameter.alpha:g}, beta={parameter.beta:g}"
+    if kind == "gamma":
+        return f"gamma with shape={parameter.shape:g}"
+    return kind

@@ -39,6 +39,9 @@ class Fast(SalibAnalysis):
                              f"got {self.samples}")
         return self
 
+    def run_count(self, parameters) -> tuple[int, str]:
+        return self.samples * len(parameters), "samples"
+
     def design(self, parameters, seed: np.random.SeedSequence) -> Design:
         from SALib.sample import fast_sampler
 

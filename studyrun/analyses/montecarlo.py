@@ -22,6 +22,9 @@ class Montecarlo(AnalysisSpec):
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
 
+    def run_count(self, parameters) -> tuple[int, str]:
+        return self.samples, "samples"
+
     def design(self, parameters, seed) -> Design:
         names = list(parameters)
         if not names:

@@ -64,6 +64,9 @@ class Morris(AnalysisSpec):
     def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
         return check_varied(parameters, "morris")
 
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
+        return self.trajectories * (len(parameters) + 1), "trajectories"
+
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """Morris trajectories on the unit grid, mapped through each parameter's ppf."""
         from SALib.sample import morris as morris_sample

@@ -25,7 +25,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt, PrivateAttr, field_vali
 from ..errors import Problem, StudyError
 from ..params import sample_unit
 from ..report.markdown import table
-from .base import AnalysisSpec, Design, Outcome
+from .base import AnalysisSpec, Design, Outcome, search_runs
 
 
 class Optimize(AnalysisSpec):
@@ -50,6 +50,9 @@ class Optimize(AnalysisSpec):
     population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
 
     _defaults: dict[str, float] = PrivateAttr(default_factory=dict)
+
+    def run_count(self, parameters) -> tuple[int, str]:
+        return search_runs(self, len(parameters))
 
     @field_validator("minimize", "maximize", mode="before")
     @classmethod

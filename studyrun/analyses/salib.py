@@ -155,6 +155,30 @@ def keep_whole_blocks(bad: np.ndarray, block: int) -> tuple[np.ndarray, int]:
     return np.repeat(~blocks, block), int(blocks.sum())
 
 
+def unknown_outputs(outputs: list[str], model: Any) -> list[Problem]:
+    """`outputs[i]` naming no output of the model, where the model declares its outputs."""
+    try:
+        known = model.output_names()
+    except Exception:  # an invalid model: its own check reports it
+        return []
+    if known is None:
+        return []
+    from ..spec import suggest
+
+    return [Problem(f"the model has no output {name!r}{suggest(name, known)} (outputs: "
+                    f"{', '.join(sorted(known))})", f"outputs[{i}]")
+            for i, name in enumerate(outputs) if name not in known]
+
+
+def missing_series(name: str, series: np.ndarray | None, ok: np.ndarray) -> dict[str, Any] | None:
+    """An error entry when no successful run gave the series `name` (the model has no such
+    output), so it is not mistaken for failed runs."""
+    if series is not None and (not ok.any() or np.isfinite(series[ok]).any()):
+        return None
+    return error_entry(f"no run gave a time series named {name!r}: it is not an output of the "
+                       "model; name one of the model's outputs in `outputs:`")
+
+
 def error_entry(message: str, **facts: Any) -> dict[str, Any]:
     """A quantity's result when no trustworthy indices can be given."""
     return {"error": message, **facts}
@@ -229,6 +253,9 @@ class GivenDataAnalysis(SalibAnalysis):
     samples: int = Field(1024, ge=MIN_RUNS, description="runs")
     sampling: Literal["random", "lhs", "sobol"] = Field(
         "lhs", description="unit-cube points: random, Latin hypercube or scrambled Sobol'")
+
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
+        return self.samples, "samples"
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         from ..params import sample_unit

@@ -26,8 +26,8 @@ from ..errors import Problem, StudyError
 from .base import AnalysisSpec, Design, Outcome
 from .salib import (MIN_BLOCKS, Confidence, Resamples, by_factor, check_power_of_two,
                     check_varied, constant_output, dropped_warning, error_entry, failed_rows,
-                    group_labels, keep_whole_blocks, map_to_natural, to_float, unique_labels,
-                    unit_problem)
+                    group_labels, keep_whole_blocks, map_to_natural, missing_series, to_float,
+                    unique_labels, unit_problem, unknown_outputs)
 
 if TYPE_CHECKING:
     from ..params import ParameterSpec
@@ -66,8 +66,20 @@ class Sobol(AnalysisSpec):
             return error.problems
         return []
 
+    def check_study(self, study) -> list[Problem]:
+        """Each of `outputs` is an output of the model, where the model declares its outputs."""
+        return unknown_outputs(self.outputs, study.model)
+
     def needs_series(self) -> list[str]:
         return list(self.outputs)
+
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
+        names = list(parameters)
+        try:
+            factors = len(unique_labels(names, group_labels(names, self.groups)))
+        except StudyError:  # reported by check()
+            factors = len(names)
+        return self.samples * ((2 if self.second_order else 1) * factors + 2), "samples"
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
         """Saltelli's cross-sampled Sobol' points on the unit cube, mapped through each ppf."""
@@ -89,9 +101,12 @@ class Sobol(AnalysisSpec):
         results = {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
                                                outcome.design)
                    for name, values in outcome.values.items()}
-        for name, series in outcome.series.items():
-            resolved = analyse_series(series, outcome.time, failed_rows(outcome, name, series),
-                                      outcome.design.info)
+        for name in dict.fromkeys([*outcome.series, *self.outputs]):
+            series = outcome.series.get(name)
+            resolved = missing_series(name, series, outcome.ok) or analyse_series(
+                series, outcome.time, failed_rows(outcome, name, series), outcome.design.info)
+            if "warnings" in resolved:  # runs left out because their grids end early, by id
+                resolved["warnings"] = outcome.series_notes + resolved["warnings"]
             if name in results:  # a quantity of the same name keeps its place
                 results[name]["time_resolved"] = resolved
             else:

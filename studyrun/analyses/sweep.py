@@ -12,9 +12,6 @@ from ..report.markdown import table
 from .base import AnalysisSpec, Design, Outcome
 
 
-MAX_RUNS = 100_000_000  # a grid beyond this is a typo in levels
-
-
 class Sweep(AnalysisSpec):
     """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
 
@@ -29,20 +26,15 @@ class Sweep(AnalysisSpec):
             raise ValueError("cases is empty; list at least one case, or drop it to sweep a grid")
         return self
 
-    def check(self, parameters) -> list:
-        """A grid too large to plan is a mistake in levels, not a job for the machine."""
-        from ..errors import Problem
-
+    def run_count(self, parameters) -> tuple[int, str] | None:
+        """The grid's size (the product of each parameter's levels); cases are written out."""
         if self.cases is not None:
-            return []
+            return None
         size = 1
-        for name, parameter in parameters.items():
+        for name in parameters:
             levels = self.levels.get(name, 5) if isinstance(self.levels, dict) else self.levels
             size *= len(levels) if isinstance(levels, list) else int(levels)
-        if size > MAX_RUNS:
-            return [Problem(f"the grid has {size:.3g} runs, more than {MAX_RUNS:,}; lower "
-                            "levels, or sample with montecarlo instead", path="levels")]
-        return []
+        return size, "levels"
 
     def design(self, parameters, seed) -> Design:
         names = list(parameters)

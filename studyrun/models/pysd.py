@@ -1,27 +1,36 @@
 """The `pysd` model: a Vensim (.mdl) or XMILE/Stella (.xmile, .xml, .stmx) model run with PySD.
 
 PySD is an optional dependency (``pip install studyrun[pysd]``), imported only where it is used.
-The model file is translated to Python once, by ``build()`` in the driver, next to the model
-file (and again only when the model file is newer than its translation); each run then loads a
-fresh model object from the translation, so no state leaks from one run to the next. Inputs are
-passed to ``model.run(params=...)`` under their names as the study writes them (PySD accepts the
-original Vensim names and their Python forms). Every column PySD returns becomes an output
-series under a plain name: lowercase, runs of other characters than letters and digits replaced
-by ``_`` ("Teacup Temperature" -> ``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run
-that raises, or whose time grid differs from the batch's, is a failed run.
+The model file is translated to Python once, when the study is validated, into a cache folder
+(``$XDG_CACHE_HOME/studyrun/pysd/``, by default ``~/.cache/...``) keyed by the model file's
+content and PySD's version, never beside the user's model; each run then loads a fresh model
+object from the translation, so no state leaks from one run to the next. Parameters must name
+components of the model (checked at validate) and are passed to ``model.run(params=...)`` under
+their names as the study writes them (PySD accepts the original Vensim names and their Python
+forms). A model that reads external data files (GET XLS DATA, ...) finds them relative to the
+translation: give such a model as a translation ``.py`` made beside it, which is run as it is.
+Every column PySD returns becomes an output series under a plain name: lowercase, runs of other
+characters than letters and digits replaced by ``_`` ("Teacup Temperature" ->
+``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run that raises, or whose time grid
+differs from the batch's, is a failed run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..errors import Problem, StudyError
+from ..identity import file_name
 from .base import ModelOutput, ModelSpec, RunContext
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
@@ -48,6 +57,7 @@ class Pysd(ModelSpec):
     outputs: list[str] | None = Field(None, description="model variables to return (default: "
                                                         "all)")
     time: PysdTime = Field(default_factory=PysdTime)
+    _inputs: set[str] | None = PrivateAttr(None)  # the model's components, once check() read them
 
     def model_path(self, study_dir: Path) -> Path:
         path = Path(self.file)
@@ -64,12 +74,21 @@ class Pysd(ModelSpec):
         if importlib.util.find_spec("pysd") is None:
             problems.append(Problem("the pysd model type needs PySD: pip install "
                                     "'studyrun[pysd]'", "type"))
+        if not problems:
+            try:
+                self._inputs = component_names(translate(path))
+            except StudyError as error:
+                problems += [Problem(p.message, "file") for p in error.problems]
         return problems
 
-    def identity(self, study_dir: Path) -> bytes:
+    def input_names(self) -> set[str] | None:
+        """The model's components a parameter may set (known once check() translated it)."""
+        return self._inputs
+
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """Runs depend on the model file's content."""
         path = self.model_path(study_dir)
-        return path.read_bytes() if path.is_file() else b""
+        return {file_name(path, study_dir): path} if path.is_file() else {}
 
     def build(self, study_dir: Path) -> PysdEvaluator:
         problems = self.check(study_dir)
@@ -80,21 +99,57 @@ class Pysd(ModelSpec):
 
 
 def translate(path: Path) -> Path:
-    """The PySD translation of a model file, made (next to it) when missing or stale."""
+    """The PySD translation of a model file, made once per content and PySD version in the
+    cache folder (a `.py` model file is its own translation)."""
     reader = _SUFFIXES[path.suffix.lower()]
     if reader is None:
         return path
-    translated = path.with_suffix(".py")
-    if translated.is_file() and translated.stat().st_mtime >= path.stat().st_mtime:
+    import pysd
+
+    content = path.read_bytes()
+    name = plain_name(path.stem)
+    key = hashlib.sha256(b"\0".join([content, pysd.__version__.encode(), name.encode()]))
+    folder = cache_folder() / key.hexdigest()[:20]
+    translated = folder / f"{name}.py"
+    if translated.is_file():
         return translated
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    copy = work / f"{translated.stem}{path.suffix}"
+    try:
+        copy.write_bytes(content)
+        try:
+            getattr(pysd, reader)(str(copy))
+        except Exception as error:  # the translator runs on user files: report what it says
+            raise StudyError(f"PySD cannot translate the model: {type(error).__name__}: "
+                             f"{error}", path="model.file") from None
+        try:
+            os.replace(work, folder)  # whole or not at all
+        except OSError:
+            if not translated.is_file():  # not another process that translated it first
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return translated
+
+
+def cache_folder() -> Path:
+    """Where translations are kept: $XDG_CACHE_HOME/studyrun/pysd (~/.cache by default)."""
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "studyrun" / "pysd"
+
+
+def component_names(translated: Path) -> set[str]:
+    """The names a parameter may give (Python names, and original names that are identifiers)."""
     import pysd
 
     try:
-        getattr(pysd, reader)(str(path))
-    except Exception as error:  # the translator runs on user files: report whatever it says
-        raise StudyError(f"PySD cannot translate the model: {type(error).__name__}: {error}",
+        namespace = pysd.load(str(translated)).namespace
+    except Exception as error:  # the translation is the user's model: report whatever it says
+        raise StudyError(f"PySD cannot load the model: {type(error).__name__}: {error}",
                          path="model.file") from None
-    return translated
+    names = set(namespace.values()) | {n for n in namespace if n.isidentifier()}
+    return names - {"time", "Time"}
 
 
 def plain_name(column: str) -> str:

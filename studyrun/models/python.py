@@ -1,8 +1,9 @@
 """The `python` model: a function `package.module:callable`, importable from the study's folder.
 
 A scalar function is called once per run with keyword arguments and returns a number (the output
-`value`), a dict of numbers, or time series as a dict of arrays with a `time` key. A vectorized
-function (`vectorized: true`) is called once per batch with arrays and returns arrays.
+`value`), a dict of numbers, or time series as a dict of arrays with a `time` key (each run's
+own: runs may stop at different times). A vectorized function (`vectorized: true`) is called
+once per batch with arrays and returns arrays on one grid.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import importlib.machinery
 import re
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,21 +22,33 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..errors import Problem
+from ..identity import file_digest, text_digest
 from ..interrupts import fails_the_run
+from ..params import Whole
 from .base import ModelOutput, ModelSpec, RunContext
+from .imports import imported_files
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
+_LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)
+_IMPORTING = threading.Lock()
 
 
-def import_function(reference: str, study_dir: Path) -> Callable[..., Any]:
+def import_function(reference: str, study_dir: Path, code: str = "",
+                    modules: tuple[str, ...] = ()) -> Callable[..., Any]:
     """Import `module:callable`, the study's folder first on sys.path (cached per process).
 
     A module of the same name imported earlier from another folder (another study in the same
-    process) is replaced, so each study runs its own code.
+    process) is replaced, so each study runs its own code. `code` is the digest of the files the
+    function imports (`modules`): when it differs from the one imported here before (a file was
+    edited since), those modules are imported afresh, so a long-lived worker runs the new code.
     """
     key = (reference, str(study_dir))
-    if key not in _LOADED:
+    with _IMPORTING:
+        cached = _LOADED.get(key)
+        if cached is not None and (not code or cached[0] in ("", code)):
+            if code:
+                _LOADED[key] = (code, cached[1])
+            return cached[1]
         module_name, attribute = reference.split(":")
         folder = str(study_dir)
         if folder in sys.path:
@@ -42,12 +56,20 @@ def import_function(reference: str, study_dir: Path) -> Callable[..., Any]:
         sys.path.insert(0, folder)
         spec = locate_module(module_name, study_dir)
         loaded = sys.modules.get(module_name)
-        if spec is not None and loaded is not None and getattr(loaded, "__file__", None) != spec.origin:
-            for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
-                del sys.modules[name]
+        stale = cached is not None or (spec is not None and loaded is not None
+                                       and getattr(loaded, "__file__", None) != spec.origin)
+        if stale:
+            forget_modules([module_name, *modules])
         module = importlib.import_module(module_name)
-        _LOADED[key] = getattr(module, attribute)
-    return _LOADED[key]
+        _LOADED[key] = (code, getattr(module, attribute))
+        return _LOADED[key][1]
+
+
+def forget_modules(names: list[str]) -> None:
+    """Drop modules (and their submodules) from sys.modules, so the next import reads their files."""
+    for name in [n for n in sys.modules if any(n == m or n.startswith(m + ".") for m in names)]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
 
 
 def locate_module(module_name: str, study_dir: Path):
@@ -62,21 +84,14 @@ def locate_module(module_name: str, study_dir: Path):
     return spec
 
 
-def module_source(reference: str, study_dir: Path) -> bytes:
-    """The bytes of the module's source file, so a run's identity changes when the code does."""
-    spec = locate_module(reference.split(":")[0], study_dir)
-    if spec is None or not spec.origin or not Path(spec.origin).is_file():
-        return b""
-    return Path(spec.origin).read_bytes()
-
-
 class Python(ModelSpec):
     """A Python function as the model."""
 
     type: Literal["python"]
     function: str = Field(description="package.module:callable, importable from the study's folder")
     vectorized: bool = Field(False, description="called once per batch with arrays")
-    constants: dict[str, float] = Field(default_factory=dict, description="fixed keyword arguments")
+    constants: dict[str, Whole | float] = Field(
+        default_factory=dict, description="fixed keyword arguments (an integer arrives as an int)")
 
     @field_validator("function")
     @classmethod
@@ -85,7 +100,7 @@ class Python(ModelSpec):
             raise ValueError(f"expected 'package.module:callable'; got {value!r}")
         return value
 
-    def defaults(self) -> dict[str, float]:
+    def defaults(self) -> dict[str, float | int]:
         return dict(self.constants)
 
     def check(self, study_dir: Path) -> list[Problem]:
@@ -98,13 +113,20 @@ class Python(ModelSpec):
             return [Problem(f"{self.function!r} is not callable", path="function")]
         return []
 
-    def identity(self, study_dir: Path) -> bytes:
-        """What a run's identity depends on beyond the spec: the module's source."""
-        return module_source(self.function, study_dir)
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """The function's module and every module it imports from outside the environment."""
+        return {f.name: f.path for f in imported_files(self.module, study_dir)}
+
+    @property
+    def module(self) -> str:
+        return self.function.split(":")[0]
 
     def build(self, study_dir: Path) -> "PythonEvaluator":
+        found = imported_files(self.module, study_dir)
+        code = text_digest([(f.name, file_digest(f.path)) for f in found])
         return PythonEvaluator(self.function, self.vectorized, str(study_dir),
-                               tuple(self.constants.items()))
+                               tuple(self.constants.items()), code,
+                               tuple(f.module for f in found))
 
 
 @dataclass(frozen=True)
@@ -114,10 +136,12 @@ class PythonEvaluator:
     function: str
     vectorized: bool
     study_dir: str
-    constants: tuple[tuple[str, float], ...] = ()  # keyword arguments no parameter sets
+    constants: tuple[tuple[str, float | int], ...] = ()  # keyword arguments no parameter sets
+    code: str = ""  # digest of the files runs depend on: a new one makes a worker re-import modules
+    modules: tuple[str, ...] = ()  # the modules of those files
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
-        function = import_function(self.function, Path(self.study_dir))
+        function = import_function(self.function, Path(self.study_dir), self.code, self.modules)
         n = len(context.run_ids)
         missing = {name: np.full(n, value) for name, value in self.constants if name not in inputs}
         inputs = {**missing, **inputs} if missing else inputs
@@ -157,48 +181,52 @@ def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n:
 
 
 def gather_results(results: list[Any], out: ModelOutput) -> None:
-    """Turn per-run return values into batch arrays; a run of the wrong shape fails alone."""
+    """Turn per-run return values into batch arrays; a run of the wrong shape fails alone.
+    Each run's series stay on its own `time` (runs sharing a grid are stacked)."""
     if results and all(e is None for e in out.errors) and all(
             isinstance(r, (float, int)) for r in results):
         out.scalars = {"value": np.array(results, dtype=float)}  # the common case, in one step
         return
     scalars: dict[str, np.ndarray] = {}
-    series: dict[str, list] = {}
+    runs: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
     for i, result in enumerate(results):
         if out.errors[i] is not None:
             continue
-        if not isinstance(result, dict):
-            result = {"value": result}
         try:
-            time = result.get("time")
-            if time is not None:
-                time = np.asarray(time, dtype=float)
-                if out.time is None:
-                    out.time = time
-                elif time.shape != out.time.shape or not np.array_equal(time, out.time):
-                    raise ValueError("its time grid differs from the other runs'; return series on "
-                                     "a fixed grid (for solve_ivp, pass t_eval)")
-            for key, value in result.items():
-                if key == "time":
-                    continue
-                array = np.asarray(value, dtype=float)
-                if array.ndim == 0:  # columns made once, not per run: a batch is long
-                    if key not in scalars:
-                        scalars[key] = np.full(out.n, np.nan)
-                    scalars[key][i] = array
-                elif time is not None and array.shape == time.shape:
-                    if key not in series:
-                        series[key] = [None] * out.n
-                    series[key][i] = array
-                else:
-                    raise ValueError(f"output {key!r} has shape {array.shape}; expected a number "
-                                     "or a series as long as 'time'")
+            numbers, series = split_result(result if isinstance(result, dict) else {"value": result})
         except (TypeError, ValueError) as error:
             out.errors[i] = f"bad return value: {error}"
+            continue
+        for key, value in numbers.items():
+            if key not in scalars:  # columns made once, not per run: a batch is long
+                scalars[key] = np.full(out.n, np.nan)
+            scalars[key][i] = value
+        if series is not None:
+            runs[i] = series
     out.scalars = scalars
-    for key, rows in series.items():
-        filler = np.full(len(out.time), np.nan)
-        out.series[key] = np.array([filler if row is None else row for row in rows])
+    out.put_runs(runs)
+
+
+def split_result(result: dict) -> tuple[dict[str, float], tuple | None]:
+    """One run's numbers, and its (time, series) when it returned a `time`."""
+    time = result.get("time")
+    if time is not None:
+        time = np.asarray(time, dtype=float)
+        if time.ndim != 1 or not len(time) or not np.all(np.diff(time) > 0):
+            raise ValueError("'time' must be a non-empty list of strictly increasing numbers")
+    numbers, series = {}, {}
+    for key, value in result.items():
+        if key == "time":
+            continue
+        array = np.asarray(value, dtype=float)
+        if array.ndim == 0:
+            numbers[key] = float(array)
+        elif time is not None and array.shape == time.shape:
+            series[key] = array
+        else:
+            raise ValueError(f"output {key!r} has shape {array.shape}; expected a number "
+                             "or a series as long as 'time'")
+    return numbers, None if time is None else (time, series)
 
 
 def call_vectorized(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:

@@ -11,7 +11,7 @@ has them (uniform, bounds, truncnormal, triangular, loguniform, beta, discrete),
 side).
 """
 
-from .base import DISTRIBUTIONS, TAGS, TAIL, ParameterBase, Positive, Real, stats
+from .base import DISTRIBUTIONS, TAGS, TAIL, ParameterBase, Positive, Real, Whole, stats
 from .continuous import Beta, Gamma, LogNormal, LogUniform, Normal, Triangular, TruncNormal, Uniform
 from .mapping import map_unit, varied
 from .sampling import sample_unit, sample_unit_chunks
@@ -20,5 +20,5 @@ from .values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",
-           "Real", "Triangular", "TruncNormal", "Uniform", "map_unit", "sample_unit",
+           "Real", "Triangular", "TruncNormal", "Uniform", "Whole", "map_unit", "sample_unit",
            "sample_unit_chunks", "stats", "varied"]

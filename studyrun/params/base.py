@@ -22,6 +22,7 @@ class _LazyStats:
 stats = _LazyStats()
 
 TAIL = 0.001  # bounds() of an unbounded kind: the TAIL and 1 - TAIL quantiles
+TAIL_Z = 3.0902323061678132  # the standard normal's 1 - TAIL quantile
 DISTRIBUTIONS = ("uniform", "normal", "lognormal", "truncnormal", "triangular", "loguniform",
                  "beta", "gamma", "discrete")
 TAGS = DISTRIBUTIONS + ("bounds", "fixed")  # union tags; they appear in pydantic error locations
@@ -44,6 +45,8 @@ def _check_positive(value: float, info: ValidationInfo) -> float:
 
 
 Real = Annotated[float, Field(allow_inf_nan=False)]
+# A YAML integer that fits an int64 stays an int (a model may count with it); others are floats.
+Whole = Annotated[int, Field(strict=True, ge=-2**63, le=2**63 - 1)]
 Positive = Annotated[float, Field(allow_inf_nan=False, json_schema_extra={"exclusiveMinimum": 0}),
                      AfterValidator(_check_positive)]
 
@@ -83,9 +86,30 @@ class ParameterBase(BaseModel):
     def _check_together(self) -> None:
         """Checks that span fields; subclasses raise ValueError."""
 
+    def _tails(self) -> tuple[float, float]:
+        """The TAIL and 1 - TAIL quantiles, or bounds on them, computed without scipy (inf or
+        NaN where they overflow): what the finiteness check looks at."""
+        lo, hi = self._limits()
+        return float(lo), float(hi)
+
+    def _check_finite(self) -> None:
+        """A parameter's values (its 0.1% to 99.9% range) must be finite floats, and so must
+        that range's width (the scale of a uniform, a design's box): else sampling overflows."""
+        with np.errstate(all="ignore"):
+            lo, hi = (np.float64(v) for v in self._tails())
+            width = hi - lo
+        if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(width)):
+            reach = f"its values reach about {_num(lo)} to {_num(hi)}"
+            if np.isfinite(lo) and np.isfinite(hi):
+                reach += ", a range wider than the largest float"
+            raise ValueError(f"this {self.kind} parameter's values are not all finite numbers: "
+                             f"{reach} (its 0.1% to 99.9% quantiles; floats reach about "
+                             "1.8e308); rescale the parameter (other units) or narrow it")
+
     @model_validator(mode="after")
     def _check_whole(self) -> "ParameterBase":
         self._check_together()
+        self._check_finite()
         if self.nominal is not None:
             lo, hi = self._support()
             if not lo <= self.nominal <= hi:

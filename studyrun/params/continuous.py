@@ -9,7 +9,14 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from .base import ParameterBase, Positive, Real, _check_above_low, _num, stats
+from .base import TAIL_Z, ParameterBase, Positive, Real, _check_above_low, _num, stats
+
+
+def normal_tails(mean: float, std: float) -> tuple[float, float]:
+    """A normal's 0.1% and 99.9% quantiles in float64 (inf where they overflow)."""
+    with np.errstate(all="ignore"):
+        mean, spread = np.float64(mean), TAIL_Z * np.float64(std)
+        return mean - spread, mean + spread
 
 
 class Uniform(ParameterBase):
@@ -41,6 +48,9 @@ class Normal(ParameterBase):
 
     def _dist(self) -> Any:
         return stats.norm(loc=self.mean, scale=self.std)
+
+    def _tails(self) -> tuple[float, float]:
+        return normal_tails(self.mean, self.std)
 
     def to_salib(self) -> tuple[str, list[float]]:
         return "norm", [self.mean, self.std]
@@ -84,6 +94,14 @@ class LogNormal(ParameterBase):
         mu, sigma = self.log_params()
         return stats.lognorm(s=sigma, scale=math.exp(mu))
 
+    def _tails(self) -> tuple[float, float]:
+        if self.mu is not None:
+            mu, sigma = np.float64(self.mu), np.float64(self.sigma)
+        else:  # log_params in float64, so an overflow gives inf rather than OverflowError
+            s2 = np.log1p((np.float64(self.std) / self.mean) ** 2)
+            mu, sigma = np.log(self.mean) - s2 / 2, np.sqrt(s2)
+        return tuple(np.exp(normal_tails(mu, sigma)))
+
     def to_salib(self) -> tuple[str, list[float]]:
         return "lognorm", list(self.log_params())
 
@@ -112,6 +130,10 @@ class TruncNormal(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return self.low, self.high
+
+    def _tails(self) -> tuple[float, float]:
+        lo, hi = normal_tails(self.mean, self.std)
+        return (lo if self.low is None else self.low), (hi if self.high is None else self.high)
 
     def to_salib(self) -> tuple[str, list[float]]:
         lo, hi = self._support()
@@ -207,3 +229,8 @@ class Gamma(ParameterBase):
 
     def _dist(self) -> Any:
         return stats.gamma(self.shape, loc=self.loc, scale=self.scale)
+
+    def _tails(self) -> tuple[float, float]:
+        """loc, and above the 99.9% quantile: k + 3.1 sqrt(k) + 7 scales past loc."""
+        shape = np.float64(self.shape)
+        return self.loc, self.loc + self.scale * (shape + TAIL_Z * np.sqrt(shape) + 7)

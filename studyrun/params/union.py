@@ -74,6 +74,8 @@ def _check_shape(data: Any) -> Any:
         return data
     if isinstance(data, bool):
         raise ValueError(f"{_SHAPES}; got {str(data).lower()} (a boolean)")
+    if isinstance(data, numbers.Integral) and -2**63 <= data < 2**63:
+        return int(data)  # a whole number stays one: a model may count with it
     if isinstance(data, numbers.Real):  # numpy scalars too
         try:
             return float(data)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .base import ParameterBase, Real, _num, stats
+from .base import ParameterBase, Real, Whole, _num, stats
 
 
 class Discrete(ParameterBase):
@@ -101,7 +101,7 @@ class Fixed(ParameterBase):
     """A bare number (or `{value: x}`): the parameter keeps this value for the whole study."""
 
     kind: ClassVar[str] = "fixed"
-    value: Real = Field(description="the value for the whole study")
+    value: Whole | Real = Field(description="the value for the whole study (an integer stays one)")
 
     @model_validator(mode="before")
     @classmethod
@@ -122,9 +122,9 @@ class Fixed(ParameterBase):
     def _support(self) -> tuple[float, float]:
         return self.value, self.value
 
-    def nominal_value(self, model_default: float | None) -> float:
-        """The fixed value: the study overrides the model's own value."""
-        return float(self.value)
+    def nominal_value(self, model_default: float | None) -> float | int:
+        """The fixed value, of the type the study gave: the study overrides the model's own value."""
+        return self.value
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..analyses.base import Outcome
 from .figures import Figures
 from .markdown import table
+
+
+RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "evaluated", "executed")  # README
 
 
 def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> str:
@@ -16,8 +20,7 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     if study.description:
         lines += [study.description.strip(), ""]
     lines += [f"Analysis: **{analysis['analysis']}** with a **{study.model.type}** model.", "",
-              table(["planned", "succeeded", "failed", "reused"],
-                    [[runs["planned"], runs["succeeded"], runs["failed"], runs["reused"]]]), ""]
+              table(shown := [k for k in RUN_COUNTS if k in runs], [[runs[k] for k in shown]]), ""]
     lines += ["## Parameters", "", table(["name", "specification"],
               [[name, describe_parameter(p)] for name, p in study.parameters.items()]), ""]
     if study.quantities:
@@ -26,16 +29,36 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     if outcome is not None and 0 < len(outcome.ok) < runs["planned"]:
         lines += [f"The figures show the first {len(outcome.ok):,} runs of the design's "
                   f"{runs['planned']:,}; the tables summarise every run.", ""]
-    lines += [study.analysis.report(analysis, outcome, Figures(folder / "figures")), ""]
+    lines += [analysis_section(folder, study, analysis, outcome), ""]
     provenance = analysis.get("provenance", {})
     if provenance:
-        git = provenance.get("git", {})
         lines += ["## Provenance", "",
                   f"studyrun {provenance.get('studyrun')}, Python {provenance.get('python')}, "
                   f"seed {provenance.get('seed')}, study sha256 `{provenance.get('study_sha256', '')[:16]}…`, "
-                  f"git {str(git.get('commit'))[:12]}{' (dirty)' if git.get('dirty') else ''}; "
+                  f"{describe_git(provenance.get('git') or {})}; "
                   f"{provenance.get('started')} to {provenance.get('finished')}.", ""]
     return "\n".join(lines)
+
+
+def describe_git(git: dict) -> str:
+    """The study's commit and whether its work tree was dirty, as the provenance line says it."""
+    if not git.get("commit"):
+        return "not in a git repository (or git could not read it)"
+    dirty = git.get("dirty")
+    state = " (dirty)" if dirty else "" if dirty is False else " (clean or dirty: unknown)"
+    return f"git {str(git['commit'])[:12]}{state}"
+
+
+def analysis_section(folder: Path, study, analysis: dict, outcome: Outcome | None) -> str:
+    """The analysis's own section; where numpy or matplotlib cannot draw the values (spans near
+    the float limit, 1e308) a note stands in for it: the results are in analysis.json already."""
+    try:
+        return study.analysis.report(analysis, outcome, Figures(folder / "figures"))
+    except (ValueError, OverflowError) as error:
+        print(f"studyrun: warning: the report's {analysis['analysis']} section was not drawn: "
+              f"{error}", file=sys.stderr)
+        return (f"*The {analysis['analysis']} section could not be drawn ({error}); the results "
+                "are in analysis.json and runs.csv.*")
 
 
 def describe_parameter(parameter) -> str:

@@ -31,6 +31,7 @@ class Figures:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        self._names: dict[str, str] = {}  # file names saved, by their lower case
 
     def new(self, nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.0)):
         """A new (figure, axes) pair, as pyplot.subplots(squeeze=...) returns it."""
@@ -44,10 +45,38 @@ class Figures:
     def save(self, fig, name: str, caption: str = "") -> str:
         """Lay the figure out as tight_layout does, write figures/<name>.png and return a
         Markdown image line."""
+        from ..outputs import replacing
+
+        name = self.unique(name)
         self.folder.mkdir(parents=True, exist_ok=True)
-        lay_out(fig)
-        fig.savefig(self.folder / f"{name}.png", dpi=DPI, pil_kwargs=PNG)
+        try:
+            lay_out(fig)
+            with replacing(self.folder / f"{name}.png") as temporary:
+                fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
+        except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
+            return not_drawn(name, error)
         return f"![{caption or name}](figures/{name}.png)"
+
+    def unique(self, name: str) -> str:
+        """The name, or with `-2` (`-3`, ...) after it when it differs from one saved before only
+        in case (quantities `K` and `k`): one file would overwrite the other on a file system
+        that ignores case (macOS, Windows)."""
+        unique, k = name, 1
+        while self._names.get(unique.lower(), unique) != unique:
+            k += 1
+            unique = f"{name}-{k}"
+        self._names[unique.lower()] = unique
+        return unique
+
+
+def not_drawn(name: str, error: Exception) -> str:
+    """The report's line for a figure matplotlib could not draw (axes spanning values near the
+    float limit, 1e308): the numbers are in analysis.json and runs.csv all the same."""
+    import sys
+
+    print(f"studyrun: warning: figure {name} not drawn: {error}", file=sys.stderr)
+    return (f"*Figure {name} not drawn: matplotlib cannot draw these values ({error}); they are "
+            "in analysis.json and runs.csv.*")
 
 
 def lay_out(fig) -> None:

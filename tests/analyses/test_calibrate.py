@@ -235,3 +235,70 @@ def test_gradient_matching_with_a_state_that_has_no_data(tmp_path):
     assert gm["cost"] < result["cost"]["initial"] / 10
     for name, truth in {"a": 1.0, "b": 0.5, "c": 0.3}.items():
         assert result["parameters"][name]["estimate"] == pytest.approx(truth, rel=1e-4)
+
+
+def test_run_counts_tell_repeated_points_from_runs_of_an_earlier_session(tmp_path):
+    """`evaluated` counts the fit's points with repeats, `planned` the distinct runs (runs.csv),
+    `executed` what this session computed, `reused` what an earlier session had."""
+    def counts(result):
+        runs = result.analysis["runs"]
+        assert runs["planned"] == len(result.runs)
+        assert runs["succeeded"] == runs["planned"] and runs["failed"] == 0
+        return runs
+
+    done = run_cli("run", write_logistic(tmp_path), "--out", tmp_path / "out", "--quiet")
+    assert done.returncode == 0, done.stderr
+    first = counts(studyrun.open_results(tmp_path / "out"))
+    assert first["reused"] == 0 and first["executed"] == first["planned"]
+    assert first["evaluated"] > first["planned"]  # the start and the estimate are asked for again
+    assert (f"{first['planned']} of {first['planned']} runs succeeded (0 failed, 0 reused from an "
+            f"earlier session, {first['planned']} executed now); the analysis evaluated "
+            f"{first['evaluated']} points, {first['evaluated'] - first['planned']} of them "
+            "repeats") in done.stdout
+    again = counts(studyrun.run(write_logistic(tmp_path), tmp_path / "out"))
+    assert again == first | {"reused": first["planned"], "executed": 0}
+    other = counts(studyrun.run(write_logistic(tmp_path, "trf"), tmp_path / "out"))
+    assert 0 < other["reused"] < other["planned"]  # the start, at least, an earlier session ran
+    assert other["reused"] + other["executed"] == other["planned"]
+
+
+def bad_data(folder, lines: list[str]):
+    """A study over a data file of these lines; the CLI's validate answer."""
+    write_logistic(folder)
+    (folder / "logistic.csv").write_text("\n".join(lines) + "\n")
+    return run_cli("validate", folder / "study.yaml")
+
+
+ROWS = ["name,time,value", "population,0,0.1", "population,1,0.16", "population,2,0.27"]
+
+
+@pytest.mark.parametrize("lines, where, message", [
+    ([r.replace(",", ";") for r in ROWS], "1:1",
+     "the header is separated by semicolons, not commas; set sep: \";\" in the data block"),
+    ([r.replace(",", "\t") for r in ROWS], "1:1",
+     "the header is separated by tabs, not commas; set sep: \"\\t\" in the data block"),
+    (ROWS[:2] + ["population;1;0.16"] + ROWS[3:], "3:1",
+     "this line holds semicolons where the header uses commas"),
+    (["name,time;value"] + ROWS[1:], "1:1", "the header mixes separators (commas and semicolons)"),
+    (ROWS[:2] + ["population,1,0.16,7"] + ROWS[3:], "3:19",
+     "this line has 4 cells, the header 3; quote a value holding ','"),
+    (ROWS[:2] + ['population,1,"' + "1" * 200_000 + '"'] + ROWS[3:], "3:1",
+     "cannot read this line as CSV: field larger than field limit (131072)"),
+])
+def test_a_malformed_data_file_is_located(tmp_path, lines, where, message):
+    """Each of these gave a traceback (_csv.Error) or was accepted silently (extra cells, a
+    line of another separator skipped as missing values)."""
+    done = bad_data(tmp_path, lines)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"{tmp_path / 'logistic.csv'}:{where}: {message}"), done.stderr
+
+
+def test_a_data_block_at_the_top_level_says_it_belongs_under_analysis(tmp_path):
+    text = write_logistic(tmp_path).read_text()
+    moved = text.replace("  data: {file: logistic.csv", "data: {file: logistic.csv")
+    path = write_study(tmp_path, moved)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    line = moved.splitlines().index("data: {file: logistic.csv, format: long, x: time, y: value}")
+    assert (f"{path}:{line + 1}:1: data: unknown key 'data' here: it belongs inside the analysis "
+            "block (a key of calibrate); move it there (indented under it)") in done.stderr

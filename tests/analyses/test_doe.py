@@ -336,11 +336,13 @@ def test_predict_matches_statsmodels_intervals():
     assert got["prediction_interval"] == pytest.approx([frame["obs_ci_lower"][0], frame["obs_ci_upper"][0]])
     assert got["coded"] == pytest.approx({"x1": 0.5, "x2": -0.6, "x3": -0.5})
     assert got["extrapolation"] is False
-    assert predict(results, "y", {"a": 5.0})["extrapolation"] is True
-    with pytest.raises(StudyError):
-        predict(results, "nope", at)
-    with pytest.raises(StudyError):
-        predict(results, "y", {"zzz": 1.0})
+    assert predict(results, "y", at | {"a": 5.0})["extrapolation"] is True
+    assert predict(results, "y", at, level=0.99)["confidence"][0] < got["confidence"][0]
+    for quantity, point, level in [("nope", at, 0.95), ("y", at | {"zzz": 1.0}, 0.95),
+                                   ("y", {"a": 1.5, "b": 12.0}, 0.95), ("y", at | {"c": np.nan}, 0.95),
+                                   ("y", at | {"c": np.inf}, 0.95), ("y", at, 1.0), ("y", at, 0.0)]:
+        with pytest.raises(StudyError):
+            predict(results, quantity, point, level)
 
 
 def test_predict_without_residual_df_gives_no_intervals():

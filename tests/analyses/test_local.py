@@ -294,6 +294,14 @@ def test_example_study_runs_from_the_command_line_and_resumes(tmp_path):
     assert results["population"]["method"] == "exact"
     report = (out / "report.md").read_text()
     assert "figures/local-population.png" in report and "Collinearity" in report
+    # initial_population only sets x(0): its partition coefficient is 0 by definition, and says so
+    assert results["partition"]["full"]["model"]["initial_population"] == 0.0
+    assert results["partition"]["initial_state_only"] == {"initial_population": ["population"]}
+    l1 = results["population"]["L1"]["initial_population"]
+    assert l1 > 0.1
+    note = next(n for n in results["notes"] if n.startswith("partition: initial_population"))
+    assert "coefficients are 0" in note and f"population {l1:.4g}" in note
+    assert note in report and "Parameters that only set initial states (initial_population)" in report
     again = studyrun.run(STUDIES / "logistic-local.yaml", out)
     assert again.analysis["runs"]["reused"] == 7
     assert again.results["population"]["L1"] == results["population"]["L1"]

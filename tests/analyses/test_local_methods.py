@@ -157,6 +157,7 @@ def test_rate_coefficients_of_logistic_growth_by_hand():
     assert full["rate"] == pytest.approx(np.mean(0.4 * x * (1 - x / 1000)), rel=1e-4)
     assert full["capacity"] == pytest.approx(np.mean(0.4 * x ** 2 / 1000), rel=1e-4)
     assert full["initial_population"] == 0.0
+    assert result["initial_state_only"] == {"initial_population": ["population"]}
 
 
 def test_time_varying_inputs_join_the_extended_trajectory():

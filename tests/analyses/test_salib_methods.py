@@ -84,8 +84,7 @@ def test_delta_ranks_a_linear_model_and_keeps_global_state():
     np.random.seed(123)
     result = analyse(spec, parameters, lambda x: x @ c)
     assert np.random.random() == expected_next  # SALib's np.random.seed() was undone
-    delta = result["delta_balanced"] if "delta_balanced" in result else result["delta"]
-    assert delta["a"] > delta["b"] > delta["c"]
+    assert result["delta_balanced"]["a"] > result["delta_balanced"]["b"] > result["delta_balanced"]["c"]
     for name, s1 in zip(parameters, c**2 / np.sum(c**2)):
         assert result["S1"][name] == pytest.approx(s1, abs=0.1)
 
@@ -154,9 +153,40 @@ def test_dgsm_linear_model_and_bound_on_total_indices():
     json.dumps(result, allow_nan=False)
     assert result["dropped_blocks"] == 2 and result["effective_N"] == 1022
     for name, ci in zip(parameters, c):
-        assert result["vi"][name] == pytest.approx((2 * ci) ** 2, rel=1e-6)  # (dy/du)^2
+        assert result["vi"][name] == pytest.approx(ci ** 2, rel=1e-6)  # (dy/dx)^2
         assert result["dgsm"][name] == pytest.approx(12 / np.pi**2 * ci**2 / np.sum(c**2),
                                                      rel=0.05)
     ishigami_result = analyse(Dgsm(type="dgsm", samples=512), ishigami_parameters(), ishigami)
     for name, st in zip(ishigami_parameters(), ISHIGAMI_ST):
         assert ishigami_result["dgsm"][name] >= st - 0.02
+
+
+def test_delta_report_shows_every_index_salib_gives(tmp_path):
+    """SALib 1.6's delta_step is in analysis.json and in the report's table; a parameter whose
+    name SALib refuses (ending in _step) is analysed, and its notes carry its name."""
+    from studyrun.report.figures import Figures
+
+    parameters = {"a_step": Uniform(low=-1.0, high=1.0), "b": Uniform(low=0.0, high=1.0)}
+    spec = Delta(type="delta", samples=128, resamples=5)
+    analysis = {"analysis": "delta", "results": spec.analyse(
+        run(spec, parameters, lambda x: 3 * x[:, 0] + x[:, 1]), parameters)}
+    result = analysis["results"]["y"]
+    indices = {k for k, v in result.items() if isinstance(v, dict)}
+    assert indices == {"delta_balanced", "delta_balanced_conf", "delta_raw", "delta_raw_conf",
+                       "delta_step", "delta_step_conf", "S1", "S1_conf"}
+    assert result["delta_step"]["a_step"] > 0 and result["delta_step"]["b"] is None  # b > 0 only
+    assert "SALib: b: Step: too few samples. 0 (<=0)" in " ".join(result["warnings"])
+    text = spec.report(analysis, None, Figures(tmp_path / "figures"))
+    header = next(line for line in text.splitlines() if line.startswith("| parameter"))
+    assert header.split(" | ")[1:] == [*spec.keys[:-1], "S1_conf |"]
+    assert "delta_step" in header and "| delta |" not in text
+
+
+def test_a_delta_above_one_is_flagged():
+    """A very skewed quantity defeats SALib's density estimate: a delta (at most 1) comes out
+    far above 1, and the result says so."""
+    parameters = {"k": Uniform(low=-0.2, high=1.0), "y0": Uniform(low=50.0, high=150.0)}
+    spec = Delta(type="delta", samples=300, resamples=5)
+    result = analyse(spec, parameters, lambda x: x[:, 1] * np.exp(-10 * x[:, 0]))
+    assert result["delta_balanced"]["k"] > 1
+    assert any(w.startswith("delta above 1 for k:") for w in result["warnings"])

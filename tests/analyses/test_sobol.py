@@ -182,3 +182,43 @@ def test_constant_quantity_has_zero_indices_and_a_warning():
     assert result["ST"] == {"x1": 0.0, "x2": 0.0, "x3": 0.0}
     assert result["S2"]["x1"] == {"x2": 0.0, "x3": 0.0}
     assert "same in every run" in result["warnings"][0]
+
+
+def test_an_unknown_output_is_refused_at_validate_where_the_model_declares_its_outputs(tmp_path):
+    from conftest import STUDIES, run_cli
+
+    text = (STUDIES / "flowers-sobol.yaml").read_text()
+    text = text.replace("models/flowers.yaml", str(STUDIES / "models" / "flowers.yaml"))
+    (tmp_path / "study.yaml").write_text(text.replace("outputs: [area]", "outputs: [area, areas]"))
+    done = run_cli("validate", tmp_path / "study.yaml")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"{tmp_path / 'study.yaml'}:20:19: analysis.outputs[1]: the model "
+                                   "has no output 'areas'; did you mean 'area'? (outputs: area, "
+                                   "decay, fraction_occupied, growth)")
+
+
+def test_an_output_no_run_gave_is_named_not_blamed_on_failed_runs(tmp_path):
+    """A python model declares no outputs: the run finds the missing series and says so."""
+    import shutil
+
+    import studyrun
+    from conftest import STUDIES, write_study
+
+    shutil.copy(STUDIES / "decay.py", tmp_path)
+    path = write_study(tmp_path, """
+        name: decay-sobol
+        model: {type: python, function: "decay:decay"}
+        parameters:
+          k: {bounds: [0.2, 1.0]}
+          y0: {bounds: [50, 150]}
+        quantities: {final_y: final(y)}
+        analysis: {type: sobol, samples: 16, outputs: [y, nosuch]}
+        execution: {scheduler: sync}
+        """)
+    result = studyrun.run(path, tmp_path / "out")
+    assert result.analysis["runs"]["failed"] == 0
+    assert "error" not in result.results["y"] and len(result.results["y"]["time"]) == 41
+    assert result.results["nosuch"] == {"error": "no run gave a time series named 'nosuch': it is "
+                                        "not an output of the model; name one of the model's "
+                                        "outputs in `outputs:`"}
+    assert "no run gave a time series named 'nosuch'" in (tmp_path / "out" / "report.md").read_text()

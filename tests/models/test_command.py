@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 import pickle
 import sys
@@ -114,16 +115,24 @@ def test_csv_results(tmp_path):
     np.testing.assert_allclose(out.series["y"], expected_y(a, b, out.time))
 
 
-def test_runs_on_other_grids_are_interpolated_or_fail(tmp_path):
-    a, b = [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]
-    # run 2 has a finer grid over the same span; run 3 starts late and cannot cover run 1's grid
-    out = run_batch(sim(), tmp_path, a=a, b=b, n=[5, 9, 5], t0=[0, 0, 1])
-    np.testing.assert_allclose(out.time, [0, 1, 2, 3, 4])
-    assert out.errors[:2] == [None, None]
-    assert "does not cover" in out.errors[2]
-    y_fine = np.exp(-np.linspace(0, 4, 9))
-    np.testing.assert_allclose(out.series["y"][1], np.interp(out.time, np.linspace(0, 4, 9), y_fine))
-    assert np.isnan(out.series["y"][2]).all() and np.isnan(out.scalars["final"][2])
+def test_each_run_keeps_its_own_grid(tmp_path):
+    a, b = [1.0, 1.0, 1.0, 2.0], [0.0, 1.0, 1.0, 1.0]
+    # runs 1 and 4 share a grid; run 2 has a finer one, run 3 one that starts late
+    out = run_batch(sim(), tmp_path, a=a, b=b, n=[5, 9, 5, 5], t0=[0, 0, 1, 0])
+    assert out.errors == [None] * 4
+    grids = {tuple(np.arange(4)[g.rows]): g for g in out.series_groups()}
+    assert set(grids) == {(0, 3), (1,), (2,)}
+    np.testing.assert_allclose(grids[(0, 3)].time, [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(grids[(1,)].time, np.linspace(0, 4, 9))
+    np.testing.assert_allclose(grids[(2,)].time, [1, 1.75, 2.5, 3.25, 4])
+    for rows, group in grids.items():
+        np.testing.assert_array_equal(group.series["y"],
+                                      expected_y(np.take(a, rows), np.take(b, rows), group.time))
+
+
+def test_runs_sharing_a_grid_are_stacked_on_it(tmp_path):
+    out = run_batch(sim(), tmp_path, a=[1.0, 2.0], b=[0.5, 0.5], n=[5, 5])
+    assert out.groups == [] and out.series["y"].shape == (2, 5)
 
 
 def test_no_workdir_uses_a_temporary_folder_and_removes_it(tmp_path, monkeypatch):
@@ -437,3 +446,45 @@ def test_example_decay_simulator(tmp_path):
     np.testing.assert_allclose(out.scalars["auc"], y0 / k * (1 - np.exp(-10 * k)))
     out = run_batch(model, tmp_path, study_dir=STUDIES, kk=[1.0])
     assert out.errors[0].startswith("exited with status 2") and "unknown parameter 'kk'" in out.errors[0]
+
+
+# --- bounded output ----------------------------------------------------------------------------
+
+BIG_RESULTS = """
+name: big-output
+model:
+  type: command
+  run: [PYTHON, -c, "import json, os, sys; size = int(sys.argv[1]); f = open('results.json', 'w'); f.write('{\\"y\\": 1.0}'); f.truncate(size) if size > 11 else None", "SIZE"]
+  MAX
+parameters:
+  a: {bounds: [0, 1]}
+analysis: {type: montecarlo, samples: 2}
+execution: {scheduler: sync}
+"""
+
+
+@pytest.mark.parametrize("max_output, size, message", [
+    ("max_output: 1MB", 1_000_001, "results.json is 1,000,001 bytes, more than max_output (1MB)"),
+    ("", 100_000_001, "results.json is 100,000,001 bytes, more than max_output (100MB)"),
+])
+def test_a_results_file_beyond_max_output_fails_its_run_unread(tmp_path, max_output, size, message):
+    """A results file larger than max_output (default 100MB; here sparse, so the disk is spared)
+    fails the run with a clear error before it is read: the driver's memory stays bounded."""
+    from conftest import run_cli, write_study
+
+    text = BIG_RESULTS.replace("PYTHON", PY).replace("SIZE", str(size)).replace("MAX", max_output)
+    done = run_cli("run", write_study(tmp_path, text), "--out", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("studyrun: run ") and message in done.stderr
+    small = text.replace(f'"{size}"', '"11"')
+    done = run_cli("run", write_study(tmp_path, small), "--out", tmp_path / "out2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_max_output_is_checked_at_validate(tmp_path):
+    from conftest import run_cli, write_study
+
+    text = BIG_RESULTS.replace("PYTHON", PY).replace("SIZE", "11").replace("MAX", "max_output: lots")
+    done = run_cli("validate", write_study(tmp_path, text))
+    assert done.returncode == 2
+    assert re.search(r"study.yaml:5:3: model.max_output: not a memory size", done.stderr), done.stderr

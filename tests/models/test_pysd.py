@@ -1,91 +1,77 @@
-"""The pysd model type, with a stand-in for PySD (an optional dependency not installed here)."""
+"""The pysd model type, with real PySD on Vensim's teacup model (tests/models/teacup.mdl)."""
 
 from __future__ import annotations
 
-import sys
-import types
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
+from conftest import run_cli, write_study
 from studyrun.errors import StudyError
 from studyrun.models.base import RunContext
-from studyrun.models.pysd import Pysd, plain_name
+from studyrun.models.pysd import Pysd, cache_folder, plain_name
+
+TEACUP = Path(__file__).parent / "teacup.mdl"
 
 
-class FakeModel:
-    """Newton's teacup: T' = (room - T) / characteristic_time, Euler at step 0.125."""
-
-    loads = 0
-
-    def __init__(self) -> None:
-        FakeModel.loads += 1
-        self.ran = False
-
-    def run(self, params, progress=False, final_time=10.0, time_step=0.125, saveper=1.0,
-            return_columns=None, flatten_output=False):
-        assert flatten_output
-        assert not self.ran, "a model object must not be reused"
-        self.ran = True
-        tau = params.get("Characteristic Time", 10.0)
-        if tau <= 0:
-            raise ValueError("characteristic time must be positive")
-        temperature, rows, t = 180.0, [], 0.0
-        steps = int(round(final_time / time_step))
-        stride = int(round(saveper / time_step))
-        for k in range(steps + 1):
-            if k % stride == 0:
-                rows.append((t, temperature, (70 - temperature) / tau))
-            temperature += time_step * (70 - temperature) / tau
-            t = (k + 1) * time_step
-        frame = pd.DataFrame([r[1:] for r in rows], index=[r[0] for r in rows],
-                             columns=["Teacup Temperature", "Heat Loss to Room"])
-        return frame[return_columns] if return_columns else frame
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One translation cache for the module (PySD translates in seconds), not the user's."""
+    folder = tmp_path_factory.mktemp("cache")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield folder
+    if before is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture
-def fake_pysd(monkeypatch, tmp_path):
-    module = types.ModuleType("pysd")
-    translated = []
-
-    def read_vensim(path):
-        translated.append(path)
-        Path(path).with_suffix(".py").write_text("# translated\n")
-
-    module.read_vensim = read_vensim
-    module.load = lambda path: FakeModel()
-    monkeypatch.setitem(sys.modules, "pysd", module)
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
-    (tmp_path / "teacup.mdl").write_text("{UTF-8}\n")
-    module.translated = translated
-    return module
+def model_dir(tmp_path, cache) -> Path:
+    shutil.copy(TEACUP, tmp_path / "teacup.mdl")
+    return tmp_path
 
 
-def test_runs_get_fresh_models_and_plain_names(fake_pysd, tmp_path):
-    spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl", "time": {"final_time": 5}})
-    assert spec.check(tmp_path) == []
-    evaluator = spec.build(tmp_path)
-    assert fake_pysd.translated and (tmp_path / "teacup.py").is_file()
-    before = FakeModel.loads
-    out = evaluator({"Characteristic Time": np.array([5.0, 10.0, -1.0])},
-                    RunContext(run_ids=np.arange(3)))
-    assert FakeModel.loads - before == 3
-    assert out.time.tolist() == [0, 1, 2, 3, 4, 5]
-    assert set(out.series) == {"teacup_temperature", "heat_loss_to_room"}
-    assert out.series["teacup_temperature"][0, -1] < out.series["teacup_temperature"][1, -1]
-    assert out.errors[:2] == [None, None]
-    assert "characteristic time must be positive" in out.errors[2]
-    assert np.isnan(out.series["teacup_temperature"][2]).all()
+def euler_teacup(tau: float, steps: int, dt: float = 0.125) -> np.ndarray:
+    """The teacup's temperature, Euler at dt: T_n = 70 + 110 (1 - dt/tau)^n."""
+    return 70 + 110 * (1 - dt / tau) ** np.arange(steps + 1)
 
 
-def test_translation_is_reused_until_the_model_changes(fake_pysd, tmp_path):
+def test_runs_give_the_models_series_under_plain_names(model_dir):
+    spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl",
+                                "time": {"final_time": 5, "saveper": 0.125}})
+    assert spec.check(model_dir) == []
+    evaluator = spec.build(model_dir)
+    out = evaluator({"characteristic_time": np.array([5.0, 10.0])}, RunContext(run_ids=np.arange(2)))
+    assert out.errors == [None, None]
+    np.testing.assert_allclose(out.time, np.arange(41) * 0.125)
+    for row, tau in enumerate([5.0, 10.0]):  # each run on a fresh model: nothing leaks
+        np.testing.assert_allclose(out.series["teacup_temperature"][row], euler_teacup(tau, 40))
+    assert {"teacup_temperature", "heat_loss_to_room"} <= set(out.series)
+
+
+def test_the_translation_goes_to_the_cache_not_beside_the_model(model_dir, cache):
     spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"})
-    spec.build(tmp_path)
-    spec.build(tmp_path)
-    assert len(fake_pysd.translated) == 1
-    assert spec.identity(tmp_path) == b"{UTF-8}\n"
+    first = spec.build(model_dir).translated
+    assert sorted(p.name for p in model_dir.iterdir()) == ["teacup.mdl"]
+    assert Path(first).is_file() and Path(first).is_relative_to(cache_folder())
+    assert cache_folder().is_relative_to(cache)
+    assert spec.build(model_dir).translated == first  # reused while the model is unchanged
+    (model_dir / "teacup.mdl").write_text(TEACUP.read_text().replace("180)", "190)"))
+    assert spec.build(model_dir).translated != first
+    assert spec.dependencies(model_dir) == {"teacup.mdl": model_dir / "teacup.mdl"}
+
+
+def test_parameters_must_name_components_of_the_model(model_dir):
+    spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"})
+    assert spec.input_names() is None  # unknown until check() has read the model
+    assert spec.check(model_dir) == []
+    assert {"characteristic_time", "room_temperature"} <= spec.input_names()
+    assert "time" not in spec.input_names()
 
 
 def test_missing_file_and_missing_pysd_are_problems(monkeypatch, tmp_path):
@@ -99,7 +85,42 @@ def test_missing_file_and_missing_pysd_are_problems(monkeypatch, tmp_path):
     assert any("unknown model file type" in p.message for p in bad.check(tmp_path))
 
 
+def test_a_model_pysd_cannot_translate_is_located(model_dir):
+    (model_dir / "broken.mdl").write_text("{UTF-8}\nx = = 3 ~ ~ |\n")
+    spec = Pysd.model_validate({"type": "pysd", "file": "broken.mdl"})
+    (problem,) = spec.check(model_dir)
+    assert problem.path == "file" and "PySD cannot translate the model" in problem.message
+
+
 def test_plain_names():
     assert plain_name("Teacup Temperature") == "teacup_temperature"
     assert plain_name("stock[A,B]") == "stock_a_b"
     assert plain_name("3 things") == "v_3_things"
+
+
+STUDY = """
+name: teacup
+model: {type: pysd, file: teacup.mdl, time: {final_time: 10}}
+parameters:
+  characteristic_time: {distribution: uniform, low: 5, high: 15}
+  room_temperature: 70
+quantities: {final: final(teacup_temperature)}
+analysis: {type: montecarlo, samples: 4}
+execution: {scheduler: sync}
+"""
+
+
+def test_cli_locates_a_parameter_the_model_lacks_and_runs_without_writing_beside_it(model_dir):
+    typo = write_study(model_dir, STUDY.replace("  characteristic_time", "  charactristic_time"),
+                       "typo.yaml")
+    done = run_cli("validate", typo)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (f"{typo}:4:3: parameters.charactristic_time: the model has no input "
+            "'charactristic_time'; did you mean 'characteristic_time'?") in done.stderr
+    study = write_study(model_dir, STUDY)
+    done = run_cli("run", study, "--out", model_dir / "results", cwd=model_dir)
+    assert done.returncode == 0, done.stderr
+    assert "4 of 4 runs succeeded" in done.stdout
+    left = sorted(p.name for p in model_dir.iterdir())
+    assert left == ["results", "study.yaml", "teacup.mdl",
+                    "typo.yaml"], left

@@ -64,3 +64,79 @@ def test_a_vectorized_model_calling_sys_exit_fails_its_batch(tmp_path):
     source = "import sys\ndef f(x):\n    sys.exit('no')\n"
     out = evaluate(tmp_path, source, {"x": np.array([1.0, 2.0])}, vectorized=True)
     assert out.errors == ["the model called sys.exit('no') (at m.py:3)"] * 2
+
+
+RAGGED = ("import numpy as np\n"
+          "def f(x):\n"
+          "    t = np.arange(0.0, x, 0.5)\n"
+          "    return {'time': t, 'y': x - t, 'top': float(x)}\n")
+
+
+def test_series_of_different_lengths_keep_their_own_grids(tmp_path):
+    out = evaluate(tmp_path, RAGGED, {"x": np.array([2.0, 3.0, 2.0])})
+    assert out.errors == [None, None, None] and out.scalars["top"].tolist() == [2.0, 3.0, 2.0]
+    groups = {tuple(np.arange(3)[g.rows]): g for g in out.series_groups()}
+    assert set(groups) == {(0, 2), (1,)}
+    assert groups[(0, 2)].time.tolist() == [0, 0.5, 1, 1.5]
+    assert groups[(1,)].series["y"].tolist() == [[3, 2.5, 2, 1.5, 1, 0.5]]
+
+
+def test_quantities_of_ragged_runs_are_each_runs_own(tmp_path):
+    from studyrun.quantities import Quantities
+
+    inputs = {"x": np.array([2.0, 3.0, 5.0])}
+    out = evaluate(tmp_path, RAGGED, inputs)
+    values = Quantities({"end": "final(time)", "low": "final(y)", "area": "integral(y)"}
+                        ).evaluate(out, inputs)
+    assert out.errors == [None] * 3
+    assert values["end"].tolist() == [1.5, 2.5, 4.5] and values["low"].tolist() == [0.5] * 3
+    assert values["area"].tolist() == [np.trapezoid(x - np.arange(0, x, 0.5), np.arange(0, x, 0.5))
+                                       for x in (2.0, 3.0, 5.0)]
+
+
+def test_a_time_that_does_not_increase_fails_that_run_alone(tmp_path):
+    source = ("def f(x):\n"
+              "    return {'time': [0, 1, 1] if x > 1 else [0, 1, 2], 'y': [x, x, x]}\n")
+    out = evaluate(tmp_path, source, {"x": np.array([1.0, 2.0])})
+    assert out.errors[0] is None
+    assert out.errors[1] == ("bad return value: 'time' must be a non-empty list of strictly "
+                             "increasing numbers")
+
+
+COUNTING = '''
+import numpy as np
+
+def f(x, nsamples, scale, count, ratio):
+    kinds = [type(v).__name__ for v in (nsamples, scale, count, ratio)]
+    assert kinds == ["int", "float", "int", "float"], kinds
+    return x * len(range(nsamples)) * count + scale * ratio
+
+def g(x, nsamples, scale, count, ratio):
+    kinds = [np.asarray(v).dtype.kind for v in (nsamples, scale, count, ratio)]
+    assert kinds == ["i", "f", "i", "f"], kinds
+    return x * nsamples * count + scale * ratio
+'''
+
+
+def test_whole_number_constants_and_fixed_parameters_arrive_as_ints(tmp_path):
+    """YAML's types are kept: `nsamples: 50` is an int, `scale: 2.0` a float (per run and vectorized)."""
+    import studyrun
+    from conftest import write_study
+
+    (tmp_path / "counting.py").write_text(COUNTING)
+    for function, vectorized in [("f", "false"), ("g", "true")]:
+        path = write_study(tmp_path, f"""
+            name: counting-{function}
+            model: {{type: python, function: "counting:{function}", vectorized: {vectorized},
+                     constants: {{nsamples: 50, scale: 2.0}}}}
+            parameters:
+              x: {{bounds: [1, 2]}}
+              count: 3
+              ratio: {{value: 4.0}}
+            analysis: {{type: sweep, levels: {{x: [1, 2]}}}}
+            execution: {{scheduler: sync}}
+            """)
+        result = studyrun.run(path, tmp_path / function)
+        runs = result.runs
+        assert result.analysis["runs"]["failed"] == 0, runs.get("error")
+        assert sorted(runs["value"]) == [158.0, 308.0]  # x * 50 * 3 + 2.0 * 4.0

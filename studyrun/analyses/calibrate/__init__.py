@@ -8,7 +8,7 @@ whole Jacobians, whole populations and the starts of a multistart fit run as one
 
 Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
 batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
-(gradient matching, methods.md section 5), mcmc.py (adaptive Metropolis with delayed rejection,
+(gradient matching, docs/methods.md), mcmc.py (adaptive Metropolis with delayed rejection,
 FME's modMCMC), calibration.py (the workflow and the results block), report.py.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,
@@ -22,9 +22,12 @@ to paste into the study), `starts` (multistart), `progress` (best cost after eac
 `curves` (output -> `time`, `initial`, `final` model series), `outputs` (variable -> the model
 output it is compared with), `residuals` (FME's table at the estimate, also written to
 residuals.csv), `notes`, and for those methods `gradient_matching` (`estimate`, `cost`,
-`objective`, `integrations`, `refine_integrations`, `collocation_points`, `outer_iterations`,
-`observed_states`, `hidden_states`, `settled`) or `mcmc` (`intervals`: name -> `mean`, `sd`,
-`lower`, `median`, `upper` (2.5/50/97.5%), `rhat`; `acceptance_rate`, `acceptance_by_chain`,
+`objective` (the documented sum of squared scaled slope mismatches at `estimate`),
+`integrations`, `refine_integrations`, `collocation_points`, `outer_iterations`,
+`observed_states`, `hidden_states`, `settled`, `from_data_at_start` (parameter -> the observed
+states whose smoothed value at the model's start gave it: those that only set initial states))
+or `mcmc` (`intervals`: name -> `mean`, `sd`, `lower`, `median`, `upper` (2.5/50/97.5%),
+`rhat`; `acceptance_rate`, `acceptance_by_chain`,
 `error_variance`, `sigma2`, `trace` (every `thin`-th iteration, also in mcmc-samples.csv),
 `prediction` (output -> `time`, `lower`, `median`, `upper`), `runs`, `iterations`, `burnin`,
 `chains`).
@@ -39,7 +42,7 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt,
                       model_validator)
 
 from ...errors import Problem, StudyError
-from ..base import AnalysisSpec, Design
+from ..base import AnalysisSpec, Design, search_runs
 from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
 
 if TYPE_CHECKING:
@@ -114,6 +117,12 @@ class Calibrate(AnalysisSpec):
     _model: Any = PrivateAttr(None)
     _fixed: dict[str, float] = PrivateAttr(default_factory=dict)
 
+    def run_count(self, parameters) -> tuple[int, str]:
+        counts = [search_runs(self, len(parameters))]
+        if self.method == "mcmc":
+            counts.append((self.mcmc.chains * self.mcmc.iterations, "mcmc.iterations"))
+        return max(counts)
+
     @property
     def blocks(self) -> list[DataBlock]:
         return self.data if isinstance(self.data, list) else [self.data]
@@ -135,6 +144,17 @@ class Calibrate(AnalysisSpec):
             return outputs_needed(self.observations()) + self._extra_series
         except StudyError:  # `studyrun report DIR` reads the study copy, away from its data;
             return []       # a run checks the data before it asks (check())
+
+    def series_grid(self):
+        """Runs whose grids differ are compared at the observation times."""
+        import numpy as np
+
+        try:
+            data = self.observations()
+        except StudyError:
+            return None
+        return np.unique(np.concatenate([np.asarray(v.x, dtype=float)
+                                         for obs in data for v in obs.variables]))
 
     def check(self, parameters) -> list[Problem]:
         problems = []
@@ -164,10 +184,22 @@ class Calibrate(AnalysisSpec):
         time = getattr(study.model, "time", None)
         span = (float(time.start), float(time.stop)) if time is not None else None
         check_against_model(self.observations(), study.model.output_names(), span)
-        if self.method == "gradient-matching" and not hasattr(study.model, "to_system"):
+        return self.gradient_problems(study) if self.method == "gradient-matching" else []
+
+    def gradient_problems(self, study) -> list[Problem]:
+        """Gradient matching reads an equation model's right-hand side, and takes the parameters
+        that only set initial states from the data at the model's start."""
+        from ...params import varied
+        from .gradient import initial_state_problems
+
+        if not hasattr(study.model, "to_system"):
             return [Problem("gradient matching evaluates the model's right-hand side: it needs an "
                             "ode or stockflow model (use lm or trf)", "method")]
-        return []
+        try:
+            return initial_state_problems(study.model.to_system(), list(varied(study.parameters)),
+                                          self.observations())
+        except StudyError:  # an invalid model: its own check reports it
+            return []
 
     def design(self, parameters, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""

@@ -150,8 +150,9 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
         "fitted": dict(zip(names, map(float, result.estimate))),
         "fitted_yaml": fitted_yaml(parameters, result.estimate, stats["std_error"]),
         "progress": result.progress,
-        "notes": stats["notes"] + [f"{n} ended at a bound of its box; widen its bounds if the "
-                                   "data allow" for n, b in zip(names, at_bound) if b],
+        "notes": stats["notes"] + outcome.series_notes + [
+            f"{n} ended at a bound of its box; widen its bounds if the data allow"
+            for n, b in zip(names, at_bound) if b],
     }
     if final_costs is not None:
         results["curves"] = {o: {"time": outcome.time.tolist(), "initial": outcome.series[o][0].tolist(),

@@ -1,10 +1,11 @@
-"""The cost of model runs against observed data, exactly as FME's modCost defines it
-(Soetaert & Petzoldt 2010; docs/methods.md section 1), for a whole batch of runs at once.
+"""The cost of model runs against observed data, FME's modCost (Soetaert & Petzoldt 2010;
+docs/methods.md, "The cost of a model against data"), for a whole batch of runs at once.
 
 Per observed variable j: the model output linearly interpolated at the observations' x, the
 residuals r = mod - obs, the errors err (the err column, or 1, sd(obs) or mean|obs| by `weight`),
 the weighted residuals w = r / err, SSR_j = sum w^2, SSR_unweighted_j = sum r^2, N_j, and
-scale_j = 1 or 1/N_j (`scale_var`). The model cost is sum_j scale_j SSR_j; minlogp is
+scale_j = 1 or 1/N_j (`scale_var`: the FME manual's reading; FME's code divides by N_j^3 and its
+Marquardt fit ignores the option, see the docs). The model cost is sum_j scale_j SSR_j; minlogp is
 sum [w^2/2 + log err + log(2 pi)/2]. Several data blocks add up, their tables concatenated; a
 variable observed in more than one block is listed once per block, as `name`, `name[2]`, ...
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,8 @@ class DataBlock(BaseModel):
         "none", description="without err: the error of every point of a variable is 1 (none), the "
                             "standard deviation of its observations (std) or their mean |value| (mean)")
     scale_var: bool = Field(False, description="divide each variable's cost by its number of "
-                                               "observations")
+                                               "observations N, once (FME's manual; FME's code "
+                                               "divides by N^3: docs/methods.md)")
     map: dict[str, str] = Field(default_factory=dict,
                                 description="observed name -> model output, where they differ")
     window: tuple[float, float] | None = Field(
@@ -106,10 +108,36 @@ class Table:
                  if line.strip() and not line.lstrip().startswith("#")]
         if not lines:
             raise StudyError("the data file is empty", file=path, line=1, col=1)
-        self.rows = [(n, cells(line, sep)) for n, line in lines]
+        self.rows = [(n, self.split(n, line, sep)) for n, line in lines]
         self.header_line, header = self.rows.pop(0)
         self.header = [name.strip() for name, _ in header]
         self.header_cols = [col for _, col in header]
+        self.check_separators(dict(lines), sep)
+
+    def split(self, number: int, line: str, sep: str) -> list[tuple[str, int]]:
+        """The cells of one line, or a StudyError at it (a field beyond the csv module's limit)."""
+        try:
+            return cells(line, sep)
+        except csv.Error as exc:
+            raise self.fail(number, 1, f"cannot read this line as CSV: {exc} (a cell holds "
+                                       "one number; is a quote left open?)") from None
+
+    def check_separators(self, text: dict[int, str], sep: str) -> None:
+        """A line with more cells than the header, or split by another separator than `sep`
+        (a ';' or tab file read as ',', or a mix), is an error naming what it found."""
+        width = len(self.header)
+        other = other_separator(text[self.header_line], sep)
+        if other:
+            where = "header" if width == 1 else "mixed"
+            raise self.fail(self.header_line, 1, separator_message(other, sep, where))
+        for number, row in self.rows:
+            if len(row) > width:
+                raise self.fail(number, row[width][1], f"this line has {len(row)} cells, the "
+                                f"header {width}; quote a value holding {sep!r}, or remove the "
+                                "extra cells")
+            other = other_separator(text[number], sep) if len(row) < width else None
+            if other:
+                raise self.fail(number, 1, separator_message(other, sep, "line"))
 
     def column(self, name: str, key: str) -> int:
         """The index of a named column, or a StudyError at the header naming the choices."""
@@ -122,6 +150,27 @@ class Table:
 
     def fail(self, line: int, col: int, message: str) -> StudyError:
         return StudyError(message, file=self.path, line=line, col=col)
+
+
+SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
+
+
+def other_separator(line: str, sep: str) -> str | None:
+    """A separator other than `sep` found outside quotes in the line, if any."""
+    outside = "".join(line.split('"')[::2])
+    return next((s for s in SEPARATORS if s != sep and s in outside), None)
+
+
+def separator_message(found: str, sep: str, where: str) -> str:
+    """What a header or line split by `found` rather than `sep` means, and the fix."""
+    found_name, sep_name = SEPARATORS[found], SEPARATORS.get(sep, repr(sep))
+    fix = f"set sep: {json.dumps(found)} in the data block, or use one separator throughout the file"
+    if where == "header":
+        return f"the header is separated by {found_name}, not {sep_name}; {fix}"
+    if where == "line":
+        return f"this line holds {found_name} where the header uses {sep_name}; {fix}"
+    return (f"the header mixes separators ({sep_name} and {found_name}); use one throughout, "
+            "and set sep: to it")
 
 
 def cells(line: str, sep: str) -> list[tuple[str, int]]:

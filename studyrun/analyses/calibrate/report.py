@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...outputs import replacing
 from ...report.figures import shown_rows
 from ...report.markdown import table
 
@@ -51,7 +52,7 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
 
 
 def write_residuals(path, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as handle:
+    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
         writer = csv.DictWriter(handle, RESIDUAL_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
@@ -61,7 +62,7 @@ def write_samples(path, mc: dict) -> None:
     """The chains (every `thin`-th iteration) as a table: chain, iteration, burnin, parameters."""
     names = list(mc["trace"])
     thin = mc.get("thin", 1)
-    with open(path, "w", newline="") as handle:
+    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["chain", "iteration", "burnin", *names])
         for c in range(mc["chains"]):
@@ -79,10 +80,19 @@ def section_gradient(results: dict) -> list[str]:
              f"{gm['integrations']} model integrations for the matching"
              + (f", {gm['refine_integrations']} for the trajectory fit that refined it"
                 if gm.get("refine_integrations") is not None else "") + ".", "",
+             *initial_state_notes(gm),
              table(["parameter", "gradient matching", "final"],
                    [[n, gm["estimate"][n], results["parameters"][n]["estimate"]]
                     for n in gm["estimate"]]), ""]
     return lines
+
+
+def initial_state_notes(gm: dict) -> list[str]:
+    """Why a parameter that only sets initial states was not matched, as bullets."""
+    notes = [f"- {name} only sets the initial value of {', '.join(states)}: the right-hand side "
+             f"never reads it, so it was taken from the smoothed data at the model's start."
+             for name, states in gm.get("from_data_at_start", {}).items()]
+    return notes + [""] if notes else []
 
 
 def section_starts(results: dict) -> list[str]:

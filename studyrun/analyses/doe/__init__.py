@@ -16,6 +16,7 @@ residuals, sqrt(SSR/n)), `coefficients` (term -> estimate, std_error, t, p; code
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -144,6 +145,18 @@ class Doe(AnalysisSpec):
             except StudyError as error:
                 problems += [Problem(p.message, path="response") for p in error.problems]
         return problems
+
+    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str] | None:
+        """The runs a user's number sets: a full factorial's levels, lhs samples, centre points."""
+        if self.kind == "full":
+            levels = self.levels if isinstance(self.levels, dict) else {}
+            default = self.levels if isinstance(self.levels, int) else 2
+            return math.prod(levels.get(name, default) for name in parameters), "levels"
+        if self.kind == "lhs":
+            return self.samples or 10 * len(parameters), "samples"
+        if self.kind in ("ccd", "bbd") and self.center is not None:
+            return self.center, "center"
+        return None
 
     def describe_design(self, design: Design) -> str:
         """`studyrun plan`: the design in coded and natural units, with a fraction's aliases."""

@@ -204,8 +204,8 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
             level: float = 0.95) -> dict[str, Any]:
     """Prediction with confidence and prediction intervals at a point given in natural units.
 
-    `analysis_results` is analysis.json (or its `results` block). Parameters left out of `at`
-    are taken at the center of their bounds.
+    `analysis_results` is analysis.json (or its `results` block); `at` gives every factor of the
+    fit a finite value, and `level` lies strictly between 0 and 1.
     """
     from scipy import stats
 
@@ -213,18 +213,17 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
     if quantity not in results or "coefficients" not in results[quantity]:
         raise StudyError(f"no doe fit for quantity {quantity!r}; fitted: "
                          f"{[q for q in results if not q.startswith('_')]}")
+    if not 0.0 < level < 1.0:
+        raise StudyError(f"--level must lie strictly between 0 and 1, such as 0.95; got {level}")
     fit = results[quantity]
     coding = fit["coding"]
-    unknown = sorted(set(at) - set(coding))
-    if unknown:
-        raise StudyError(f"unknown parameters {unknown}; the fit's factors are {list(coding)}")
-    coded = np.array([(float(at.get(n, c["center"])) - c["center"]) / c["half_range"]
-                      for n, c in coding.items()])
+    check_point(at, coding)
+    coded = np.array([(float(at[n]) - c["center"]) / c["half_range"] for n, c in coding.items()])
     row = build_matrix(coded[None, :], [parse_term(t, len(coding)) for t in fit["terms"]])[0]
     beta = np.array([fit["coefficients"][t]["estimate"] for t in fit["terms"]])
     value = float(row @ beta)
     out = {"quantity": quantity, "prediction": value, "level": level,
-           "at": {n: float(at.get(n, c["center"])) for n, c in coding.items()},
+           "at": {n: float(at[n]) for n in coding},
            "coded": {c["symbol"]: float(x) for c, x in zip(coding.values(), coded)},
            "extrapolation": bool(np.any(np.abs(coded) > 1.0 + 1e-12)),
            "std_error": None, "confidence": None, "prediction_interval": None}
@@ -237,3 +236,20 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
     out |= {"std_error": se, "confidence": [value - tq * se, value + tq * se],
             "prediction_interval": [value - tq * spread, value + tq * spread]}
     return out
+
+
+def check_point(at: dict[str, float], coding: dict[str, dict]) -> None:
+    """Refuse a point with a factor the fit lacks, without one it has, or with a non-finite value."""
+    factors = ", ".join(coding)
+    unknown = [name for name in at if name not in coding]
+    if unknown:
+        raise StudyError(f"--at: unknown factor {', '.join(map(repr, unknown))}; the fit's "
+                         f"factors are {factors}")
+    missing = [name for name in coding if name not in at]
+    if missing:
+        centres = ",".join(f"{n}={coding[n]['center']:g}" for n in missing)
+        raise StudyError(f"--at: no value for {', '.join(map(repr, missing))}; give every factor "
+                         f"of the fit ({factors}), such as --at {centres} for the centre")
+    bad = [f"{name}={value}" for name, value in at.items() if not np.isfinite(value)]
+    if bad:
+        raise StudyError(f"--at: {', '.join(bad)} is not a finite number; give a finite value")

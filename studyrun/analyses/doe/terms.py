@@ -32,7 +32,7 @@ def read_coding(names: Sequence[str], parameters: dict[str, Any]) -> tuple[np.nd
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
             raise StudyError(f"doe needs finite bounds with low < high; got [{lo}, {hi}]",
                              path=f"parameters.{name}")
-        centers.append((lo + hi) / 2.0)
+        centers.append(lo / 2.0 + hi / 2.0)  # (lo + hi) / 2 bit for bit, without overflowing
         halves.append((hi - lo) / 2.0)
     return np.array(centers), np.array(halves)
 

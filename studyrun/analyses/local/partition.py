@@ -13,6 +13,8 @@ members' moves). We scale by p_j
 c_ij = sum w |s_ij| / sum w (the formula's 1/N over the partition's points scales every
 coefficient of a clustered partition alike, so rankings are the same; dividing by the total
 weight makes them estimates of the full-grid ones); the model's coefficient of p_j is sum_i c_ij.
+A parameter that only sets initial states has df/dp = 0, so its coefficients are 0 by definition;
+`initial_state_only` lists such parameters (with the states they set) so that the results say so.
 
 - uniform: Algorithm 1, a uniform partition of the time span refined by doubling its points
   until no coefficient changes by more than `tolerance` (relative) or every grid point is used.
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...models.equations import FIXED_METHODS, CompiledSystem, EquationEvaluator, EquationSystem
+from ..initial_states import initial_only
 from .agreement import rank
 
 TINY = 1e-12
@@ -216,6 +219,7 @@ def analyse_partition(system: EquationSystem, values: dict[str, float], paramete
     clustered = coefficients(sensitivity(at, shifts), weights)
     return {
         "scale": "relative" if relative else "absolute", "coordinates": names,
+        "initial_state_only": initial_only(sensitivity.compiled, parameters),
         "full": entry(full, full_points, full_points),
         "uniform": entry(uniform["coefficients"], uniform["points"], uniform["evaluated"])
         | {k: uniform[k] for k in ("iterations", "converged", "last_change", "step")}

@@ -108,10 +108,14 @@ def partition_section(entry: dict[str, Any]) -> str:
              ", ".join(entry[key]["ranking"])]
             for key, label in (("full", "full trajectory"), ("uniform", "uniform refinement"),
                                ("clustering", "one-pass clustering"))]
+    only = list(entry.get("initial_state_only", {}))
+    initial = (f" Parameters that only set initial states ({', '.join(only)}) have coefficients "
+               f"of 0 here, as the right-hand side never reads them; the sensitivity functions' "
+               f"L1 above measures their effect on the trajectory.") if only else ""
     return "\n\n".join([
         "### Sensitivity coefficients on fewer trajectory points",
         f"Coefficients of the right-hand side ({entry['scale']} scale) over points of the "
-        f"nominal trajectory in ({', '.join(entry['coordinates'])}).",
+        f"nominal trajectory in ({', '.join(entry['coordinates'])}).{initial}",
         table(["partition", "points", "evaluations of f", "saved", "ranking"], rows)])
 
 

@@ -28,7 +28,7 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
     design = outcome.design
     names, info = design.names, design.info
     nominal = np.array([info["nominal"][n] for n in names])
-    notes = list(info.get("notes", []))
+    notes = list(info.get("notes", [])) + outcome.series_notes
     computed: dict[str, tuple[np.ndarray, Functions]] = {}
     for method in info["methods"]:
         try:
@@ -51,12 +51,26 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
     partition = partition_results(spec, names, notes)
     if partition is not None:
         results["partition"] = partition
+        notes += [initial_state_note(name, states, results, spec.outputs)
+                  for name, states in partition["initial_state_only"].items()]
         for other in ("uniform", "clustering"):
             results["agreement"][f"full vs {other}"] = compare_rankings(
                 partition["full"]["ranking"], partition[other]["ranking"], spec.top)
     results.update(quantity_results(outcome, info["methods"], nominal, notes))
     results["notes"] = notes
     return results
+
+
+def initial_state_note(name: str, states: list[str], results: dict[str, Any],
+                       outputs: list[str]) -> str:
+    """Why a parameter that only sets initial states has partition coefficients of 0, and where
+    its effect is measured instead."""
+    l1 = ", ".join(f"{o} {results[o]['L1'][name]:.4g}" for o in outputs
+                   if results[o].get("L1", {}).get(name) is not None)
+    return (f"partition: {name} only sets the initial value of {', '.join(states)}, so its "
+            f"coefficients are 0: they measure the right-hand side's sensitivity df/dp "
+            f"(methods section 4), and f never reads {name}. Its effect on the trajectory is "
+            f"in the sensitivity functions' L1" + (f" ({l1})" if l1 else ""))
 
 
 def summarise_outputs(time: np.ndarray, scaled: dict[str, tuple[np.ndarray, int]],

@@ -4,9 +4,9 @@ summary; methods.md section 2).
 S_ij(t) = dy_i(t)/dp_j by central or forward differences with a relative step; normalised
 S~ = (p_j / y_i(t)) S_ij(t), or (p_j / scale_i) S_ij(t) with a fixed output scale (FME's
 varscale) for outputs that cross zero. Summaries over the N points of the output grid, start
-included: L1 = mean |S~|, L2 = sqrt(mean S~^2) (the root mean square, as methods.md defines it;
-FME's summary divides sqrt(sum S~^2) by N instead), mean, min, max. Points where y is 0 (below
-1e-12 of its largest magnitude) are left out of the summaries and counted.
+included: L1 = mean |S~|, L2 = sqrt(mean S~^2) (the root mean square, as FME's summary computes
+it since version 1.3.6.1; earlier versions divided sqrt(sum S~^2) by N), mean, min, max. Points
+where y is 0 (below 1e-12 of its largest magnitude) are left out of the summaries and counted.
 """
 
 from __future__ import annotations

@@ -21,12 +21,14 @@ Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
   output, a list of numbers is a series on the optional `"time"` list (else on 0, 1, 2, ...).
   Results, `.csv`: a header with a `time` column and one column per series; empty cells are NaN.
   A run that lacks an output other runs of the batch have fails (write null instead).
-- Series of a batch share the grid of the first successful run. A run on another grid is
-  interpolated linearly onto it when its grid covers that range, and fails otherwise.
+- Each run's series stay on its own `time` (a simulation may stop on an event), and its
+  quantities are computed on them; analyses that need one grid interpolate (studyrun/grids.py).
 - `keep_workdirs`: `failed` (default) removes the workdirs of successful runs; `all` keeps
   every one; `none` removes every one. stdout.txt and stderr.txt are written in each workdir.
 - `memory_limit` (`512MB`, `2GiB`, or bytes; KB/MB/GB are powers of 1000 and KiB/MiB/GiB of
   1024, as in Dask) caps the address space with RLIMIT_AS (POSIX; not enforced on macOS).
+- `max_output` (default `100MB`, same units) caps the size of a run's results file: a larger
+  file fails that run unread, so a runaway program cannot fill the driver's memory.
 """
 
 from .evaluator import CommandEvaluator

@@ -37,6 +37,8 @@ class CommandEvaluator:
     keep: str
     memory_limit: int | None
     memory_text: str | None = None
+    max_output: int = 100 * 10**6  # bytes: a larger results file fails its run unread
+    max_output_text: str = "100MB"
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         n = len(context.run_ids)
@@ -100,6 +102,11 @@ class CommandEvaluator:
         if not results.is_file():
             raise _RunFailed(f"exited with status 0 but wrote no {self.results_name}"
                              + _tail(stderr_path, "; stderr ends:\n"))
+        size = results.stat().st_size
+        if size > self.max_output:
+            raise _RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
+                             f"({self.max_output_text}); write less, or raise the model's "
+                             "max_output")
         return _read_results(results)
 
     def _write_params(self, row: dict[str, float], path: Path, where: dict[str, str]) -> None:

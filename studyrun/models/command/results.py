@@ -1,4 +1,4 @@
-"""Reading outputs: a run's results file (.json or .csv) and fitting runs onto the batch's arrays."""
+"""Reading outputs: a run's results file (.json or .csv), gathered into the batch's arrays."""
 
 from __future__ import annotations
 
@@ -72,6 +72,8 @@ def _check_grid(time, series: dict[str, np.ndarray], file: str) -> np.ndarray | 
         if len(lengths) > 1:
             raise _RunFailed(f"{file}: series differ in length {sorted(lengths)} and no 'time'")
         return np.arange(lengths.pop(), dtype=float)
+    if not len(time):
+        raise _RunFailed(f"{file}: 'time' holds no value")
     if lengths != {len(time)}:
         raise _RunFailed(f"{file}: every series must have as many values as 'time' ({len(time)})")
     if not np.all(np.diff(time) > 0):
@@ -80,14 +82,13 @@ def _check_grid(time, series: dict[str, np.ndarray], file: str) -> np.ndarray | 
 
 
 def _assemble(out: ModelOutput, parsed: list, results_name: str) -> None:
-    """Fill the batch's arrays; runs whose outputs do not fit the batch's outputs fail."""
+    """Fill the batch's arrays, each run's series on its own grid; a run that lacks an output
+    the other runs of the batch have fails."""
     ok = [i for i, p in enumerate(parsed) if p is not None]
     scalar_names = list(dict.fromkeys(k for i in ok for k in parsed[i][0]))
     series_names = list(dict.fromkeys(k for i in ok for k in parsed[i][1]))
-    grid = next((parsed[i][2] for i in ok if parsed[i][1]), None)
     out.scalars = {k: np.full(out.n, math.nan) for k in scalar_names}
-    out.series = {k: np.full((out.n, len(grid)), math.nan) for k in series_names}
-    out.time = grid if series_names else None
+    runs = {}
     for i in ok:
         scalars, series, time = parsed[i]
         missing = [k for k in scalar_names if k not in scalars]
@@ -96,22 +97,8 @@ def _assemble(out: ModelOutput, parsed: list, results_name: str) -> None:
             out.fail(i, f"{results_name} has no {missing[0]!r}, which other runs of the batch "
                         "have (write null for a value a run cannot compute)")
             continue
-        try:
-            rows = _onto_grid(series, time, grid)
-        except _RunFailed as exc:
-            out.fail(i, str(exc))
-            continue
         for k in scalar_names:
             out.scalars[k][i] = scalars[k]
-        for k in series_names:
-            out.series[k][i] = rows[k]
-
-
-def _onto_grid(series: dict[str, np.ndarray], time, grid) -> dict[str, np.ndarray]:
-    if not series or (len(time) == len(grid) and np.array_equal(time, grid)):
-        return series
-    tol = 1e-9 * max(1.0, abs(grid[-1] - grid[0]))
-    if time[0] > grid[0] + tol or time[-1] < grid[-1] - tol:
-        raise _RunFailed(f"time grid [{time[0]:g}, {time[-1]:g}] does not cover the batch's "
-                         f"grid [{grid[0]:g}, {grid[-1]:g}] (that of its first successful run)")
-    return {k: np.interp(grid, time, v) for k, v in series.items()}
+        if series_names:
+            runs[i] = (time, series)
+    out.put_runs(runs)

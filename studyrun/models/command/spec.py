@@ -12,6 +12,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, field_va
                       model_validator)
 
 from ...errors import Problem, StudyError
+from ...identity import file_name
 from ..base import ModelSpec
 from .evaluator import CommandEvaluator
 from .placeholders import _NAME, PLACEHOLDERS, _split
@@ -60,6 +61,8 @@ class Command(ModelSpec):
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     keep_workdirs: Literal["failed", "all", "none"] = "failed"
     memory_limit: str | int | None = Field(None, description="address-space cap, e.g. 512MB")
+    max_output: str | int = Field("100MB", description="largest results file a run may write "
+                                  "(e.g. 500MB); a larger one fails that run")
 
     @field_validator("run", mode="before")
     @classmethod
@@ -107,7 +110,7 @@ class Command(ModelSpec):
                                  "empty and has no '=' nor NUL; a value has no NUL)")
         return value
 
-    @field_validator("memory_limit")
+    @field_validator("memory_limit", "max_output")
     @classmethod
     def _memory(cls, value):
         if value is not None:
@@ -141,6 +144,22 @@ class Command(ModelSpec):
                     f"[python3, {program}])", path="run.0"))
         return problems
 
+    def dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """The program, every existing file its argv names by an absolute or `{study_dir}` path
+        (also after `--option=`), and the template copied into each run's folder."""
+        study_dir = Path(study_dir).resolve()
+        files = []
+        if isinstance(self.params_file, Template):
+            files.append(study_dir / self.params_file.template)
+        for index, arg in enumerate(self.run):
+            if _NAME.search(arg.replace("{study_dir}", "")):
+                continue  # names a file of the run, made when it runs
+            text = arg.replace("{study_dir}", str(study_dir))
+            if index == 0:
+                files.append(_program_file(text, study_dir, self.env))
+            files += [Path(c) for c in (text, text.partition("=")[2]) if c and Path(c).is_absolute()]
+        return {file_name(f, study_dir): f for f in files if f is not None and _is_file(f)}
+
     def build(self, study_dir: Path) -> CommandEvaluator:
         """A picklable evaluator holding the resolved argv, template text and options."""
         study_dir = Path(study_dir).resolve()
@@ -154,8 +173,9 @@ class Command(ModelSpec):
             path = study_dir / self.params_file.template
             try:
                 template = _split(path.read_text())
-            except OSError as exc:
-                raise StudyError(f"cannot read template {path}: {exc.strerror}",
+            except (OSError, UnicodeDecodeError) as exc:
+                why = getattr(exc, "strerror", None) or "not a UTF-8 text file"
+                raise StudyError(f"cannot read template {path}: {why}",
                                  path="model.params_file.template") from None
             params_name = self.params_file.file
         return CommandEvaluator(
@@ -163,7 +183,8 @@ class Command(ModelSpec):
             params_name=params_name, template=template, results_name=self.results_file,
             timeout=self.timeout, env=tuple(self.env.items()), keep=self.keep_workdirs,
             memory_limit=None if self.memory_limit is None else parse_bytes(self.memory_limit),
-            memory_text=None if self.memory_limit is None else str(self.memory_limit))
+            memory_text=None if self.memory_limit is None else str(self.memory_limit),
+            max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output))
 
 
 def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str | None:
@@ -176,6 +197,14 @@ def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str 
         return program  # leave PATH lookup to exec, as a shell would
     local = study_dir / program
     return str(local) if _is_file(local) else None
+
+
+def _program_file(program: str, study_dir: Path, env: dict[str, str]) -> Path | None:
+    """The file a program name runs: a path as `_resolve_program` finds it, a bare name on PATH."""
+    where = _resolve_program(program, study_dir, env)
+    if where is not None and os.sep not in where:
+        where = shutil.which(where, path=env.get("PATH", os.environ.get("PATH", os.defpath)))
+    return None if where is None else Path(where)
 
 
 def _is_file(path: Path) -> bool:

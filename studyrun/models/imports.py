@@ -1,0 +1,113 @@
+"""The files a python model's module imports from outside the installed environment.
+
+They are found by importing the module in a fresh interpreter (this one may hold other studies'
+modules, and studyrun's own) with this process's `sys.path`, the study folder first, and listing
+`sys.modules` afterwards. A module counts unless its file lies in the standard library, a
+site-packages folder or studyrun itself: the study folder's modules and the user's own packages
+(on PYTHONPATH, or installed in editable mode) count. A module imported only when the function is
+called, not when its module is, is not seen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import StudyError
+from ..identity import file_digest, file_name
+
+# The module's own prints go to stderr, so the answer on the saved stdout stays clean.
+_CHILD = r"""
+import importlib, json, os, sys
+paths, module = json.loads(sys.stdin.read())
+answer = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.path[:] = paths
+importlib.import_module(module)
+files = {}
+for name, loaded in list(sys.modules.items()):
+    try:
+        files[name] = loaded.__file__
+    except Exception:
+        pass
+json.dump({name: file for name, file in files.items() if isinstance(file, str)}, answer)
+"""
+
+
+@dataclass(frozen=True)
+class ModuleFile:
+    """One imported module: its name, its file, and the file's name in a run's identity."""
+
+    module: str
+    path: Path
+    name: str
+
+
+_FOUND: dict[tuple, tuple[list[ModuleFile], list[str]]] = {}
+
+
+def imported_files(module: str, study_dir: Path) -> list[ModuleFile]:
+    """The module's file and every file it imports from outside the environment, by module name.
+
+    Remembered per process while none of those files' contents changed (a new import must be
+    written in one of them), so planning and building a study import it once.
+    """
+    paths = [str(study_dir), *[p for p in sys.path if p != str(study_dir)]]
+    key = (module, tuple(paths))
+    if key in _FOUND:
+        found, digests = _FOUND[key]
+        if [file_digest(f.path) for f in found] == digests:
+            return found
+    found = find_in_fresh_interpreter(module, paths, Path(study_dir))
+    _FOUND[key] = (found, [file_digest(f.path) for f in found])
+    return found
+
+
+def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) -> list[ModuleFile]:
+    """Import the module in a new interpreter with these paths; keep the modules that are the user's."""
+    done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps([paths, module]),
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise StudyError(f"cannot import {module!r} in a fresh interpreter to find the files it "
+                         f"imports: {last}", path="model.function")
+    environment = environment_folders()
+    found = []
+    for name, file in sorted(json.loads(done.stdout).items()):
+        path = Path(file)
+        if (name == module or not inside_any(path, environment)) and path.is_file():
+            found.append(ModuleFile(name, path, module_file_name(name, path, study_dir)))
+    return found
+
+
+def environment_folders() -> list[Path]:
+    """Where installed code lives: the standard library, site-packages folders, studyrun."""
+    folders = {Path(__file__).resolve().parents[1]}
+    for prefixes in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        paths = sysconfig.get_paths(vars=prefixes)
+        folders.update(Path(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    folders.update(Path(p) for p in site.getsitepackages())
+    folders.add(Path(site.getusersitepackages()))
+    return sorted({Path(os.path.realpath(f)) for f in folders})
+
+
+def inside_any(path: Path, folders: list[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(folder) for folder in folders)
+
+
+def module_file_name(module: str, path: Path, study_dir: Path) -> str:
+    """Its path relative to the study folder; outside it, its path in its package (mylib/io.py),
+    so neither moving the study folder nor the library's folder changes an identity."""
+    name = file_name(path, study_dir)
+    if not Path(name).is_absolute():
+        return name
+    parts = module.split(".")
+    folders = parts if path.stem == "__init__" else parts[:-1]
+    return "/".join([*folders, path.name])

@@ -1,0 +1,193 @@
+"""A hostile study folder (issue 14.1): nothing in it runs code the study did not declare, nothing
+a model prints drives the terminal, and no error quotes a file that is not a study or data file
+or prints a 5,000-digit value in full. All through the real command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write_study
+
+ODE_STUDY = """
+name: hostile-git
+model:
+  type: ode
+  time: {start: 0, stop: 1, step: 0.5}
+  states: {x: 1}
+  rates: {x: -k * x}
+  constants: {k: 1}
+parameters:
+  k: {bounds: [0.5, 1.5]}
+quantities: {y: final(x)}
+analysis: {type: montecarlo, samples: 4}
+execution: {scheduler: sync}
+"""
+TRAPS = ("fsmonitor", "hook", "pager", "diff", "textconv", "clean", "process", "included", "ssh")
+
+
+def git(folder: Path, *args: str) -> str:
+    """A plain git call of the test's own (hooks and filters are set up only afterwards)."""
+    return subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=folder,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def trap(folder: Path, name: str) -> str:
+    """A script that leaves a marker file when run (and passes its input through)."""
+    script = folder / f"trap-{name}.sh"
+    script.write_text(f"#!/bin/sh\ntouch '{folder}/ran-{name}'\ncat\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A committed study whose .git/config names a program for every hook git offers."""
+    repo, traps = tmp_path / "repo", tmp_path / "traps"
+    repo.mkdir(), traps.mkdir()
+    write_study(repo, ODE_STUDY)
+    (repo / "notes.txt").write_text("notes\n")
+    (repo / "zz.dat").write_text("data\n")
+    (repo / ".gitattributes").write_text("*.txt filter=evil diff=evil\n*.yaml filter=Other\n"
+                                         "*.dat filter=proc\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "study")
+    settings = {"core.fsmonitor": "fsmonitor", "core.pager": "pager", "pager.status": "pager",
+                "diff.external": "diff", "diff.evil.textconv": "textconv",
+                "filter.evil.clean": "clean", "filter.proc.process": "process",
+                "core.sshCommand": "ssh"}
+    for key, name in settings.items():
+        git(repo, "config", key, trap(traps, name))
+    git(repo, "config", "filter.evil.required", "true")
+    included = traps / "included.cfg"  # a filter defined in a file the config includes
+    included.write_text(f'[filter "Other"]\n\tclean = {trap(traps, "included")}\n')
+    git(repo, "config", "include.path", str(included))
+    hooks = repo / ".git" / "hooks"
+    for hook in ("post-index-change", "reference-transaction", "pre-commit", "post-checkout"):
+        shutil.copy(trap(traps, "hook"), hooks / hook)
+    return repo, traps
+
+
+def run_in(repo: Path) -> dict:
+    out = repo.parent / "results"
+    done = run_cli("run", repo / "study.yaml", "--out", out, "--quiet")
+    assert done.returncode == 0, done.stderr
+    return json.loads((out / "analysis.json").read_text())["provenance"]["git"]
+
+
+def test_a_hostile_git_config_runs_nothing_and_commit_and_dirty_are_right(tmp_path):
+    repo, traps = hostile_repo(tmp_path)
+    head = git(repo, "rev-parse", "HEAD")
+    for path in repo.iterdir():  # stale stat data: git would re-read (and filter) every file
+        path.touch()
+    assert run_in(repo) == {"commit": head, "dirty": False}
+    (repo / "notes.txt").write_text("changed\n")
+    assert run_in(repo) == {"commit": head, "dirty": True}
+    ran = sorted(p.name for p in traps.glob("ran-*"))
+    assert ran == [], f"git ran the repository's programs: {ran}"
+    assert not list(repo.glob("ran-*"))
+
+
+def test_the_traps_do_fire_under_a_plain_git_status(tmp_path):
+    """The test above can fail: the same repository makes a plain `git status` run them."""
+    repo, traps = hostile_repo(tmp_path)
+    for path in repo.iterdir():
+        path.touch()
+    subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True)
+    fired = {p.name[4:] for p in traps.glob("ran-*")}
+    assert {"fsmonitor", "clean", "included", "process"} <= fired, fired
+
+
+def test_outside_a_repository_the_report_says_so(tmp_path):
+    write_study(tmp_path, ODE_STUDY)
+    done = run_cli("run", tmp_path / "study.yaml", "--out", tmp_path / "results", "--quiet",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert "git None" not in report and "not in a git repository" in report
+
+
+EVIL_OUTPUT = "boom \x1b[2J\x1b]0;pwned\x07 \x9b31m\r\nsecond line"
+EVIL_COMMAND = f"import sys\nsys.stderr.write({EVIL_OUTPUT!r})\nsys.exit(3)\n"
+EVIL_PYTHON = f"def model(k):\n    raise ValueError({EVIL_OUTPUT!r})\n"
+STUDY = """
+name: hostile-output
+model: {model}
+parameters:
+  k: {{bounds: [0, 1]}}
+analysis: {{type: montecarlo, samples: 3}}
+execution: {{scheduler: sync, on_failure: {on_failure}}}
+"""
+MODELS = {"command": '{type: command, run: [python3, "{study_dir}/evil.py"], '
+                     'params_file: params.json, results_file: results.json}',
+          "python": "{type: python, function: evil:model}"}
+
+
+@pytest.mark.parametrize("model, on_failure", [("command", "abort"), ("command", "continue"),
+                                               ("python", "abort"), ("python", "continue")])
+def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_failure):
+    (tmp_path / "evil.py").write_text(EVIL_COMMAND if model == "command" else EVIL_PYTHON)
+    study = write_study(tmp_path, STUDY.format(model=MODELS[model], on_failure=on_failure))
+    out = tmp_path / "results"
+    outputs = [run_cli("run", study, "--out", out, "--quiet")]
+    assert outputs[0].returncode == (1 if on_failure == "abort" else 0), outputs[0].stderr
+    outputs += [run_cli("runs", out, "--failed"), run_cli("status", out)]
+    for done in outputs:
+        text = done.stdout + done.stderr
+        assert not set(text) & {"\x1b", "\x07", "\x9b", "\r"}, repr(text)
+    shown = outputs[0].stderr if on_failure == "abort" else outputs[1].stdout
+    assert "boom \\x1b[2J\\x1b]0;pwned\\x07 \\x9b31m" in shown and "second line" in shown
+    if model == "python":  # status shows each error's first line: here the model's own words
+        assert "boom \\x1b[2J" in outputs[2].stdout
+
+
+def test_a_model_file_that_is_not_yaml_is_named_not_quoted(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for target in ("/etc/passwd", secret):
+        study = write_study(tmp_path, ODE_STUDY.replace(
+            "model:\n  type: ode\n", f"model: {{file: {target}}}\nx:\n  type: ode\n"))
+        done = run_cli("validate", study)
+        assert done.returncode == 2
+        assert "root:" not in done.stderr and f"{target} is not a YAML file" in done.stderr
+        assert done.stderr.startswith(f"{study}:2:")
+
+
+def test_a_5000_digit_number_is_cut_in_the_message(tmp_path):
+    huge = "1" + "0" * 4999
+    bounds = [huge, f"'{huge}'", huge[:4000]]  # beyond int-from-text, text, beyond a float
+    studies = [write_study(tmp_path, ODE_STUDY.replace("[0.5, 1.5]", f"[0.5, {bound}]"),
+                           f"study{i}.yaml") for i, bound in enumerate(bounds)]
+    done = run_cli("validate", *studies)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 3 and all(len(line) < 300 for line in lines), lines
+    assert "5,000 digits" in lines[0] and "too large" in lines[0]
+    assert "a number of 5,000 digits" in lines[1]
+    assert "4,000 digits" in lines[2] and "too large" in lines[2]
+
+
+def test_cut_values_cuts_values_and_leaves_prose_alone():
+    from studyrun.text import cut_values, terminal_safe
+
+    prose = "the model's " + "word " * 40 + "isn't cut; unknown key 'x' (" + "a, " * 40 + "'b')"
+    assert cut_values(prose) == prose
+    long_text = "x" * 1000
+    assert cut_values(f"got {long_text!r}; try again") == f"got '{'x' * 76}...' (1,000 characters); try again"
+    assert cut_values(f"got {10**200}") == "got a number of 201 digits"
+    assert terminal_safe("a\x1b[2J\tb\r\nc\x9b\u202e") == "a\\x1b[2J\tb\\r\nc\\x9b\\u202e"
+
+
+def test_a_template_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
+    (tmp_path / "evil.py").write_text(EVIL_COMMAND)
+    (tmp_path / "in.tmpl").write_bytes(b"\xff\xfe\x00k={k}")
+    model = MODELS["command"].replace("params_file: params.json",
+                                      "params_file: {template: in.tmpl, file: in.txt}")
+    study = write_study(tmp_path, STUDY.format(model=model, on_failure="abort"))
+    done = run_cli("run", study, "--out", tmp_path / "results", "--quiet")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "in.tmpl: not a UTF-8 text file" in done.stderr
