@@ -105,8 +105,8 @@ class Sobol(AnalysisSpec):
             series = outcome.series.get(name)
             resolved = missing_series(name, series, outcome.ok) or analyse_series(
                 series, outcome.time, failed_rows(outcome, name, series), outcome.design.info)
-            if "warnings" in resolved:  # runs left out because their grids end early, by id
-                resolved["warnings"] = outcome.series_notes + resolved["warnings"]
+            if outcome.series_notes:  # runs left out because their grids end early, by id
+                resolved["warnings"] = outcome.series_notes + resolved.get("warnings", [])
             if name in results:  # a quantity of the same name keeps its place
                 results[name]["time_resolved"] = resolved
             else:
