@@ -18,11 +18,17 @@ import ast
 import difflib
 import functools
 import re
+import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+# CPython 3.11 keeps ast.parse's recursion count in module state: two threads parsing at once (the
+# threads scheduler, a worker's task beside the driver's) fail with "AST constructor recursion
+# depth mismatch". One parse at a time.
+_PARSING = threading.Lock()
 
 __all__ = ["ExprError", "FunctionDef", "BUILTINS", "Expr", "parse", "check_names", "to_sympy"]
 
@@ -452,7 +458,8 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
         raise ExprError("empty expression")
     all_functions = {**BUILTINS, **(functions or {})}
     try:
-        tree = ast.parse(body, mode="eval")
+        with _PARSING:
+            tree = ast.parse(body, mode="eval")
     except SyntaxError as exc:
         offset = None if exc.offset is None else shift + max(exc.offset - 1, 0)
         huge = re.search(r"\d{4000,}", body) if "integer string conversion" in exc.msg else None
