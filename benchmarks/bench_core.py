@@ -23,9 +23,21 @@ import json
 import subprocess
 import sys
 
-from harness import (OUT, ROOT, UNIFORM_PI, best, last_float, python, run_study, show, studyrun,
-                     traced_run,
-                     use_source, write_rows, write_study)
+from harness import (
+    OUT,
+    ROOT,
+    UNIFORM_PI,
+    best,
+    last_float,
+    python,
+    run_study,
+    show,
+    studyrun,
+    traced_run,
+    use_source,
+    write_rows,
+    write_study,
+)
 
 ROWS: list[dict] = []
 

@@ -21,8 +21,21 @@ import argparse
 import shutil
 import sys
 
-from harness import (HERE, PEERS_PYTHON, ROOT, STUDIES, best, last_float, measure, python,
-                     run_study, show, use_source, write_rows, write_study)
+from harness import (
+    HERE,
+    PEERS_PYTHON,
+    ROOT,
+    STUDIES,
+    best,
+    last_float,
+    measure,
+    python,
+    run_study,
+    show,
+    use_source,
+    write_rows,
+    write_study,
+)
 
 ROWS: list[dict] = []
 PYSD_REFERENCE = 0.75  # s/run, issue 3, when the peers venv is absent

@@ -16,8 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness import (OUT, UNIFORM_PI, best, last_float, python, run_study, show, use_source,
-                     write_rows, write_study)
+from harness import (
+    OUT,
+    UNIFORM_PI,
+    best,
+    last_float,
+    python,
+    run_study,
+    show,
+    use_source,
+    write_rows,
+    write_study,
+)
 
 ROWS: list[dict] = []
 

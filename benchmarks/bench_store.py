@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from studyrun.runtable import RunTable, write_csv
+from studyrun.core.runtable import RunTable
+from studyrun.runs_csv import write_csv
 from studyrun.store import Batch, RunStore
 
 BATCH = 50_000

@@ -35,11 +35,27 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
-from harness import (HERE, OUT, PEERS_PYTHON, PRIORITY, RESULTS, TRACE_FILE, UNIFORM_PI, bench_env, best, last_float,
-                     measure, python, run_study, show, traced_run, use_source, write_rows,
-                     write_study)
+from harness import (
+    HERE,
+    OUT,
+    PEERS_PYTHON,
+    PRIORITY,
+    RESULTS,
+    TRACE_FILE,
+    UNIFORM_PI,
+    bench_env,
+    best,
+    last_float,
+    measure,
+    python,
+    run_study,
+    show,
+    traced_run,
+    use_source,
+    write_rows,
+    write_study,
+)
 
 PEERS = HERE / "peers"
 

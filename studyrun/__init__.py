@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import StudyError, StudyrunError
+from .core.errors import StudyError, StudyrunError
 from .results import Results, open_results
 
 __version__ = "0.1.0"

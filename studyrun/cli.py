@@ -12,8 +12,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .errors import StudyError, StudyrunError
-from .text import terminal_safe
+from .core.errors import StudyError, StudyrunError
+from .core.text import terminal_safe
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 
@@ -140,10 +140,15 @@ def command_validate(args) -> int:
 
 
 def command_plan(args) -> int:
-    from .pipeline import identity_record, load_study, plan_study, settings_for
-    from .plan_view import (describe_dependencies, describe_iterative, describe_plan,
-                            describe_reuse, write_design_csv)
     from .executors import scheduler_name
+    from .pipeline import identity_record, load_study, plan_study, settings_for
+    from .plan.describe import (
+        describe_dependencies,
+        describe_iterative,
+        describe_plan,
+        describe_reuse,
+        write_design_csv,
+    )
 
     loaded = load_study(args.study)
     folder = args.out or Path("results") / loaded.study.name
@@ -237,14 +242,14 @@ def command_check(args) -> int:
 
 
 def command_status(args) -> int:
-    from .watch import describe_status
+    from .status import describe_status
 
     print(terminal_safe(describe_status(args.folder)))  # it shows the last models' errors
     return 0
 
 
 def command_runs(args) -> int:
-    from .watch import describe_runs
+    from .status import describe_runs
 
     print(terminal_safe(describe_runs(args.folder, failed_only=args.failed, limit=args.limit)))
     return 0

@@ -14,10 +14,17 @@ import re
 import sys
 from typing import Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
-from .errors import ExecutionError
+from .core.errors import ExecutionError
 
 CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}
@@ -75,7 +82,7 @@ class Cluster(BaseModel):
     @classmethod
     def _size(cls, value):
         if value is not None:
-            from .models.command import parse_bytes
+            from .core.sizes import parse_bytes
 
             try:
                 parse_bytes(value)

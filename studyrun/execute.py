@@ -16,24 +16,28 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from .errors import ExecutionError
-from .executors import (SyncExecutor, planned_workers, probe_scheduler, scheduler_name,
-                        scheduler_problem, start_executor, starts_a_cluster)
+from .core.batch import Evaluator, ModelOutput, RunContext
+from .core.errors import ExecutionError, describe
+from .core.runtable import Sink
+from .executors import (
+    SyncExecutor,
+    planned_workers,
+    probe_scheduler,
+    scheduler_name,
+    scheduler_problem,
+    start_executor,
+    starts_a_cluster,
+)
 from .interrupts import fails_the_run, noting_interrupts
 from .isolated import IsolatedExecutor, Loss
-from .models.base import Evaluator, ModelOutput, RunContext
-from .models.python import PythonEvaluator, describe, import_function
+from .models.python import PythonEvaluator, import_function
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
-from .runtable import RunTable
 from .store import Batch, RunStore
-
-Sink = Callable[[np.ndarray, RunTable], None]  # (plan rows, their records), as batches finish
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here

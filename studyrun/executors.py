@@ -17,7 +17,7 @@ import socket
 import struct
 from typing import Any, Callable
 
-from .errors import ExecutionError
+from .core.errors import ExecutionError
 from .isolated import Loss
 
 

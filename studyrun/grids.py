@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analyses.base import Outcome
+from .core.design import Outcome
 
 SHOWN = 5  # run ids a note names before "and N more"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import StudyError
+from .core.errors import StudyError
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from .validation import problems_from
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .errors import StudyrunError
+from .core.errors import StudyrunError
 
 # What a run writes next to runs.sqlite (analyses add their own files to this list).
 RESULTS = ("analysis.json", "report.md", "runs.csv", "figures", "residuals.csv", "mcmc-samples.csv")

@@ -18,20 +18,20 @@ import numpy as np
 import yaml
 
 from . import outputs
-from .analyses.base import Design, Outcome
-from .errors import StudyError
+from .core.design import Design, Outcome
+from .core.errors import StudyError
+from .core.text import terminal_safe
+from .dependencies import code_digest, dependency_digests, identity_parts
 from .execute import Job, Runner, Settings
-from .identity import code_digest, dependency_digests, identity_parts
 from .loading import Source, include_files, read_yaml, validate
 from .params import varied
 from .plan import Plan, make_plan
-from .planned import CHUNK_ROWS, PlannedRuns, plan_outcome
+from .plan.runs import CHUNK_ROWS, PlannedRuns, plan_outcome
 from .provenance import collect, now
 from .quantities import Quantities, series_output
-from .runtable import write_csv
+from .runs_csv import write_csv
 from .spec import Study, check_study
 from .store import RunStore
-from .text import terminal_safe
 
 
 @dataclass

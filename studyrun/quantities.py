@@ -16,14 +16,11 @@ from typing import Mapping
 
 import numpy as np
 
+from .core.batch import ModelOutput, SeriesGroup
+from .core.runtable import RESERVED
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
-from .models.base import ModelOutput, SeriesGroup
-from .runtable import CSV_FIXED
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# runs.csv's own columns and the time axis of expressions, as written: `Duration`, `ID` or `seq`
-# are free (the store's columns are told apart beyond case: store.column_names)
-RESERVED = frozenset(CSV_FIXED) | {"time"}
 
 
 def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import StudyrunError
+from .core.errors import StudyrunError
 from .outputs import read_analysis
 
 

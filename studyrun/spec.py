@@ -6,13 +6,20 @@ class here and nowhere else.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, PositiveInt, Tag,
-                      field_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    Tag,
+    field_validator,
+)
 
 from .analyses.calibrate import Calibrate
 from .analyses.delta import Delta
@@ -28,16 +35,18 @@ from .analyses.rbd_fast import RbdFast
 from .analyses.sobol import Sobol
 from .analyses.sweep import Sweep
 from .clusters import Cluster
+from .core.runtable import RESERVED
+from .core.text import suggest
+from .dependencies import check_depends_on
 from .executors import scheduler_problem
 from .expr import ExprError
-from .identity import check_depends_on
 from .models.command import Command
 from .models.ode import Ode
 from .models.pysd import Pysd
 from .models.python import Python
 from .models.stockflow import Stockflow
 from .params import ParameterSpec, varied
-from .quantities import RESERVED, parse_quantity, shape_problem
+from .quantities import parse_quantity, shape_problem
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
@@ -109,12 +118,6 @@ class Study(BaseModel):
             return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
                     for k, v in value.items()}
         return value
-
-
-def suggest(word: str, choices) -> str:
-    """' ; did you mean 'x'?' when a close choice exists, else ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:

@@ -10,7 +10,6 @@ import numpy as np
 
 from .models.equations import FIXED_METHODS, normalize_method
 
-
 LIMIT = 0.01  # the largest relative difference `studyrun run` accepts without a warning
 
 

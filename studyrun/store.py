@@ -17,8 +17,8 @@ from typing import Iterator
 
 import numpy as np
 
-from .errors import StoreError
-from .runtable import RunTable, objects
+from .core.errors import StoreError
+from .core.runtable import RunTable, objects
 
 FIXED_COLUMNS = ("seq", "id", "status", "error", "duration", "worker")
 FORMAT = "2"  # 1: runs keyed by id; 2: runs appended in record order (seq), found by id in memory

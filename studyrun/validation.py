@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 
-from .errors import Problem
+from .core.errors import Problem
 from .source import ABSENT, VALUE, Source, describe, one_line, sort_key
 
 

@@ -9,15 +9,14 @@ import signal
 import time
 from pathlib import Path
 
+import dask_jobqueue  # noqa: F401  (the test extra installs it; a missing one must fail, not skip)
 import pytest
+from conftest import count_runs, write_study
 
 import studyrun
-from conftest import count_runs, write_study
 from studyrun.cli import main
 from studyrun.clusters import Cluster, job_script, walltime_for
-from studyrun.errors import StudyError
-
-import dask_jobqueue  # noqa: F401  (the test extra installs it; a missing one must fail, not skip)
+from studyrun.core.errors import StudyError
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:

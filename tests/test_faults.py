@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import DASK, REPO, count_runs, free_port, run_cli, write_study
 
 import studyrun
-from conftest import DASK, REPO, count_runs, free_port, run_cli, write_study
 from studyrun.cli import main
 
 

@@ -15,10 +15,10 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-
-import studyrun
 from conftest import run_cli, write_study
 from test_faults import can_mount, mount_tmpfs  # noqa: F401 (a fixture)
+
+import studyrun
 
 MODEL = '''
 import numpy as np

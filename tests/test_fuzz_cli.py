@@ -15,7 +15,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from test_fuzz_common import LOCATED, REPO, copy_studies, examples, study_files
 from test_fuzz_studies import YAMLISH, dump, mutate, mutate_text, original
 

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from test_fuzz_common import assert_located, examples
 
-from studyrun.errors import StudyError
-from studyrun.models.base import RunContext
+from studyrun.core.batch import RunContext
+from studyrun.core.errors import StudyError
 from studyrun.models.command import Command
 from studyrun.pipeline import load_study, run_study
-from test_fuzz_common import assert_located, examples
 
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 SENTINEL = Path("/tmp") / f"studyrun-pwned-{os.getpid()}"

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from studyrun.errors import StudyError
+from studyrun.core.errors import StudyError
 from studyrun.pipeline import load_study
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,10 +7,10 @@ test_fuzz_expressions.py next to the fuzzers that found them.
 from __future__ import annotations
 
 import pytest
-
-from studyrun.errors import StudyError
-from studyrun.pipeline import load_study
 from test_fuzz_common import assert_located
+
+from studyrun.core.errors import StudyError
+from studyrun.pipeline import load_study
 
 GOOD = """\
 name: good

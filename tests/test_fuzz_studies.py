@@ -15,14 +15,13 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pydantic import BaseModel
+from test_fuzz_common import copy_studies, examples, load_cleanly, study_files
 
 from studyrun import spec
 from studyrun.clusters import Cluster
 from studyrun.loading import include_files, read_yaml
 from studyrun.params import ParameterSpec
-from test_fuzz_common import copy_studies, examples, load_cleanly, study_files
 
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli, write_study
 
 ODE_STUDY = """
@@ -172,7 +171,7 @@ def test_a_5000_digit_number_is_cut_in_the_message(tmp_path):
 
 
 def test_cut_values_cuts_values_and_leaves_prose_alone():
-    from studyrun.text import cut_values, terminal_safe
+    from studyrun.core.text import cut_values, terminal_safe
 
     prose = "the model's " + "word " * 40 + "isn't cut; unknown key 'x' (" + "a, " * 40 + "'b')"
     assert cut_values(prose) == prose

@@ -10,8 +10,9 @@ import shutil
 import subprocess
 import sys
 
-import studyrun
 from conftest import run_cli, write_study
+
+import studyrun
 
 HELPED = """
 name: helped

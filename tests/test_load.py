@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from studyrun.errors import Problem, StudyError
+from studyrun.core.errors import Problem, StudyError
 from studyrun.loading import Source, format_problems, include_files, read_yaml, validate
 
 # ---------------------------------------------------------------------------------- test models

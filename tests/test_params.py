@@ -11,8 +11,20 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from scipy import stats
 
-from studyrun.params import (DISTRIBUTIONS, TAGS, TAIL, Bounds, Discrete, Fixed, LogNormal,
-                             ParameterBase, ParameterSpec, map_unit, sample_unit, varied)
+from studyrun.params import (
+    DISTRIBUTIONS,
+    TAGS,
+    TAIL,
+    Bounds,
+    Discrete,
+    Fixed,
+    LogNormal,
+    ParameterBase,
+    ParameterSpec,
+    map_unit,
+    sample_unit,
+    varied,
+)
 
 
 class M(BaseModel):

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import run_cli, write_study
 
 import studyrun
-from conftest import run_cli, write_study
 
 LINEAR_MC = """
 name: linear-mc
@@ -125,7 +125,7 @@ def test_abort_stops_cleanly_with_the_failed_run(study_dir):
 
 
 def test_second_process_on_the_same_folder_gets_a_clear_error(study_dir):
-    from studyrun.errors import StoreError
+    from studyrun.core.errors import StoreError
     from studyrun.store import RunStore
 
     path = write_study(study_dir, LINEAR_MC.replace("20000", "10"))
@@ -208,14 +208,14 @@ def test_quantities_reduce_series(study_dir):
 
 def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypatch):
     import studyrun.pipeline
-    import studyrun.planned
+    import studyrun.plan.runs
 
     text = LINEAR_MC.replace("20000", "5000").replace("sobol", "random")
     text = text.replace("c: 4", "c: {distribution: discrete, values: [0, 1, 2]}")  # ties in ranks
     path = write_study(study_dir, text)
     whole = studyrun.run(path, study_dir / "whole")
     monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", 1024)
-    monkeypatch.setattr(studyrun.planned, "CHUNK_ROWS", 1024)
+    monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", 1024)
     chunked = studyrun.run(path, study_dir / "chunked")
     report = (study_dir / "chunked" / "report.md").read_text()
     assert "The figures show the first 1,024 runs of the design's 5,000" in report

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from studyrun.analyses.base import Design, Outcome
+from studyrun.core.design import Design, Outcome
 from studyrun.report.figures import (
     SCATTER_POINTS,
     Figures,

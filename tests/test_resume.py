@@ -8,8 +8,9 @@ import subprocess
 import sys
 import time
 
-import studyrun
 from conftest import count_runs, write_study
+
+import studyrun
 
 SLOW = """
 name: slow

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pandas
 import pytest
-
 from conftest import REPO, STUDIES, run_cli, write_study
-from studyrun.models.base import ModelOutput, SeriesGroup
+
+from studyrun.core.batch import ModelOutput, SeriesGroup
 from studyrun.quantities import Quantities
 
 

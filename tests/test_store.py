@@ -10,9 +10,9 @@ import sqlite3
 
 import numpy as np
 import pytest
+from conftest import write_study
 
 import studyrun
-from conftest import write_study
 
 MOODY = '''
 import pathlib

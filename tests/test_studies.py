@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import STUDIES, run_cli
 
 ALL = sorted(STUDIES.glob("*.yaml"))

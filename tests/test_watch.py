@@ -11,8 +11,9 @@ import subprocess
 import sys
 import time
 
-import studyrun
 from conftest import run_cli, write_study
+
+import studyrun
 from studyrun.cli import main
 
 FLAKY = """

@@ -8,46 +8,19 @@ figures; it computes nothing new.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ..core.design import MAX_RUNS, Design, Evaluate, Outcome
+
 if TYPE_CHECKING:
-    from ..errors import Problem
+    from ..core.errors import Problem
     from ..params import ParameterSpec
-    from ..planned import PlannedRuns
+    from ..plan.runs import PlannedRuns
     from ..report.figures import Figures
-
-
-@dataclass
-class Design:
-    """The runs an analysis asks for: one row per run, one column per varied parameter."""
-
-    names: list[str]  # varied parameter names, in study order
-    matrix: np.ndarray  # shape (runs, len(names)), natural units
-    info: dict[str, Any] = field(default_factory=dict)  # extra facts for analysis.json / plan
-
-
-@dataclass
-class Outcome:
-    """What the runs of a design gave: quantities by name, in the design's row order."""
-
-    design: Design
-    values: dict[str, np.ndarray]  # quantity -> shape (runs,), NaN where the run failed
-    ok: np.ndarray  # bool, shape (runs,)
-    series: dict[str, np.ndarray] = field(default_factory=dict)  # output -> (runs, T) when asked
-    time: np.ndarray | None = None  # the one grid of `series` (see grids.py)
-    series_notes: list[str] = field(default_factory=list)  # runs left out of `series`, by id
-
-
-Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
-
-# The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
-# 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
-MAX_RUNS = 100_000_000
 
 
 def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
@@ -78,7 +51,7 @@ class AnalysisSpec(BaseModel):
 
     def check_size(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
         """A design beyond MAX_RUNS is refused at its key, before anything is allocated."""
-        from ..errors import Problem
+        from ..core.errors import Problem
 
         count = self.run_count(parameters)
         if count is None or count[0] <= MAX_RUNS:

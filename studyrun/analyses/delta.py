@@ -15,8 +15,13 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field
 
-from .salib import (Confidence, GivenDataAnalysis, Resamples, salib_side_effects_contained,
-                    with_notes)
+from .salib import (
+    Confidence,
+    GivenDataAnalysis,
+    Resamples,
+    salib_side_effects_contained,
+    with_notes,
+)
 
 
 class Delta(GivenDataAnalysis):

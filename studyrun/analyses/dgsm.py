@@ -28,11 +28,24 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field
 
-from ..errors import Problem
-from .base import Design
-from .salib import (MIN_BLOCKS, Confidence, Resamples, SalibAnalysis, by_factor, check_varied,
-                    constant_output, dropped_warning, error_entry, keep_whole_blocks,
-                    map_to_natural, salib_side_effects_contained, unit_problem, with_notes)
+from ..core.design import Design
+from ..core.errors import Problem
+from .salib import (
+    MIN_BLOCKS,
+    Confidence,
+    Resamples,
+    SalibAnalysis,
+    by_factor,
+    check_varied,
+    constant_output,
+    dropped_warning,
+    error_entry,
+    keep_whole_blocks,
+    map_to_natural,
+    salib_side_effects_contained,
+    unit_problem,
+    with_notes,
+)
 
 LOG_CONCAVE = "uniform, bounds, normal, truncnormal, triangular, beta with alpha and beta >= 1, " \
               "gamma with shape >= 1"

@@ -14,9 +14,17 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from .base import Design
-from .salib import (Confidence, Resamples, SalibAnalysis, error_entry, map_to_natural,
-                    salib_side_effects_contained, unit_problem, with_notes)
+from ..core.design import Design
+from .salib import (
+    Confidence,
+    Resamples,
+    SalibAnalysis,
+    error_entry,
+    map_to_natural,
+    salib_side_effects_contained,
+    unit_problem,
+    with_notes,
+)
 
 
 class Fast(SalibAnalysis):

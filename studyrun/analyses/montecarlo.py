@@ -8,10 +8,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt
 
+from ..core.design import Design, Outcome
 from ..params import map_unit, sample_unit, sample_unit_chunks
 from ..report.figures import shown_rows
 from ..report.markdown import table
-from .base import AnalysisSpec, Design, Outcome
+from .base import AnalysisSpec
 
 
 class Montecarlo(AnalysisSpec):

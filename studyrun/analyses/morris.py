@@ -20,12 +20,24 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from ..errors import Problem, StudyError
-from .base import AnalysisSpec, Design, Outcome
-from .salib import (MIN_BLOCKS, Confidence, Resamples, by_factor, check_varied,
-                    constant_output, dropped_warning, error_entry, failed_rows,
-                    keep_whole_blocks, map_to_natural, unit_problem)
-from .salib_report import facts_line, figure_name, index_table, nan, warnings_block
+from ..core.design import Design, Outcome
+from ..core.errors import Problem, StudyError
+from .base import AnalysisSpec
+from .salib import (
+    MIN_BLOCKS,
+    Confidence,
+    Resamples,
+    by_factor,
+    check_varied,
+    constant_output,
+    dropped_warning,
+    error_entry,
+    failed_rows,
+    keep_whole_blocks,
+    map_to_natural,
+    unit_problem,
+)
+from .salib.report import facts_line, figure_name, index_table, nan, warnings_block
 
 if TYPE_CHECKING:
     from ..params import ParameterSpec

@@ -20,12 +20,20 @@ import math
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
-from ..errors import Problem, StudyError
+from ..core.design import Design, Outcome
+from ..core.errors import Problem, StudyError
 from ..params import sample_unit
 from ..report.markdown import table
-from .base import AnalysisSpec, Design, Outcome, search_runs
+from .base import AnalysisSpec, search_runs
 
 
 class Optimize(AnalysisSpec):

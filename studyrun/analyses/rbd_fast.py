@@ -12,7 +12,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from .salib import GivenDataAnalysis, Confidence, Resamples
+from .salib import Confidence, GivenDataAnalysis, Resamples
 
 
 class RbdFast(GivenDataAnalysis):

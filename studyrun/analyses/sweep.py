@@ -8,8 +8,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
+from ..core.design import Design, Outcome
 from ..report.markdown import table
-from .base import AnalysisSpec, Design, Outcome
+from .base import AnalysisSpec
 
 
 class Sweep(AnalysisSpec):

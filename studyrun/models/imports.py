@@ -19,8 +19,8 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import StudyError
-from ..identity import file_digest, file_name
+from ..core.errors import StudyError
+from ..dependencies import file_digest, file_name
 
 # The module's own prints go to stderr, so the answer on the saved stdout stays clean.
 _CHILD = r"""

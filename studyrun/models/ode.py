@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..errors import Problem
-from .equations import EquationModel, TimeSpan, EquationSystem, Expression, TimeGrid
+from ..core.errors import Problem
+from .equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
 
 
 class OdeTime(TimeSpan):

@@ -29,9 +29,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ..errors import Problem, StudyError
-from ..identity import file_name
-from .base import ModelOutput, ModelSpec, RunContext
+from ..core.batch import ModelOutput, RunContext
+from ..core.errors import Problem, StudyError
+from ..dependencies import file_name
+from .base import ModelSpec
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
              ".stmx": "read_xmile", ".py": None}

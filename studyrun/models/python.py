@@ -13,7 +13,6 @@ import importlib.machinery
 import re
 import sys
 import threading
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -21,11 +20,12 @@ from typing import Any, Callable, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..errors import Problem
-from ..identity import file_digest, text_digest
+from ..core.batch import ModelOutput, RunContext
+from ..core.errors import Problem, describe
+from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
 from ..params import Whole
-from .base import ModelOutput, ModelSpec, RunContext
+from .base import ModelSpec
 from .imports import imported_files
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -148,18 +148,6 @@ class PythonEvaluator:
         if self.vectorized:
             return call_vectorized(function, inputs, n)
         return call_per_run(function, inputs, n)
-
-
-def describe(error: BaseException) -> str:
-    """A one-line message for a failed run: the exception and where in user code it came from."""
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    if isinstance(error, SystemExit):
-        code = "" if error.code is None else repr(error.code)
-        return f"the model called sys.exit({code}){where}"
-    if isinstance(error, KeyboardInterrupt):
-        return f"the model raised KeyboardInterrupt{where}"
-    return f"{type(error).__name__}: {error}{where}"
 
 
 def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import Problem
-from .equations import EquationModel, TimeSpan, EquationSystem, Expression, Method, TimeGrid
+from ..core.errors import Problem
+from .equations import EquationModel, EquationSystem, Expression, Method, TimeGrid, TimeSpan
 from .ode import check_names_hint
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo,
-                      model_validator)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 
 class _LazyStats:
@@ -29,7 +28,7 @@ TAGS = DISTRIBUTIONS + ("bounds", "fixed")  # union tags; they appear in pydanti
 _TINY = float(np.finfo(float).tiny)
 
 
-def _num(x: float) -> str:
+def as_number(x: float) -> str:
     """A number as a user wrote it: 5 rather than 5.0, full precision otherwise."""
     x = float(x)
     return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
@@ -40,8 +39,8 @@ def _check_positive(value: float, info: ValidationInfo) -> float:
         return value
     name = info.field_name
     hint = "write the bare number to fix the parameter" if value == 0 and name in ("std", "sigma") \
-        else f"try {_num(abs(value))}" if value < 0 else "use a small positive value"
-    raise ValueError(f"{name} must be above 0; got {name}={_num(value)} ({hint})")
+        else f"try {as_number(abs(value))}" if value < 0 else "use a small positive value"
+    raise ValueError(f"{name} must be above 0; got {name}={as_number(value)} ({hint})")
 
 
 Real = Annotated[float, Field(allow_inf_nan=False)]
@@ -51,12 +50,12 @@ Positive = Annotated[float, Field(allow_inf_nan=False, json_schema_extra={"exclu
                      AfterValidator(_check_positive)]
 
 
-def _check_above_low(cls: type, high: float | None, info: ValidationInfo) -> float | None:
+def check_above_low(cls: type, high: float | None, info: ValidationInfo) -> float | None:
     """Field validator for `high`: it must lie above an already validated `low`."""
     low = info.data.get("low")
     if low is not None and high is not None and not low < high:
         hint = "swap them?" if low > high else "for one value write the bare number"
-        raise ValueError(f"low must be below high; got low={_num(low)}, high={_num(high)} ({hint})")
+        raise ValueError(f"low must be below high; got low={as_number(low)}, high={as_number(high)} ({hint})")
     return high
 
 
@@ -99,7 +98,7 @@ class ParameterBase(BaseModel):
             lo, hi = (np.float64(v) for v in self._tails())
             width = hi - lo
         if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(width)):
-            reach = f"its values reach about {_num(lo)} to {_num(hi)}"
+            reach = f"its values reach about {as_number(lo)} to {as_number(hi)}"
             if np.isfinite(lo) and np.isfinite(hi):
                 reach += ", a range wider than the largest float"
             raise ValueError(f"this {self.kind} parameter's values are not all finite numbers: "
@@ -113,9 +112,9 @@ class ParameterBase(BaseModel):
         if self.nominal is not None:
             lo, hi = self._support()
             if not lo <= self.nominal <= hi:
-                raise ValueError(f"nominal must lie within [{_num(lo)}, {_num(hi)}], the values "
+                raise ValueError(f"nominal must lie within [{as_number(lo)}, {as_number(hi)}], the values "
                                  f"this {self.kind} parameter can take; got nominal="
-                                 f"{_num(self.nominal)}")
+                                 f"{as_number(self.nominal)}")
         return self
 
     def ppf(self, u: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from .base import TAIL_Z, ParameterBase, Positive, Real, _check_above_low, _num, stats
+from .base import TAIL_Z, ParameterBase, Positive, Real, as_number, check_above_low, stats
 
 
 def normal_tails(mean: float, std: float) -> tuple[float, float]:
@@ -26,7 +26,7 @@ class Uniform(ParameterBase):
     distribution: Literal["uniform"] = "uniform"
     low: Real = Field(description="lower end")
     high: Real = Field(description="upper end, above low")
-    _check_high = field_validator("high")(_check_above_low)
+    _check_high = field_validator("high")(check_above_low)
 
     def _dist(self) -> Any:
         return stats.uniform(loc=self.low, scale=self.high - self.low)
@@ -115,7 +115,7 @@ class TruncNormal(ParameterBase):
     std: Positive = Field(description="standard deviation of the normal before truncation")
     low: Real | None = Field(None, description="lower cut (leave out for none)")
     high: Real | None = Field(None, description="upper cut (leave out for none)")
-    _check_high = field_validator("high")(_check_above_low)
+    _check_high = field_validator("high")(check_above_low)
 
     def _check_together(self) -> None:
         if self.low is None and self.high is None:
@@ -148,15 +148,15 @@ class Triangular(ParameterBase):
     low: Real
     high: Real
     mode: Real = Field(description="the peak, within [low, high]")  # last: its check sees both
-    _check_high = field_validator("high")(_check_above_low)
+    _check_high = field_validator("high")(check_above_low)
 
     @field_validator("mode")
     @classmethod
     def _check_mode(cls, mode: float, info: ValidationInfo) -> float:
         low, high = info.data.get("low"), info.data.get("high")
         if low is not None and high is not None and not low <= mode <= high:
-            raise ValueError(f"mode must lie within [low, high]; got mode={_num(mode)} with "
-                             f"low={_num(low)}, high={_num(high)}")
+            raise ValueError(f"mode must lie within [low, high]; got mode={as_number(mode)} with "
+                             f"low={as_number(low)}, high={as_number(high)}")
         return mode
 
     def _dist(self) -> Any:
@@ -180,13 +180,13 @@ class LogUniform(ParameterBase):
     distribution: Literal["loguniform"] = "loguniform"
     low: Real = Field(description="lower end, above 0")
     high: Real = Field(description="upper end, above low")
-    _check_high = field_validator("high")(_check_above_low)
+    _check_high = field_validator("high")(check_above_low)
 
     @field_validator("low")
     @classmethod
     def _check_low(cls, low: float) -> float:
         if low <= 0:
-            raise ValueError(f"loguniform low must be above 0; got low={_num(low)} (a log scale "
+            raise ValueError(f"loguniform low must be above 0; got low={as_number(low)} (a log scale "
                              "never reaches 0; try a small positive value such as 1e-6)")
         return low
 
@@ -209,7 +209,7 @@ class Beta(ParameterBase):
     beta: Positive = Field(description="second shape parameter (b)")
     low: Real = Field(0.0, description="where 0 of the standard beta lands")
     high: Real = Field(1.0, description="where 1 of the standard beta lands")
-    _check_high = field_validator("high")(_check_above_low)
+    _check_high = field_validator("high")(check_above_low)
 
     def _dist(self) -> Any:
         return stats.beta(self.alpha, self.beta, loc=self.low, scale=self.high - self.low)

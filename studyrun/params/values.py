@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .base import ParameterBase, Real, Whole, _num, stats
+from .base import ParameterBase, Real, Whole, as_number, stats
 
 
 class Discrete(ParameterBase):
@@ -27,7 +27,7 @@ class Discrete(ParameterBase):
     def _check_values(cls, values: list[float]) -> list[float]:
         if len(set(values)) < 2:
             raise ValueError("discrete needs at least two different values; got "
-                             f"[{', '.join(_num(v) for v in values)}] "
+                             f"[{', '.join(as_number(v) for v in values)}] "
                              "(for one value write the bare number)")
         return values
 
@@ -42,7 +42,7 @@ class Discrete(ParameterBase):
                              f"for {len(values)} values")
         if min(weights) < 0 or sum(weights) <= 0:
             raise ValueError("weights must be at least 0 and sum to more than 0; got "
-                             f"[{', '.join(_num(w) for w in weights)}]")
+                             f"[{', '.join(as_number(w) for w in weights)}]")
         return weights
 
     def _table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -81,10 +81,10 @@ class Bounds(ParameterBase):
     def _check_limits(cls, limits: tuple[float, float]) -> tuple[float, float]:
         lo, hi = limits
         if not lo < hi:
-            hint = f"write [{_num(hi)}, {_num(lo)}]" if lo > hi else \
+            hint = f"write [{as_number(hi)}, {as_number(lo)}]" if lo > hi else \
                 "for one value write the bare number"
             raise ValueError(f"bounds must be [low, high] with low below high; got "
-                             f"[{_num(lo)}, {_num(hi)}] ({hint})")
+                             f"[{as_number(lo)}, {as_number(hi)}] ({hint})")
         return limits
 
     def _dist(self) -> Any:

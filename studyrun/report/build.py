@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..analyses.base import Outcome
+from ..core.design import Outcome
 from .figures import Figures
 from .markdown import table
-
 
 RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "evaluated", "executed")  # README
 

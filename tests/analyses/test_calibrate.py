@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from conftest import STUDIES, run_cli, write_study
 
 import studyrun
-from conftest import STUDIES, run_cli, write_study
 
 LOGISTIC = """
 name: logistic-fit
@@ -166,8 +166,9 @@ constants: {alpha: 1.1, beta: 0.4, delta: 0.1, gamma: 0.4}
 
 
 def test_two_data_files_in_two_formats_fit_lotka_volterra(tmp_path):
-    from studyrun.models.ode import Ode
     import yaml
+
+    from studyrun.models.ode import Ode
 
     (tmp_path / "lv.yaml").write_text(LOTKA_VOLTERRA)
     out = Ode.model_validate(yaml.safe_load(LOTKA_VOLTERRA)).build(tmp_path).integrate({}, n=1)
@@ -222,8 +223,9 @@ execution: {scheduler: sync}
 
 
 def test_gradient_matching_with_a_state_that_has_no_data(tmp_path):
-    from studyrun.models.ode import Ode
     import yaml
+
+    from studyrun.models.ode import Ode
 
     model = yaml.safe_load(CHAIN)["model"]
     out = Ode.model_validate(model).build(tmp_path).integrate({}, n=1)

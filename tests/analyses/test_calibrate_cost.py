@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from conftest import run_cli, write_study
 
 import studyrun
-from conftest import run_cli, write_study
 from studyrun.analyses.calibrate.cost import CostFunction
 from studyrun.analyses.calibrate.data import DataBlock, read_blocks
-from studyrun.errors import StudyError
+from studyrun.core.errors import StudyError
 
 TIME = np.array([0.0, 1, 2, 3, 4])
 SERIES = {"A": TIME[None, :].copy(), "B": TIME[None, :] ** 2}  # A = t, B = t^2 on the grid

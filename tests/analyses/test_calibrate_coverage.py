@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from scipy.stats import t as student
 
-from studyrun.analyses.base import Design, Outcome
 from studyrun.analyses.calibrate.batching import Evaluations, lockstep
 from studyrun.analyses.calibrate.calibration import summariser
 from studyrun.analyses.calibrate.cost import CostFunction
 from studyrun.analyses.calibrate.data import DataBlock, Observations, Variable
 from studyrun.analyses.calibrate.fit import Box, Settings, fit, jacobian, statistics
+from studyrun.core.design import Design, Outcome
 
 TIME = np.linspace(0, 10, 101)
 TRUTH = np.array([100.0, 0.3])  # y0, k of y = y0 exp(-k t)

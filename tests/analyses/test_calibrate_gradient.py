@@ -7,9 +7,9 @@ import re
 
 import numpy as np
 import pytest
+from conftest import STUDIES, run_cli, write_study
 
 import studyrun
-from conftest import STUDIES, run_cli, write_study
 
 TIMES = np.arange(0, 31, 1.0)
 STUDY = """

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import write_study
 
 import studyrun
-from conftest import write_study
 
 MODEL = '''
 import numpy as np

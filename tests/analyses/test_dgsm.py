@@ -9,10 +9,10 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import run_cli, write_study
-from studyrun.analyses.base import Outcome
+
 from studyrun.analyses.dgsm import Dgsm, poincare_constant
+from studyrun.core.design import Outcome
 from studyrun.params import Normal, Uniform
 from studyrun.params.continuous import Beta, Gamma, LogNormal, LogUniform, Triangular, TruncNormal
 

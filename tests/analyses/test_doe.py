@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from studyrun.analyses.base import Outcome
 from studyrun.analyses.doe import Doe, describe_design, predict
 from studyrun.analyses.doe.designs import coded_matrix
 from studyrun.analyses.doe.fractions import describe_fraction
 from studyrun.analyses.doe.interpret import find_pareto_front
 from studyrun.analyses.doe.surface import fit_surface
 from studyrun.analyses.doe.terms import name_term, parse_formula, standard_terms
-from studyrun.errors import StudyError
+from studyrun.core.design import Outcome
+from studyrun.core.errors import StudyError
 
 
 class Box:

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 import yaml
+from conftest import STUDIES, run_cli, write_study
 
 import studyrun
-from conftest import STUDIES, run_cli, write_study
 
 DECAY = """
 name: decay-local

@@ -8,14 +8,23 @@ import math
 import numpy as np
 import pytest
 import yaml
-
 from conftest import STUDIES
-from studyrun.analyses.local.agreement import (compare_rankings, interval_coincidence,
-                                               order_preservation, rank)
+
+from studyrun.analyses.local.agreement import (
+    compare_rankings,
+    interval_coincidence,
+    order_preservation,
+    rank,
+)
 from studyrun.analyses.local.collinearity import analyse_collinearity, subset_count
 from studyrun.analyses.local.partition import analyse_partition, cluster
-from studyrun.analyses.local.sensitivity import (difference_quotients, difference_rows, normalise,
-                                                 perturbation_steps, summarise)
+from studyrun.analyses.local.sensitivity import (
+    difference_quotients,
+    difference_rows,
+    normalise,
+    perturbation_steps,
+    summarise,
+)
 
 
 def test_rank_puts_largest_first_and_unknown_last():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import STUDIES, run_cli, write_study
 
 import studyrun
-from conftest import STUDIES, run_cli, write_study
 
 FLOWERS = """
 name: flowers-opt

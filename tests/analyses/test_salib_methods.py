@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from studyrun.analyses.base import Outcome
 from studyrun.analyses.delta import Delta
 from studyrun.analyses.dgsm import Dgsm
 from studyrun.analyses.fast import Fast
 from studyrun.analyses.pawn import Pawn
 from studyrun.analyses.rbd_fast import RbdFast
 from studyrun.analyses.sobol import Sobol
+from studyrun.core.design import Outcome
 from studyrun.params import Normal, Uniform
 
 ISHIGAMI_S1 = [0.3139, 0.4424, 0.0]

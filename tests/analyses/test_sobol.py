@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from studyrun.analyses.base import Outcome
 from studyrun.analyses.sobol import Sobol
+from studyrun.core.design import Outcome
 from studyrun.params import Uniform
 
 ISHIGAMI_S1 = [0.3139, 0.4424, 0.0]
@@ -201,8 +201,9 @@ def test_an_output_no_run_gave_is_named_not_blamed_on_failed_runs(tmp_path):
     """A python model declares no outputs: the run finds the missing series and says so."""
     import shutil
 
-    import studyrun
     from conftest import STUDIES, write_study
+
+    import studyrun
 
     shutil.copy(STUDIES / "decay.py", tmp_path)
     path = write_study(tmp_path, """

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 import math
 import pickle
+import re
 import sys
 import time
 import uuid
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from studyrun.models.base import RunContext
-from studyrun.models.command import Command, parse_bytes
+from studyrun.core.batch import RunContext
+from studyrun.core.sizes import parse_bytes
+from studyrun.models.command import Command
 
 PROGRAMS = Path(__file__).parent / "programs"
 STUDIES = Path(__file__).parents[2] / "studies"

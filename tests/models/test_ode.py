@@ -12,8 +12,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from studyrun.errors import StudyError
-from studyrun.models.base import RunContext
+from studyrun.core.batch import RunContext
+from studyrun.core.errors import StudyError
 from studyrun.models.ode import Ode
 
 MODELS = Path(__file__).resolve().parents[2] / "studies" / "models"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import run_cli, write_study
-from studyrun.errors import StudyError
-from studyrun.models.base import RunContext
+
+from studyrun.core.batch import RunContext
+from studyrun.core.errors import StudyError
 from studyrun.models.pysd import Pysd, cache_folder, plain_name
 
 TEACUP = Path(__file__).parent / "teacup.mdl"

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from studyrun.models.base import RunContext
+from studyrun.core.batch import RunContext
 from studyrun.models.python import Python
 
 
@@ -120,8 +120,9 @@ def g(x, nsamples, scale, count, ratio):
 
 def test_whole_number_constants_and_fixed_parameters_arrive_as_ints(tmp_path):
     """YAML's types are kept: `nsamples: 50` is an int, `scale: 2.0` a float (per run and vectorized)."""
-    import studyrun
     from conftest import write_study
+
+    import studyrun
 
     (tmp_path / "counting.py").write_text(COUNTING)
     for function, vectorized in [("f", "false"), ("g", "true")]:

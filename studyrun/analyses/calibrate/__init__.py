@@ -38,11 +38,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    PrivateAttr,
+    model_validator,
+)
 
-from ...errors import Problem, StudyError
-from ..base import AnalysisSpec, Design, search_runs
+from ...core.design import Design
+from ...core.errors import Problem, StudyError
+from ..base import AnalysisSpec, search_runs
 from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ...errors import StudyError
+from ...core.design import Outcome
+from ...core.errors import StudyError
 from ...params import sample_unit
-from ..base import Outcome
 from .batching import Evaluations, lockstep
 from .cost import FAILED_RESIDUAL, CostFunction
 from .data import Observations, check_against_model

@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ...errors import Problem, StudyError
+from ...core.errors import Problem, StudyError
 
 MISSING = {"", "na", "nan", "null", "n/a", "none"}
 

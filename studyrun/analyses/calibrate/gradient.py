@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import Problem, StudyError
+from ...core.errors import Problem, StudyError
 from ..initial_states import initial_only
 from .batching import Evaluations
 from .data import Observations

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from ...errors import Problem, StudyError
-from ..base import AnalysisSpec, Design, Outcome
+from ...core.design import Design, Outcome
+from ...core.errors import Problem, StudyError
+from ..base import AnalysisSpec
 from .designs import build_design, coded_matrix, describe_design
 from .interpret import build_pareto, compute_interactions, compute_main_effects, rank_factors
 from .surface import find_stationary_point, fit_surface, predict

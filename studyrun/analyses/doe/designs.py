@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StudyError
-from ..base import Design
+from ...core.design import Design
+from ...core.errors import StudyError
 from .fractions import LETTERS, describe_fraction
 from .terms import read_coding, to_coded, to_natural
 

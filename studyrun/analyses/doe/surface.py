@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import StudyError
+from ...core.errors import StudyError
 from .terms import Term, build_matrix, find_estimable, name_term, order_of
 
 NO_DF_NOTE = ("no residual degrees of freedom: the surface passes through every run, so "

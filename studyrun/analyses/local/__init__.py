@@ -26,11 +26,19 @@ import math
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import (BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, PrivateAttr,
-                      field_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    field_validator,
+)
 
-from ...errors import Problem
-from ..base import AnalysisSpec, Design, Outcome
+from ...core.design import Design, Outcome
+from ...core.errors import Problem
+from ..base import AnalysisSpec
 from .collinearity import MAX_SUBSETS, subset_count
 from .sensitivity import difference_rows, perturbation_steps
 
@@ -127,7 +135,7 @@ class Local(AnalysisSpec):
                 problems.append(Problem(f"an output cannot be called {name!r} here (the results "
                                         f"use {', '.join(RESERVED)})", f"outputs[{i}]"))
             elif known is not None and name not in known:
-                from ...spec import suggest
+                from ...core.text import suggest
 
                 problems.append(Problem(f"the model has no output {name!r}{suggest(name, known)}"
                                         f" (outputs: {', '.join(sorted(known))})", f"outputs[{i}]"))

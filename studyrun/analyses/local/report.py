@@ -87,7 +87,7 @@ def collinearity_section(entry: dict[str, Any]) -> str:
              "yes" if s["index"] is not None and s["index"] < entry["threshold"] else "no"]
             for s in subsets[:MAX_ROWS]]
     largest = "; ".join("{" + ", ".join(s) + "}" for s in entry["identifiable"]) or "none"
-    text = [f"### Collinearity (identifiability)",
+    text = ["### Collinearity (identifiability)",
             f"Collinearity index of parameter subsets (FME's collin); below {entry['threshold']:g} "
             f"a subset can be identified from these outputs. Largest identifiable subsets "
             f"(size {entry['largest_identifiable_size']}): {largest}.",

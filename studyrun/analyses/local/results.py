@@ -7,11 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base import Outcome
+from ...core.design import Outcome
 from .agreement import compare_rankings, rank
 from .collinearity import analyse_collinearity
-from .sensitivity import (difference_quotients, normalise, overall_ranking, relative_difference,
-                          summarise)
+from .sensitivity import (
+    difference_quotients,
+    normalise,
+    overall_ranking,
+    relative_difference,
+    summarise,
+)
 
 if TYPE_CHECKING:
     from . import Local

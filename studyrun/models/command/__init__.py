@@ -31,9 +31,9 @@ Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
   file fails that run unread, so a runaway program cannot fill the driver's memory.
 """
 
+from ...core.sizes import MAX_BYTES, parse_bytes
 from .evaluator import CommandEvaluator
 from .placeholders import PLACEHOLDERS
-from .sizes import MAX_BYTES, parse_bytes
 from .spec import Command, ParamsFile, Template
 
 __all__ = [

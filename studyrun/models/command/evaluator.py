@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..base import ModelOutput, RunContext
-from .failure import _RunFailed
-from .placeholders import PLACEHOLDERS, _render
+from ...core.batch import ModelOutput, RunContext
+from .placeholders import PLACEHOLDERS, render
 from .processes import MARK, BatchProcesses, end_group, kill_marked
-from .results import _assemble, _read_results
+from .results import RunFailed, assemble, read_results
 
 _STDERR_LINES = 20
 
@@ -62,11 +61,11 @@ class CommandEvaluator:
                 workdirs.append(workdir)
                 try:
                     if batch_error:
-                        raise _RunFailed(batch_error)
+                        raise RunFailed(batch_error)
                     row = dict(zip(names, values[i].tolist()))
                     parsed.append(self._run_one(row, workdir, run_id,
                                                 processes.environment(env, run_id), processes))
-                except _RunFailed as exc:
+                except RunFailed as exc:
                     out.fail(i, str(exc))
                     parsed.append(None)
                 except Exception as exc:  # a run never raises: record anything unforeseen on it
@@ -74,7 +73,7 @@ class CommandEvaluator:
                     parsed.append(None)
         finally:
             processes.end()
-        _assemble(out, parsed, self.results_name)
+        assemble(out, parsed, self.results_name)
         self._clean_up(out, workdirs, base if context.workdir is None else None)
         return out
 
@@ -94,26 +93,26 @@ class CommandEvaluator:
                  "results_file": str(workdir / self.results_name),
                  "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id}
         self._write_params(row, workdir / self.params_name, where)
-        argv = [_render(parts, where) for parts in self.argv]
+        argv = [render(parts, where) for parts in self.argv]
         returncode, stderr_path = self._execute(argv, workdir, env, processes)
         if returncode != 0:
-            raise _RunFailed(self._describe_exit(returncode, stderr_path))
+            raise RunFailed(self._describe_exit(returncode, stderr_path))
         results = workdir / self.results_name
         if not results.is_file():
-            raise _RunFailed(f"exited with status 0 but wrote no {self.results_name}"
+            raise RunFailed(f"exited with status 0 but wrote no {self.results_name}"
                              + _tail(stderr_path, "; stderr ends:\n"))
         size = results.stat().st_size
         if size > self.max_output:
-            raise _RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
+            raise RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
                              f"({self.max_output_text}); write less, or raise the model's "
                              "max_output")
-        return _read_results(results)
+        return read_results(results)
 
     def _write_params(self, row: dict[str, float], path: Path, where: dict[str, str]) -> None:
         if path.parent != Path(where["workdir"]):
             path.parent.mkdir(parents=True, exist_ok=True)
         if self.template is not None:
-            text = _render(self.template, {**where, **{k: repr(v) for k, v in row.items()}})
+            text = render(self.template, {**where, **{k: repr(v) for k, v in row.items()}})
         elif path.suffix.lower() == ".json":
             text = json.dumps(row)
         else:
@@ -139,12 +138,12 @@ class CommandEvaluator:
                                         preexec_fn=preexec)
             except FileNotFoundError:
                 if os.path.isfile(argv[0]):
-                    raise _RunFailed(f"cannot start {argv[0]}: the interpreter on its #! line "
+                    raise RunFailed(f"cannot start {argv[0]}: the interpreter on its #! line "
                                      "was not found") from None
-                raise _RunFailed(f"program not found: {argv[0]!r} (not on PATH; a relative "
+                raise RunFailed(f"program not found: {argv[0]!r} (not on PATH; a relative "
                                  "path is resolved against the study folder)") from None
             except PermissionError:
-                raise _RunFailed(f"program not executable: {argv[0]!r}") from None
+                raise RunFailed(f"program not executable: {argv[0]!r}") from None
             processes.started(proc)
             returncode = None
             try:
@@ -156,7 +155,7 @@ class CommandEvaluator:
                 if returncode is None:
                     kill_marked([env[MARK]], since=proc.pid)
         if returncode is None:
-            raise _RunFailed(f"timed out after {self.timeout:g} s (it and every process it started "
+            raise RunFailed(f"timed out after {self.timeout:g} s (it and every process it started "
                              "were killed)" + _tail(stderr_path, "; stderr ends:\n"))
         return returncode, stderr_path
 
@@ -205,7 +204,7 @@ def _make_fresh_dir(path: Path) -> None:
         shutil.rmtree(path)
         path.mkdir()
     except OSError as exc:
-        raise _RunFailed(f"cannot make working directory {path}: {exc.strerror}") from None
+        raise RunFailed(f"cannot make working directory {path}: {exc.strerror}") from None
 
 
 def _tail(path: Path, prefix: str) -> str:

@@ -8,24 +8,27 @@ from pathlib import Path
 
 import numpy as np
 
-from ..base import ModelOutput
-from .failure import _RunFailed
+from ...core.batch import ModelOutput
 
 
-def _read_results(path: Path) -> tuple[dict[str, float], dict[str, np.ndarray], np.ndarray | None]:
-    """(scalars, series, time) of one run's results file; _RunFailed when malformed."""
+class RunFailed(Exception):
+    """One run's failure message, raised and caught inside the batch loop."""
+
+
+def read_results(path: Path) -> tuple[dict[str, float], dict[str, np.ndarray], np.ndarray | None]:
+    """(scalars, series, time) of one run's results file; RunFailed when malformed."""
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
-        raise _RunFailed(f"cannot read {path.name}: {exc.strerror}") from None
+        raise RunFailed(f"cannot read {path.name}: {exc.strerror}") from None
     if path.suffix.lower() == ".csv":
         return _parse_csv(text, path.name)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _RunFailed(f"{path.name} is not valid JSON: {exc}") from None
+        raise RunFailed(f"{path.name} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise _RunFailed(f"{path.name} must hold a JSON object of outputs; "
+        raise RunFailed(f"{path.name} must hold a JSON object of outputs; "
                          f"got {type(data).__name__}")
     scalars, series = {}, {}
     for name, value in data.items():
@@ -35,14 +38,14 @@ def _read_results(path: Path) -> tuple[dict[str, float], dict[str, np.ndarray], 
             scalars[name] = _as_numbers([value], name, path.name)[0]
     time = series.pop("time", None)
     if "time" in scalars:
-        raise _RunFailed(f"{path.name}: 'time' must be a list of numbers")
+        raise RunFailed(f"{path.name}: 'time' must be a list of numbers")
     return scalars, series, _check_grid(time, series, path.name)
 
 
 def _as_numbers(values: list, name: str, file: str) -> np.ndarray:
     for v in values:
         if v is not None and not isinstance(v, (int, float)):
-            raise _RunFailed(f"{file}: {name!r} is not numeric (found {v!r}); outputs must be "
+            raise RunFailed(f"{file}: {name!r} is not numeric (found {v!r}); outputs must be "
                              "numbers, null, or lists of them")
     return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
 
@@ -51,15 +54,15 @@ def _parse_csv(text: str, file: str):
     import csv
     rows = [r for r in csv.reader(text.splitlines()) if r]
     if not rows:
-        raise _RunFailed(f"{file} is empty")
+        raise RunFailed(f"{file} is empty")
     header = [h.strip() for h in rows[0]]
     if "time" not in header:
-        raise _RunFailed(f"{file} has no 'time' column; found columns {header}")
+        raise RunFailed(f"{file} has no 'time' column; found columns {header}")
     try:
         table = np.array([[float(c) if c.strip() else math.nan for c in r] for r in rows[1:]],
                          dtype=float).reshape(len(rows) - 1, len(header))
     except ValueError as exc:
-        raise _RunFailed(f"{file}: not a table of numbers under its header ({exc})") from None
+        raise RunFailed(f"{file}: not a table of numbers under its header ({exc})") from None
     series = {h: table[:, k] for k, h in enumerate(header)}
     return {}, series, _check_grid(series.pop("time"), series, file)
 
@@ -70,18 +73,18 @@ def _check_grid(time, series: dict[str, np.ndarray], file: str) -> np.ndarray | 
     lengths = {len(s) for s in series.values()}
     if time is None:
         if len(lengths) > 1:
-            raise _RunFailed(f"{file}: series differ in length {sorted(lengths)} and no 'time'")
+            raise RunFailed(f"{file}: series differ in length {sorted(lengths)} and no 'time'")
         return np.arange(lengths.pop(), dtype=float)
     if not len(time):
-        raise _RunFailed(f"{file}: 'time' holds no value")
+        raise RunFailed(f"{file}: 'time' holds no value")
     if lengths != {len(time)}:
-        raise _RunFailed(f"{file}: every series must have as many values as 'time' ({len(time)})")
+        raise RunFailed(f"{file}: every series must have as many values as 'time' ({len(time)})")
     if not np.all(np.diff(time) > 0):
-        raise _RunFailed(f"{file}: 'time' must increase strictly")
+        raise RunFailed(f"{file}: 'time' must increase strictly")
     return time
 
 
-def _assemble(out: ModelOutput, parsed: list, results_name: str) -> None:
+def assemble(out: ModelOutput, parsed: list, results_name: str) -> None:
     """Fill the batch's arrays, each run's series on its own grid; a run that lacks an output
     the other runs of the batch have fails."""
     ok = [i for i, p in enumerate(parsed) if p is not None]

@@ -8,15 +8,22 @@ import shutil
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
-from ...errors import Problem, StudyError
-from ...identity import file_name
+from ...core.errors import Problem, StudyError
+from ...core.sizes import parse_bytes
+from ...dependencies import file_name
 from ..base import ModelSpec
 from .evaluator import CommandEvaluator
-from .placeholders import _NAME, PLACEHOLDERS, _split
-from .sizes import parse_bytes
+from .placeholders import PLACEHOLDER, PLACEHOLDERS, split_placeholders
 
 
 def _check_relative(name: str) -> str:
@@ -77,7 +84,7 @@ class Command(ModelSpec):
     @classmethod
     def _known_placeholders(cls, value: list[str]) -> list[str]:
         for arg in value:
-            unknown = [n for n in _NAME.findall(arg) if n not in PLACEHOLDERS]
+            unknown = [n for n in PLACEHOLDER.findall(arg) if n not in PLACEHOLDERS]
             if unknown:
                 raise ValueError(f"unknown placeholder {{{unknown[0]}}} in {arg!r}; allowed: "
                                  + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS))
@@ -132,7 +139,7 @@ class Command(ModelSpec):
                 problems.append(Problem(f"template file not found: {template}",
                                         path="params_file.template"))
         program = self.run[0].replace("{study_dir}", str(Path(study_dir).resolve()))
-        if not _NAME.search(self.run[0].replace("{study_dir}", "")):
+        if not PLACEHOLDER.search(self.run[0].replace("{study_dir}", "")):
             where = _resolve_program(program, Path(study_dir), self.env)
             if where is None:
                 problems.append(Problem(
@@ -152,7 +159,7 @@ class Command(ModelSpec):
         if isinstance(self.params_file, Template):
             files.append(study_dir / self.params_file.template)
         for index, arg in enumerate(self.run):
-            if _NAME.search(arg.replace("{study_dir}", "")):
+            if PLACEHOLDER.search(arg.replace("{study_dir}", "")):
                 continue  # names a file of the run, made when it runs
             text = arg.replace("{study_dir}", str(study_dir))
             if index == 0:
@@ -163,16 +170,16 @@ class Command(ModelSpec):
     def build(self, study_dir: Path) -> CommandEvaluator:
         """A picklable evaluator holding the resolved argv, template text and options."""
         study_dir = Path(study_dir).resolve()
-        argv = [_split(a) for a in self.run]  # before any path is filled in: a folder named
+        argv = [split_placeholders(a) for a in self.run]  # before any path is filled in: a folder named
         # {x} stays a folder name, never a placeholder
-        if not _NAME.search(self.run[0].replace("{study_dir}", "")):
+        if not PLACEHOLDER.search(self.run[0].replace("{study_dir}", "")):
             program = self.run[0].replace("{study_dir}", str(study_dir))
             argv[0] = (_resolve_program(program, study_dir, self.env) or program,)
         template, params_name = None, self.params_file
         if isinstance(self.params_file, Template):
             path = study_dir / self.params_file.template
             try:
-                template = _split(path.read_text())
+                template = split_placeholders(path.read_text())
             except (OSError, UnicodeDecodeError) as exc:
                 why = getattr(exc, "strerror", None) or "not a UTF-8 text file"
                 raise StudyError(f"cannot read template {path}: {why}",

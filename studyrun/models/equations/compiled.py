@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StudyError
+from ...core.errors import StudyError
 from ...expr import parse
 from .system import EquationSystem, topological_order
 
@@ -96,7 +96,7 @@ class BoundSystem:
                 for name in self.variable_names}
 
 
-def _rhs(compiled: CompiledSystem, base: Mapping[str, Any], t: Any, y: np.ndarray) -> np.ndarray:
+def rhs_function(compiled: CompiledSystem, base: Mapping[str, Any], t: Any, y: np.ndarray) -> np.ndarray:
     """Derivatives (S, m) of states ``y`` (S, m) at time ``t`` (scalar or (m,))."""
     env = dict(base)
     env.update(zip(compiled.state_names, y))

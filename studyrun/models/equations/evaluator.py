@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ModelOutput, RunContext
+from ...core.batch import ModelOutput, RunContext
 from .compiled import CompiledSystem
 from .fixed import integrate_fixed, nonfinite_errors
 from .methods import FIXED_METHODS, METHODS, PER_MEMBER_METHODS, normalize_method

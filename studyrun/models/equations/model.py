@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import field_validator
 
-from ...errors import Problem, StudyError
+from ...core.errors import Problem, StudyError
 from ..base import ModelSpec
 from .evaluator import EquationEvaluator
 from .lookups import LookupSpec

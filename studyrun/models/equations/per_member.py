@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...expr import ExprError
-from .compiled import CompiledSystem, _rhs
+from .compiled import CompiledSystem, rhs_function
 
 MAX_EVALUATIONS = 100_000  # rate evaluations per member for solve_ivp methods
 
@@ -65,4 +65,4 @@ class _BudgetedRates:
         self.last_time = t
         if self.calls > MAX_EVALUATIONS:
             raise _OverBudget
-        return _rhs(self.compiled, self.member, t, y)
+        return rhs_function(self.compiled, self.member, t, y)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .compiled import CompiledSystem, _rhs
+from .compiled import CompiledSystem, rhs_function
 
 MAX_STEPS = 200_000  # accepted + rejected attempts per member for RK45
 
@@ -85,7 +85,7 @@ def integrate_rk45(compiled: CompiledSystem, base: Mapping[str, Any], y0: np.nda
     out[:, 0] = y0
     errors: list[str | None] = [None] * n
     t_bound = float(times[-1])
-    f0 = _rhs(compiled, base, float(times[0]), y0)
+    f0 = rhs_function(compiled, base, float(times[0]), y0)
     ens = _Ensemble(np.arange(n), dict(base), np.full(n, float(times[0])), y0.copy(), f0,
                     np.zeros(n), np.zeros(n, bool), np.ones(n, int), np.zeros(n, int))
     ens.h = _initial_step(compiled, ens, t_bound, rtol, atol)
@@ -109,7 +109,7 @@ def _initial_step(compiled: CompiledSystem, ens: _Ensemble, t_bound: float, rtol
     d0, d1 = _rms(ens.y / scale), _rms(ens.f / scale)
     h0 = np.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / np.where(d1 > 0, d1, 1.0))
     h0 = np.minimum(h0, interval)
-    f1 = _rhs(compiled, ens.base, ens.t + h0, ens.y + h0 * ens.f)
+    f1 = rhs_function(compiled, ens.base, ens.t + h0, ens.y + h0 * ens.f)
     d2 = _rms((f1 - ens.f) / scale) / h0
     flat = (d1 <= 1e-15) & (d2 <= 1e-15)
     h1 = np.where(flat, np.maximum(1e-6, h0 * 1e-3),
@@ -137,9 +137,9 @@ def _rk45_attempt(compiled: CompiledSystem, ens: _Ensemble, out: np.ndarray, tim
     stages = [ens.f]
     for s in range(1, 6):
         dy = _combine(_A[s], stages) * h
-        stages.append(_rhs(compiled, ens.base, ens.t + _C[s] * h, ens.y + dy))
+        stages.append(rhs_function(compiled, ens.base, ens.t + _C[s] * h, ens.y + dy))
     y_new = ens.y + h * _combine(_B, stages)
-    f_new = _rhs(compiled, ens.base, t_new, y_new)
+    f_new = rhs_function(compiled, ens.base, t_new, y_new)
     stages.append(f_new)
     scale = atol + np.maximum(np.abs(ens.y), np.abs(y_new)) * rtol
     err = _rms(_combine(_E, stages) * h / scale)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import Problem
+from ...core.errors import Problem
 from ...expr import BUILTINS, ExprError, FunctionDef, parse
 from .lookups import Lookup
 from .timegrid import TimeGrid

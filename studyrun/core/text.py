@@ -8,6 +8,7 @@ sets the window title), line breaks that would split a FILE:LINE:COL line, or 5,
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 
@@ -72,3 +73,9 @@ def cut_values(message: str) -> str:
                           message)
     message = _DIGITS.sub(lambda m: shorten(m[0]), message)
     return _WORD.sub(lambda m: shorten(m[0], WORD_LIMIT), message)
+
+
+def suggest(word: str, choices) -> str:
+    """' ; did you mean 'x'?' when a close choice exists, else ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

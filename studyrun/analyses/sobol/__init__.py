@@ -22,16 +22,33 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..errors import Problem, StudyError
-from .base import AnalysisSpec, Design, Outcome
-from .salib import (MIN_BLOCKS, Confidence, Resamples, by_factor, check_power_of_two,
-                    check_varied, constant_output, dropped_warning, error_entry, failed_rows,
-                    group_labels, keep_whole_blocks, map_to_natural, missing_series, to_float,
-                    unique_labels, unit_problem, unknown_outputs)
+from ...core.design import Design, Outcome
+from ...core.errors import Problem, StudyError
+from ..base import AnalysisSpec
+from ..salib import (
+    MIN_BLOCKS,
+    Confidence,
+    Resamples,
+    by_factor,
+    check_power_of_two,
+    check_varied,
+    constant_output,
+    dropped_warning,
+    error_entry,
+    failed_rows,
+    group_labels,
+    keep_whole_blocks,
+    map_to_natural,
+    missing_series,
+    to_float,
+    unique_labels,
+    unit_problem,
+    unknown_outputs,
+)
 
 if TYPE_CHECKING:
-    from ..params import ParameterSpec
-    from ..report.figures import Figures
+    from ...params import ParameterSpec
+    from ...report.figures import Figures
 
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
 SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
@@ -157,7 +174,7 @@ class Sobol(AnalysisSpec):
         return entry
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
-        from .sobol_report import write_report
+        from .report import write_report
 
         return write_report(analysis, figures)
 

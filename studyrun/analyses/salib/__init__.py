@@ -12,19 +12,29 @@ from __future__ import annotations
 import math
 import warnings
 from contextlib import contextmanager
-from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, Iterable, Iterator, Literal, Mapping,
-                    Sequence)
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Iterable,
+    Iterator,
+    Literal,
+    Mapping,
+    Sequence,
+)
 
 import numpy as np
 from pydantic import AfterValidator, Field
 
-from ..errors import Problem, StudyError
-from .base import AnalysisSpec, Design
+from ...core.design import Design
+from ...core.errors import Problem, StudyError
+from ..base import AnalysisSpec
 
 if TYPE_CHECKING:
-    from ..params import ParameterSpec
-    from ..report.figures import Figures
-    from .base import Outcome
+    from ...core.design import Outcome
+    from ...params import ParameterSpec
+    from ...report.figures import Figures
 
 # Unit samples are clipped into [UNIT_MARGIN, 1 - UNIT_MARGIN] before the inverse CDF, so a
 # parameter without finite bounds (normal, lognormal...) never receives 0 or 1 and never gives
@@ -163,7 +173,7 @@ def unknown_outputs(outputs: list[str], model: Any) -> list[Problem]:
         return []
     if known is None:
         return []
-    from ..spec import suggest
+    from ...core.text import suggest
 
     return [Problem(f"the model has no output {name!r}{suggest(name, known)} (outputs: "
                     f"{', '.join(sorted(known))})", f"outputs[{i}]")
@@ -240,7 +250,7 @@ class SalibAnalysis(AnalysisSpec):
         raise NotImplementedError
 
     def report(self, analysis: dict[str, Any], outcome: "Outcome | None", figures: "Figures") -> str:
-        from .salib_report import generic_section
+        from .report import generic_section
 
         return generic_section(self.title, analysis, figures, self.keys, self.bars)
 
@@ -258,7 +268,7 @@ class GivenDataAnalysis(SalibAnalysis):
         return self.samples, "samples"
 
     def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
-        from ..params import sample_unit
+        from ...params import sample_unit
 
         names = list(parameters)
         unit = sample_unit(self.samples, len(names), self.sampling, seed)

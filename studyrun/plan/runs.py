@@ -13,12 +13,12 @@ from typing import Iterator
 
 import numpy as np
 
-from .analyses.base import Design, Outcome
-from .execute import Sink
-from .grids import put_on_one_grid
-from .plan import Plan
-from .runtable import RunTable, write_csv
-from .store import RunStore
+from ..core.design import Design, Outcome
+from ..core.runtable import RunTable, Sink
+from ..grids import put_on_one_grid
+from ..runs_csv import write_csv
+from ..store import RunStore
+from . import Plan
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
 

@@ -1,19 +1,15 @@
-"""The plan step: a study's design of runs, the identity of every run, and its batches.
+"""Run identity: a 64-bit hash of the study's run context and a run's parameter values.
 
-A run's identity is a 64-bit hash of the study's context (model, quantities, fixed inputs) and
-the run's parameter values in canonical form, so a run planned again is found in the store and
-reused. Identical rows (replicated centre points) get distinct identities by their occurrence.
+A run planned again is found in the store by its identity and reused; identical rows (replicated
+centre points) get distinct identities by their occurrence.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 
 import numpy as np
-
-from .analyses.base import Design
 
 _MULTIPLIER = np.uint64(0xBF58476D1CE4E5B9)
 _MULTIPLIER_2 = np.uint64(0x94D049BB133111EB)
@@ -66,34 +62,3 @@ def separate_replicates(h: np.ndarray) -> np.ndarray:
 def context_bytes(parts: dict) -> bytes:
     """Canonical bytes of what every run of a study shares (sorted-key JSON)."""
     return json.dumps(parts, sort_keys=True, default=str).encode()
-
-
-@dataclass
-class Plan:
-    """Which runs a study makes: the design, the fixed inputs and each run's identity."""
-
-    design: Design
-    fixed: dict[str, float]  # inputs every run shares (fixed parameters)
-    run_ids: np.ndarray  # int64, one per design row
-    info: dict = field(default_factory=dict)
-
-    @property
-    def size(self) -> int:
-        return len(self.run_ids)
-
-    def inputs(self, rows: np.ndarray | slice) -> dict[str, np.ndarray]:
-        """The model inputs of some rows: varied columns, then fixed values broadcast."""
-        matrix = self.design.matrix[rows]
-        inputs = {name: np.ascontiguousarray(matrix[:, j]) for j, name in enumerate(self.design.names)}
-        n = len(matrix)
-        for name, value in self.fixed.items():
-            inputs[name] = np.full(n, value)
-        return inputs
-
-
-def make_plan(design: Design, fixed: dict[str, float], context: dict) -> Plan:
-    """A plan from an analysis's design, the study's fixed inputs and its run context."""
-    matrix = np.asarray(design.matrix, dtype=float).reshape(-1, len(design.names))
-    design.matrix = matrix
-    run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}))
-    return Plan(design=design, fixed=fixed, run_ids=run_ids)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..report.markdown import table
-from .salib_report import bar_chart, facts_line, figure_name, index_table, nan, warnings_block
+from ...report.markdown import table
+from ..salib.report import bar_chart, facts_line, figure_name, index_table, nan, warnings_block
 
 if TYPE_CHECKING:
-    from ..report.figures import Figures
+    from ...report.figures import Figures
 
 INTRO = ("First-order indices S1 give the share of the output variance due to each parameter "
          "alone; total indices ST add every interaction it takes part in. Intervals are "

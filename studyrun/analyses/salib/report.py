@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..report.markdown import table
+from ...report.markdown import table
 
 if TYPE_CHECKING:
-    from ..report.figures import Figures
+    from ...report.figures import Figures
 
 
 def figure_name(*parts: str) -> str:

@@ -13,7 +13,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .errors import StoreError
+from .core.errors import StoreError
 from .outputs import read_analysis
 from .store import connect_readonly, quote, stored_columns, unreadable
 

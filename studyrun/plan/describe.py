@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .identity import describe_changes
-from .params import Fixed
-from .plan import Plan
+from ..dependencies import describe_changes
+from ..params import Fixed
+from . import Plan
 
 SHOWN_FILES = 8
 
@@ -84,8 +84,8 @@ def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> st
 
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """The ids of succeeded and failed runs in a results folder, and its latest run context."""
-    from .store import latest_identity
-    from .watch import StoreView
+    from ..status import StoreView
+    from ..store import latest_identity
 
     view = StoreView(folder)
     try:

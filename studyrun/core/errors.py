@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from .text import cut_values
 
@@ -52,3 +54,15 @@ class StoreError(StudyrunError):
 
 class ExecutionError(StudyrunError):
     """The study could not be executed: a lost scheduler, an aborted study, an unwritable folder."""
+
+
+def describe(error: BaseException) -> str:
+    """A one-line message for a failed run: the exception and where in user code it came from."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
+        return f"the model called sys.exit({code}){where}"
+    if isinstance(error, KeyboardInterrupt):
+        return f"the model raised KeyboardInterrupt{where}"
+    return f"{type(error).__name__}: {error}{where}"

@@ -1,0 +1,36 @@
+"""A design of runs and what its runs gave: the data every step of the pipeline passes on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass
+class Design:
+    """The runs an analysis asks for: one row per run, one column per varied parameter."""
+
+    names: list[str]  # varied parameter names, in study order
+    matrix: np.ndarray  # shape (runs, len(names)), natural units
+    info: dict[str, Any] = field(default_factory=dict)  # extra facts for analysis.json / plan
+
+
+@dataclass
+class Outcome:
+    """What the runs of a design gave: quantities by name, in the design's row order."""
+
+    design: Design
+    values: dict[str, np.ndarray]  # quantity -> shape (runs,), NaN where the run failed
+    ok: np.ndarray  # bool, shape (runs,)
+    series: dict[str, np.ndarray] = field(default_factory=dict)  # output -> (runs, T) when asked
+    time: np.ndarray | None = None  # the one grid of `series` (see grids.py)
+    series_notes: list[str] = field(default_factory=list)  # runs left out of `series`, by id
+
+
+Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
+
+# The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
+# 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
+MAX_RUNS = 100_000_000

@@ -1,0 +1,45 @@
+"""The plan step: a study's design of runs and the identity of every run.
+
+`identity` hashes runs, `runs` gathers the runs of a plan for the analyse and report steps, and
+`describe` is what `studyrun plan` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.design import Design
+from .identity import context_bytes, hash_rows
+
+
+@dataclass
+class Plan:
+    """Which runs a study makes: the design, the fixed inputs and each run's identity."""
+
+    design: Design
+    fixed: dict[str, float]  # inputs every run shares (fixed parameters)
+    run_ids: np.ndarray  # int64, one per design row
+    info: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.run_ids)
+
+    def inputs(self, rows: np.ndarray | slice) -> dict[str, np.ndarray]:
+        """The model inputs of some rows: varied columns, then fixed values broadcast."""
+        matrix = self.design.matrix[rows]
+        inputs = {name: np.ascontiguousarray(matrix[:, j]) for j, name in enumerate(self.design.names)}
+        n = len(matrix)
+        for name, value in self.fixed.items():
+            inputs[name] = np.full(n, value)
+        return inputs
+
+
+def make_plan(design: Design, fixed: dict[str, float], context: dict) -> Plan:
+    """A plan from an analysis's design, the study's fixed inputs and its run context."""
+    matrix = np.asarray(design.matrix, dtype=float).reshape(-1, len(design.names))
+    design.matrix = matrix
+    run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}))
+    return Plan(design=design, fixed=fixed, run_ids=run_ids)
