@@ -168,7 +168,8 @@ def command_plan(args) -> int:
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
-    from .clusters import Cluster, job_script
+    from .clusters import job_script
+    from .spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
     if isinstance(scheduler, Cluster):
@@ -184,7 +185,8 @@ def cluster_override(scheduler, kind: str | None):
     """The cluster block `--cluster KIND` asks for; None when there is no such flag."""
     if kind is None or kind == "study":
         return None
-    from .clusters import KINDS, with_kind
+    from .clusters import with_kind
+    from .spec.execution import KINDS
 
     if kind not in KINDS:
         raise StudyError(f"--cluster: unknown batch system {kind!r}; allowed: {', '.join(KINDS)}")
@@ -198,7 +200,7 @@ def command_run(args) -> int:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
     scheduler = args.scheduler
     if scheduler:
-        from .executors import scheduler_problem
+        from .spec.execution import scheduler_problem
 
         problem = scheduler_problem(scheduler)
         if problem:

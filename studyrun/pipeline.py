@@ -30,7 +30,8 @@ from .plan.runs import CHUNK_ROWS, PlannedRuns, plan_outcome
 from .provenance import collect, now
 from .quantities import Quantities, series_output
 from .runs_csv import write_csv
-from .spec import Study, check_study
+from .spec import Study
+from .spec.checks import check_study
 from .store import RunStore
 
 
