@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_validate(args) -> int:
-    from .pipeline import load_study
+    from .loading import load_study
 
     problems = []
     for path in args.studies:
@@ -141,7 +141,8 @@ def command_validate(args) -> int:
 
 def command_plan(args) -> int:
     from .executors import scheduler_name
-    from .pipeline import identity_record, load_study, plan_study, settings_for
+    from .loading import load_study
+    from .pipeline import settings_for
     from .plan.describe import (
         describe_dependencies,
         describe_iterative,
@@ -149,6 +150,7 @@ def command_plan(args) -> int:
         describe_reuse,
         write_design_csv,
     )
+    from .plan.study import identity_record, plan_study
 
     loaded = load_study(args.study)
     folder = args.out or Path("results") / loaded.study.name
@@ -206,7 +208,7 @@ def command_run(args) -> int:
         if problem:
             raise StudyError(f"--scheduler: {problem}")
     if args.cluster:
-        from .pipeline import load_study
+        from .loading import load_study
 
         if scheduler:
             raise StudyError("give --scheduler or --cluster, not both")
@@ -229,7 +231,7 @@ def describe_runs_done(runs: dict) -> str:
 
 
 def command_check(args) -> int:
-    from .pipeline import load_study
+    from .loading import load_study
     from .stepcheck import LIMIT, check_step
 
     loaded = load_study(args.study)
