@@ -56,6 +56,18 @@ def test_logistic_growth_is_recovered_from_far_away(tmp_path, method):
         "name,x,obs,mod,weight,res_unweighted,res")
 
 
+def test_lm_moves_from_a_start_at_the_centre_of_the_box(tmp_path):
+    """A start at the centre of the bounds (the default nominal) is a logit of ~1e-16, and
+    MINPACK bounds its first step by 100 times the start: lm stopped there, 'converged'."""
+    path = write_logistic(tmp_path)
+    path.write_text(path.read_text().replace("[0.05, 5], nominal: 2", "[0.1, 1.0], nominal: 0.55")
+                    .replace("[1, 1000], nominal: 10", "[20, 200], nominal: 110"))
+    result = studyrun.run(path, tmp_path / "out").results
+    assert result["parameters"]["rate"]["initial"] == 0.55
+    assert result["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-5)
+    assert result["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-5)
+
+
 def test_a_resumed_calibration_reuses_every_run(tmp_path):
     path = write_logistic(tmp_path)
     first = studyrun.run(path, tmp_path / "out")

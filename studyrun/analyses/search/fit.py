@@ -140,22 +140,26 @@ def fit_least_squares(ask: Ask, start: np.ndarray, box: Box, settings: Settings,
 
     width = box.hi - box.lo
     if method == "lm":
-        def to_p(z):
-            return box.lo + width / (1 + np.exp(-np.asarray(z)))
+        u = np.clip(box.to_unit(start), 1e-6, 1 - 1e-6)
+        # MINPACK's first step is bounded by 100 |x0|: the logits start at 1, not at their own
+        # value, or a start at the box's centre (logit ~1e-16) would never move
+        shift = np.log(u / (1 - u)) - 1.0
 
-        def fun(z):
-            return ask(to_p(z)[None])["vector"][0]
+        def to_p(x):
+            return box.lo + width / (1 + np.exp(-(np.asarray(x) + shift)))
 
-        def jac(z):
-            p = to_p(z)
+        def fun(x):
+            return ask(to_p(x)[None])["vector"][0]
+
+        def jac(x):
+            p = to_p(x)
             J, _ = jacobian(ask, p, box, settings)
             return J * ((p - box.lo) * (box.hi - p) / width)
 
-        u = np.clip(box.to_unit(start), 1e-6, 1 - 1e-6)
-        z0 = np.log(u / (1 - u))
         kwargs = {"max_nfev": settings.max_evaluations} if settings.max_evaluations else {}
-        out = least_squares(fun, z0, jac=jac, method="lm", xtol=settings.tolerance,
-                            ftol=settings.tolerance, gtol=settings.tolerance, **kwargs)
+        out = least_squares(fun, np.ones(len(start)), jac=jac, method="lm",
+                            xtol=settings.tolerance, ftol=settings.tolerance,
+                            gtol=settings.tolerance, **kwargs)
         estimate = to_p(out.x)
     else:
         def fun(p):
