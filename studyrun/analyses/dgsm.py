@@ -106,7 +106,8 @@ class Dgsm(SalibAnalysis):
         block = design.info["block"]
         keep, dropped = keep_whole_blocks(bad, block)
         kept = self.samples - dropped
-        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped}
+        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped,
+                                 "dropped_runs": dropped * block}
         if kept < MIN_BLOCKS:
             return error_entry(f"only {kept} of {self.samples} base points have every run "
                                f"succeeded; at least {MIN_BLOCKS} are needed", **facts)

@@ -47,12 +47,14 @@ class Montecarlo(AnalysisSpec):
         if not runs.chunked:
             return self.analyse(runs.whole(), parameters)
         moments: dict[str, Moments] = {}
+        dropped: dict[str, int] = {}
         for outcome in runs.chunks():
             for name, values in outcome.values.items():
                 kept = values[outcome.ok & np.isfinite(values)]
                 moments.setdefault(name, Moments()).add(kept)
+                dropped[name] = dropped.get(name, 0) + len(values) - len(kept)
         return {name: m.summary(runs.sorted_values(name), self.percentiles, runs.rank_sums(name),
-                                runs.names)
+                                runs.names) | {"dropped_runs": dropped[name]}
                 for name, m in moments.items()}
 
     def analyse(self, outcome: Outcome, parameters) -> dict[str, Any]:
@@ -63,7 +65,7 @@ class Montecarlo(AnalysisSpec):
             if key not in ranked:
                 ranked[key] = Ranks(outcome.design.matrix[keep])
             results[name] = summarise(values[keep], ranked[key], outcome.design.names,
-                                      self.percentiles)
+                                      self.percentiles) | {"dropped_runs": int((~keep).sum())}
         return results
 
     def report(self, analysis, outcome, figures) -> str:

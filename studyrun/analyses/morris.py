@@ -109,7 +109,8 @@ class Morris(AnalysisSpec):
         info, names = design.info, design.names
         keep, dropped = keep_whole_blocks(bad, info["block"])
         kept = info["trajectories"] - dropped
-        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped}
+        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped,
+                                 "dropped_runs": dropped * info["block"]}
         if kept < MIN_BLOCKS:
             return error_entry(f"only {kept} of {info['trajectories']} trajectories have every "
                                f"run succeeded; at least {MIN_BLOCKS} are needed", **facts)

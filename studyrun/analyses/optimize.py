@@ -10,8 +10,8 @@ optimisation is parallel where it can be, cached and resumable.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `optimum`), `objective`
 (`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
-and also `method`, `converged`, `message`, `batches`, `terms` and `progress` (best objective
-after each batch).
+and also `method`, `converged`, `message`, `batches`, `terms`, `progress` (best objective
+after each batch) and `notes`.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class Optimize(AnalysisSpec):
         evaluations = Evaluations(evaluate, self.summariser(quantities))
         first = evaluations(box.start[None])
         missing = [q for q in quantities if q not in evaluations.first.values]
-        if missing:
+        if missing and evaluations.first.ok.any():  # a failed start gives no quantity's name
             raise StudyError(f"{', '.join(map(repr, missing))}: not a quantity of the runs (they "
                              f"give {', '.join(evaluations.first.values) or 'none'}); define it "
                              "under quantities:", path="analysis")
@@ -136,6 +136,7 @@ class Optimize(AnalysisSpec):
         results = lockstep(runs, evaluations)
         best = min(results, key=lambda r: r.cost)
         last = evaluations(best.estimate[None])
+        found = math.isfinite(last["cost"][0])
         return {
             "method": self.method,
             "parameters": {n: {"initial": float(box.start[j]), "optimum": float(best.estimate[j])}
@@ -146,11 +147,15 @@ class Optimize(AnalysisSpec):
                            for i, q in enumerate(quantities)},
             "evaluations": evaluations.runs,
             "batches": evaluations.calls,
-            "converged": bool(best.converged),
+            "converged": bool(best.converged) and found,
             "message": best.message,
             "terms": [{"kind": k, "quantity": q, "value": v, "weight": self.weights.get(q, 1.0)}
                       for k, q, v in self.terms()],
             "progress": [finite(p) for p in best.progress],
+            "notes": [] if found else [
+                "every run the optimiser tried failed or gave no finite objective, the start's "
+                "too: the optimum is no optimum; start where the model runs (set the "
+                "parameters' nominal values)"],
         }
 
     def optimise(self, ask, start, box, settings, seed, fit):
@@ -179,6 +184,7 @@ class Optimize(AnalysisSpec):
                  f"Objective: {describe_objective(self)}. "
                  f"{'Converged' if r['converged'] else 'Stopped'}: {str(r['message']).rstrip('.')}; "
                  f"{r['evaluations']} model runs in {r['batches']} batches.", "",
+                 *(f"*{note}*\n" for note in r.get("notes", [])),
                  table(["parameter", "initial", "optimum"],
                        [[n, p["initial"], p["optimum"]] for n, p in r["parameters"].items()]), "",
                  table(["", "initial", "final"],

@@ -17,6 +17,9 @@ from ..search.fit import Box, FitResult, Settings, fit, jacobian, make_box, stat
 from .cost import FAILED_RESIDUAL, CostFunction
 from .data import Observations, check_against_model
 
+UNFITTED = ("every run the fit tried failed or gave no finite cost, the start's too: the "
+            "estimate is no fit; start where the model runs (set the parameters' nominal values)")
+
 
 def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[str, Any]:
     """Fit the parameters to the data by `spec.method`; return the results block."""
@@ -121,6 +124,7 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
     before, after = costs.variables_from(both, 0), costs.variables_from(both, 1)
     names = box.names
     at_bound = np.isclose(result.estimate, box.lo) | np.isclose(result.estimate, box.hi)
+    fitted = math.isfinite(both["cost"][1])
     results: dict[str, Any] = {
         "method": spec.method,
         "parameters": parameter_table(box, result, stats, at_bound),
@@ -132,7 +136,7 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
                             "rms_after": after[key]["rms"]} for key in after},
         "minlogp": float(both["minlogp"][1]),
         "minlogp_initial": float(both["minlogp"][0]),
-        "converged": bool(result.converged),
+        "converged": bool(result.converged) and fitted,
         "message": result.message,
         "covariance": by_name(stats["covariance"], names),
         "df": int(stats["df"]),
@@ -144,7 +148,7 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
         "progress": result.progress,
         "notes": stats["notes"] + outcome.series_notes + [
             f"{n} ended at a bound of its box; widen its bounds if the data allow"
-            for n, b in zip(names, at_bound) if b],
+            for n, b in zip(names, at_bound) if b] + ([] if fitted else [UNFITTED]),
     }
     if final_costs is not None:
         results["curves"] = {o: {"time": outcome.time.tolist(), "initial": outcome.series[o][0].tolist(),

@@ -8,7 +8,8 @@ Analysis of Experiments, and Myers, Montgomery & Anderson-Cook, Response Surface
 `results.<quantity>` holds the contract keys `r2`, `adj_r2`, `rmse` (root mean square of the
 residuals, sqrt(SSR/n)), `coefficients` (term -> estimate, std_error, t, p; coded units) and
 `dropped_terms`, and also: `terms` (the fitted terms, in `covariance` order), `covariance`,
-`sigma` (residual standard error, sqrt(SSR/df_resid)), `df_resid`, `n_runs`, `dropped_aliases`,
+`sigma` (residual standard error, sqrt(SSR/df_resid)), `df_resid`, `n_runs`, `dropped_runs`
+(failed runs left out), `dropped_aliases`,
 `anova`, `lack_of_fit`, `residuals`, `main_effects`, `interactions`, `stationary_point`
 (quadratic fits), `coding` (parameter -> symbol, center, half_range) and `notes`. With a
 `pareto:` block, `results._pareto` holds `senses`, `runs`, `values` and `parameters`.
@@ -209,9 +210,10 @@ def analyse_quantity(coded: np.ndarray, values: np.ndarray, ok: np.ndarray, term
                      halves: np.ndarray) -> dict[str, Any]:
     """Fit one quantity over its successful runs and read its effects off the same runs."""
     use = np.asarray(ok, dtype=bool) & np.isfinite(values)
+    dropped = int(len(values) - use.sum())
     if use.sum() < 2:
         return {"r2": None, "adj_r2": None, "rmse": None, "coefficients": {},
-                "dropped_terms": [], "n_runs": int(use.sum()),
+                "dropped_terms": [], "n_runs": int(use.sum()), "dropped_runs": dropped,
                 "notes": [f"only {int(use.sum())} successful runs: nothing to fit"]}
     x, y = coded[use], values[use]
     result = fit_surface(x, y, terms)
@@ -220,6 +222,7 @@ def analyse_quantity(coded: np.ndarray, values: np.ndarray, ok: np.ndarray, term
     result["interactions"] = compute_interactions(x, y, names, ranking)
     if any(max(t) == 2 for t in terms):
         result["stationary_point"] = find_stationary_point(result, len(names), centers, halves, names)
-    if use.sum() < len(values):
-        result["notes"].append(f"{int(len(values) - use.sum())} failed runs left out of the fit")
+    result["dropped_runs"] = dropped
+    if dropped:
+        result["notes"].append(f"{dropped} failed runs left out of the fit")
     return result

@@ -8,10 +8,10 @@ called once per quantity.
 
 Results per quantity: S1, S1_conf, ST, ST_conf (parameter -> value; group -> value with
 `groups`), S2 and S2_conf when `second_order` (nested maps a -> b -> value for each pair with b
-after a in study order, as SALib's upper triangle), effective_N and dropped_blocks (a block
-with a failed run is dropped whole), `convergence` (point estimates from the first N/4, N/2 and
-N surviving base samples), and `warnings`. Series named in `outputs` get S1 and ST at every
-output time (`analyse_series`).
+after a in study order, as SALib's upper triangle), effective_N, dropped_blocks and
+dropped_runs (a block with a failed run is dropped whole), `convergence` (point estimates
+from the first N/4, N/2 and N surviving base samples), and `warnings`. Series named in
+`outputs` get S1 and ST at every output time (`analyse_series`).
 """
 
 from __future__ import annotations
@@ -136,7 +136,8 @@ class Sobol(AnalysisSpec):
         block, factors = info["block"], info["factors"]
         keep, dropped = keep_whole_blocks(bad, block)
         kept = info["base_samples"] - dropped
-        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped}
+        facts: dict[str, Any] = {"effective_N": kept, "dropped_blocks": dropped,
+                                 "dropped_runs": dropped * block}
         if kept < MIN_BLOCKS:
             return error_entry(f"only {kept} of {info['base_samples']} base samples have every "
                                f"run of their block succeeded; at least {MIN_BLOCKS} are needed",
@@ -225,7 +226,7 @@ def analyse_series(series: np.ndarray, time: np.ndarray | None, bad: np.ndarray,
     keep, dropped = keep_whole_blocks(bad, block)
     kept = info["base_samples"] - dropped
     steps = np.arange(series.shape[1]) if time is None else np.asarray(time)
-    facts = {"effective_N": kept, "dropped_blocks": dropped}
+    facts = {"effective_N": kept, "dropped_blocks": dropped, "dropped_runs": dropped * block}
     if kept < MIN_BLOCKS:
         return error_entry(f"only {kept} base samples have every run of their block succeeded; "
                            f"at least {MIN_BLOCKS} are needed", **facts)
