@@ -289,7 +289,8 @@ class Runner:
         totals.reused += counts.reused
         totals.executed += counts.executed
         totals.failed += counts.failed
-        totals.scheduler, totals.batch_size = counts.scheduler, counts.batch_size
+        if counts.scheduler != "none":  # not a plan whose runs were all in the store already
+            totals.scheduler, totals.batch_size = counts.scheduler, counts.batch_size
         totals.notes = list(dict.fromkeys(totals.notes + counts.notes))
 
     def run_pending(self, plan: Plan, pending: np.ndarray, recorder: Recorder) -> None:

@@ -40,13 +40,15 @@ def open_results(folder: str | Path) -> Results:
 
 def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     """report.md and figures/ again from study.yaml, analysis.json and runs.sqlite, written into
-    the folder (holding its lock) or into `out`; returns the report's path."""
+    the folder (holding its lock) or into `out`; returns the report's path. The runs are those of
+    the files the store last recorded; an iterative analysis's report reads analysis.json only,
+    as when it ran."""
     from .loading import load_study
     from .plan.runs import read_outcome
     from .plan.study import plan_study
     from .quantities import Quantities
     from .report.build import write_report
-    from .store import RunStore, acquire_lock, release_lock
+    from .store import RunStore, acquire_lock, latest_identity, release_lock
 
     folder = Path(folder)
     results = open_results(folder)
@@ -54,9 +56,12 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     origin = Path(results.analysis.get("provenance", {}).get("study_file", folder / "study.yaml"))
     loaded = load_study(folder / "study.yaml", check=False)
     loaded.path = origin if origin.exists() else folder / "study.yaml"
-    plan = plan_study(loaded)
     with RunStore.open_readonly(folder / "runs.sqlite") as store:
-        outcome = read_outcome(plan, store, Quantities(loaded.study.quantities), loaded.study.analysis)
+        recorded = latest_identity(store.db)
+        if recorded is not None:  # the runs' files as they were: since edited, or not here at all
+            loaded.digests = recorded["files"]
+        outcome = None if loaded.study.analysis.iterative else read_outcome(
+            plan_study(loaded), store, Quantities(loaded.study.quantities), loaded.study.analysis)
     try:
         target.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None
