@@ -15,7 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..core.errors import Problem
-from .equations import EquationModel, EquationSystem, Expression, Method, TimeGrid, TimeSpan
+from .equations import (
+    EquationModel,
+    EquationSystem,
+    Expression,
+    Method,
+    TimeGrid,
+    TimeSpan,
+)
 from .ode import check_names_hint
 
 

@@ -11,7 +11,16 @@ from typing import Annotated, Any, Union
 from pydantic import BeforeValidator, Discriminator, Tag
 
 from .base import DISTRIBUTIONS, ParameterBase
-from .continuous import Beta, Gamma, LogNormal, LogUniform, Normal, Triangular, TruncNormal, Uniform
+from .continuous import (
+    Beta,
+    Gamma,
+    LogNormal,
+    LogUniform,
+    Normal,
+    Triangular,
+    TruncNormal,
+    Uniform,
+)
 from .values import Bounds, Discrete, Fixed
 
 _KINDS: dict[str, type[ParameterBase]] = {

@@ -52,7 +52,13 @@ from pydantic import (
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ..base import AnalysisSpec, search_runs
-from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
+from .data import (
+    DataBlock,
+    Observations,
+    check_against_model,
+    outputs_needed,
+    read_blocks,
+)
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
@@ -212,7 +218,7 @@ class Calibrate(AnalysisSpec):
 
     def design(self, parameters, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
-        from .calibration import make_box
+        from ..search.fit import make_box
 
         box = make_box(parameters, self._model.defaults() if self._model is not None else {})
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})

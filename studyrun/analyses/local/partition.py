@@ -30,7 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from ...models.equations import FIXED_METHODS, CompiledSystem, EquationEvaluator, EquationSystem
+from ...models.equations import (
+    FIXED_METHODS,
+    CompiledSystem,
+    EquationEvaluator,
+    EquationSystem,
+)
 from ..initial_states import initial_only
 from .agreement import rank
 
