@@ -12,6 +12,8 @@ optimisation is parallel where it can be, cached and resumable.
 (`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
 and also `method`, `converged`, `message`, `batches`, `terms` and `progress` (best objective
 after each batch).
+
+Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 """
 
 from __future__ import annotations
