@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import Iterable
 import sys
 
 LIMIT = 80  # a value longer than this is cut in a message
@@ -75,7 +76,7 @@ def cut_values(message: str) -> str:
     return _WORD.sub(lambda m: shorten(m[0], WORD_LIMIT), message)
 
 
-def suggest(word: str, choices) -> str:
+def suggest(word: str, choices: Iterable[str]) -> str:
     """' ; did you mean 'x'?' when a close choice exists, else ''."""
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
