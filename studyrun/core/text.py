@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable
 import sys
+from typing import Iterable
 
 LIMIT = 80  # a value longer than this is cut in a message
 WORD_LIMIT = 200  # an unquoted run without spaces (a path, a key) longer than this is cut
