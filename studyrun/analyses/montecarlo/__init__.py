@@ -157,11 +157,12 @@ class OrderStatistics:
             index = p / 100 * (n - 1)
             low = int(np.floor(index))
             self.wanted.append((low, min(low + 1, n - 1), index - low))
+        self.needed = {i for low, high, _ in self.wanted for i in (low, high)}
         self.found: dict[int, float] = {}
         self.seen = 0
 
     def add(self, ordered: np.ndarray) -> None:
-        for i in {i for low, high, _ in self.wanted for i in (low, high)}:
+        for i in self.needed:
             if self.seen <= i < self.seen + len(ordered):
                 self.found[i] = float(ordered[i - self.seen])
         self.seen += len(ordered)
