@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -34,3 +34,19 @@ Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their 
 # The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
 # 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
 MAX_RUNS = 100_000_000
+
+
+class PlannedRuns(Protocol):
+    """The runs of a fixed design as an analysis reads them: whole when they fit in memory, else
+    chunk by chunk in plan order (the plan step's `plan.runs.PlannedRuns`)."""
+
+    names: list[str]  # the varied parameters
+    chunked: bool  # True when the design is too large to be read whole
+
+    def whole(self) -> Outcome: ...
+
+    def chunks(self) -> Iterator[Outcome]: ...
+
+    def sorted_values(self, quantity: str) -> Iterator[float]: ...
+
+    def rank_sums(self, quantity: str) -> dict[str, tuple[float, ...]]: ...

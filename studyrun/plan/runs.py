@@ -16,6 +16,7 @@ import numpy as np
 from ..core.design import Design, Outcome
 from ..core.runtable import RunTable, Sink
 from ..grids import put_on_one_grid
+from ..quantities import Quantities, series_output
 from ..runs_csv import write_csv
 from ..store import RunStore
 from . import Plan
@@ -85,7 +86,7 @@ class PlannedRuns:
 
     def chunks(self) -> Iterator[Outcome]:
         """The runs slice by slice, from the store."""
-        for start, table in self.tables():
+        for _, table in self.tables():
             yield Outcome(Design(self.names, table.inputs, self.info), columns(table, self.store), table.ok)
 
     def tables(self) -> Iterator[tuple[int, RunTable]]:
@@ -129,3 +130,16 @@ def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str,
     (`grid`, when the runs' own grids differ and the analysis declares one); NaN where absent."""
     stored = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
     put_on_one_grid(outcome, stored, plan.run_ids, wanted, grid)
+
+
+def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
+    """Series to read back per run: series() quantities and the outputs an analysis needs."""
+    wanted = {name: series_output(quantities.compiled[name]) for name in quantities.series_names}
+    wanted.update({name: name for name in analysis.needs_series()})
+    return wanted
+
+
+def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
+    """One plan's quantities from the store, in plan order, with the series asked for."""
+    return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
+                        series_wanted(quantities, analysis), analysis.series_grid())
