@@ -8,12 +8,9 @@ runs are chunked.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from ...plan.runs import PlannedRuns
+from ...core.design import PlannedRuns
 
 
 class Ranks:
@@ -52,7 +49,7 @@ class StreamedSpearman:
         """The next kept runs (succeeded, quantity finite) in increasing order of the quantity."""
         self._put(*self.tied.add(values, positions.astype(np.int64)))
 
-    def correlations(self, runs: "PlannedRuns") -> dict[str, float | None]:
+    def correlations(self, runs: PlannedRuns) -> dict[str, float | None]:
         """Spearman's correlation of the quantity with each parameter, one pass each."""
         self._put(*self.tied.finish())
         return {name: self._correlation(runs, name) for name in runs.names}
@@ -61,7 +58,7 @@ class StreamedSpearman:
         self.ranks[positions] = twice
         self.sums.add(twice)
 
-    def _correlation(self, runs: "PlannedRuns", name: str) -> float | None:
+    def _correlation(self, runs: PlannedRuns, name: str) -> float | None:
         tied, x, y = TiedRanks(), RankSums(), self.sums
         for positions, values in runs.stream(["run", name], order_by=name):
             partners = self.ranks[positions.astype(np.int64)]
@@ -131,7 +128,8 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     return total
 
 
-def spearman_from_sums(n, sx, sy, sxx, syy, sxy) -> float | None:
+def spearman_from_sums(n: int, sx: float, sy: float, sxx: float, syy: float,
+                       sxy: float) -> float | None:
     """Pearson's correlation of ranks from their sums; None when either side is constant."""
     if not n or n < 3:
         return None
