@@ -1,9 +1,9 @@
 """Spearman's rank correlations of a Monte Carlo: in memory for a design of one chunk; streamed
-for a larger one, from the store's columns in sorted order, holding one rank per run and no values.
+for a larger one, from the store's columns in sorted order, holding one rank per run (4 bytes)
+and no values.
 
-Ties get average ranks (scipy's `rankdata`, SQL's rank() and count() over peers). Streamed
-ranks are kept doubled, as integers, and their sums exactly: the results do not depend on how the
-runs are chunked.
+Tied values share the mean of their ranks (scipy's `rankdata` default). Streamed ranks are kept
+doubled, as integers, and their sums exactly: the results do not depend on how runs are chunked.
 """
 
 from __future__ import annotations
