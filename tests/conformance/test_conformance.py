@@ -1,0 +1,233 @@
+"""The conformance suite (issue 15, section 3): the same checks over every model and analysis
+type, as scikit-learn checks every estimator. The examples are in conformance_table.py; a type
+added to a union without an example there fails `test_every_union_member_has_an_example`.
+
+Checks: the job a study ships to its workers pickles and gives the same output after a round
+trip; results and runs do not depend on batch size, workers or scheduler; analyses tolerate
+failed runs and NaN quantities where their method allows and say how many runs they dropped
+(or say clearly that they cannot); the report is rebuilt from analysis.json and the store alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pickle
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import numpy as np
+import pytest
+from conformance_table import ALL, ANALYSES, Example, member_types, merged, missing_examples
+
+from studyrun.core.batch import RunContext
+from studyrun.loading import load_study
+from studyrun.pipeline import make_job, run_study
+from studyrun.plan.study import plan_study
+from studyrun.results import rebuild_report
+from studyrun.spec import AnalysisUnion, ModelUnion
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How a study is executed: scheduler, workers (None: the default) and batch size."""
+
+    scheduler: str
+    workers: int | None
+    batch_size: int | str
+
+    @property
+    def name(self) -> str:
+        return f"{self.scheduler}-{self.workers or 'default'}-{self.batch_size}"
+
+
+BASELINE = Setting("sync", None, "auto")
+SETTINGS = [Setting("threads", 2, 1), Setting("threads", 2, 64)]
+PROCESS = Setting("local", 2, "auto")  # a short study: a python model's runs in a child process
+CLUSTER = Setting("local", 2, 1)  # a fixed batch size always starts a real LocalCluster
+# one real LocalCluster per group of analyses (and for the model kinds that run outside Python)
+ON_A_CLUSTER = {"analysis-montecarlo", "analysis-sobol", "analysis-rbd_fast", "analysis-doe",
+                "analysis-local", "analysis-calibrate", "model-command", "ragged-sobol"}
+IN_A_PROCESS = {"model-python", "python-vectorized", "ragged-montecarlo"}
+
+
+@dataclass
+class Run:
+    """A finished study: its folder, analysis.json and runs.csv rows (run order)."""
+
+    study: Path
+    out: Path
+    analysis: dict[str, Any]
+    rows: list[dict[str, str]]
+
+    def runs(self) -> list[dict[str, str]]:
+        """runs.csv without what may differ from one execution to another."""
+        return [{k: v for k, v in row.items() if k not in ("duration", "worker")}
+                for row in sorted(self.rows, key=lambda row: int(row["run"]))]
+
+
+class Runs:
+    """Studies run once per example and setting in this session, then reused by every check."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.done = root, {}
+
+    def get(self, name: str, setting: Setting = BASELINE, example: Example | None = None,
+            variant: str = "") -> Run:
+        key = (name, setting, variant)
+        if key not in self.done:
+            folder = self.root / name / (variant or "plain") / setting.name
+            study = (example or ALL[name]).write(folder, batch_size=setting.batch_size)
+            out = folder / "out"
+            run_study(study, out, scheduler=setting.scheduler, workers=setting.workers, quiet=True)
+            with open(out / "runs.csv", newline="") as handle:
+                rows = list(csv.DictReader(handle))
+            analysis = json.loads((out / "analysis.json").read_text())
+            self.done[key] = Run(study, out, analysis, rows)
+        return self.done[key]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    """The runs of this module, with PySD's translations cached in the module's own folder."""
+    root = tmp_path_factory.mktemp("conformance")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(root / "cache")
+    yield Runs(root)
+    if before is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
+def test_every_union_member_has_an_example():
+    missing = missing_examples()
+    assert not missing, (f"no conformance example for {', '.join(missing)}: add one to "
+                         "tests/conformance/conformance_table.py")
+    assert set(member_types(ModelUnion)) >= {"python", "command", "ode", "stockflow", "pysd"}
+    assert len(member_types(AnalysisUnion)) == len(ANALYSES)
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_the_evaluator_pickles_and_gives_the_same_output_after_a_round_trip(runs, name, tmp_path):
+    """The evaluator with pickle; the whole job with cloudpickle, as Dask and the pilot's process
+    ship it (its quantities hold closures)."""
+    loaded = load_study(ALL[name].write(tmp_path / "study"))
+    job = make_job(loaded, tmp_path / "out")
+    plan = plan_study(loaded)
+    rows = slice(0, min(3, plan.size))
+    context = RunContext(plan.run_ids[rows], tmp_path / "work")
+    evaluators = [job.evaluator, pickle.loads(pickle.dumps(job.evaluator)),
+                  cloudpickle.loads(cloudpickle.dumps(job)).evaluator]
+    first, *others = (comparable(e(plan.inputs(rows), context)) for e in evaluators)
+    assert first["errors"] == [None] * len(plan.run_ids[rows])
+    assert others == [first, first]
+
+
+def comparable(output) -> dict[str, Any]:
+    """A ModelOutput as plain lists, so that NaN compares equal to NaN (as text)."""
+    def plain(value):
+        return repr(np.asarray(value).tolist()) if value is not None else None
+
+    return {"errors": output.errors, "scalars": {k: plain(v) for k, v in output.scalars.items()},
+            "groups": [(plain(np.arange(len(output.errors))[g.rows]), plain(g.time),
+                        {k: plain(v) for k, v in g.series.items()})
+                       for g in output.series_groups()]}
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_results_do_not_depend_on_batch_size_workers_or_scheduler(runs, name):
+    settings = list(SETTINGS)
+    settings += [PROCESS] if name in IN_A_PROCESS else []
+    settings += [CLUSTER] if name in ON_A_CLUSTER else []
+    reference = runs.get(name)
+    assert reference.analysis["runs"]["failed"] == 0
+    for setting in settings:
+        other = runs.get(name, setting)
+        assert other.analysis["results"] == reference.analysis["results"], setting
+        assert other.runs() == reference.runs(), setting
+        assert other.analysis["runs"] == reference.analysis["runs"], setting
+    executed = {runs.get(name, s).analysis["execution"]["scheduler"] for s in settings}
+    if name in ON_A_CLUSTER:
+        assert "local" in executed
+
+
+FAILING = [name for name, example in ANALYSES.items() if example.failing is not None]
+
+
+@pytest.mark.parametrize("name", FAILING)
+def test_analyses_tolerate_failed_runs_and_say_how_many_they_dropped(runs, name):
+    example = ANALYSES[name]
+    run = runs.get(f"analysis-{name}", example=example.with_failures(), variant="failing")
+    failed = run.analysis["runs"]["failed"]
+    assert failed > 0, "the failing variant should fail some runs"
+    assert failed == sum(row["status"] == "failed" for row in run.rows)
+    results = run.analysis["results"]
+    quantities = {k: v for k, v in results.items() if k in quantity_names(run, example)}
+    if example.failures == "drops":  # a count per quantity; blocks with a failed run go whole
+        for quantity, entry in quantities.items():
+            assert "error" not in entry, (quantity, entry)
+            if "dropped_blocks" in entry:
+                assert entry["dropped_runs"] >= failed and entry["dropped_blocks"] > 0
+            else:
+                assert entry["dropped_runs"] == failed, (quantity, entry)
+    elif example.failures == "refuses":  # says so, with the count, rather than give numbers
+        for entry in quantities.values():
+            assert "error" in entry and entry["dropped_runs"] == failed
+    elif example.failures == "nulls":  # a null where a run failed, and a note when not per run
+        if name == "sweep":
+            for entry in quantities.values():
+                assert sum(v is None for v in entry["values"]) == failed
+        else:
+            assert any("failed" in note for note in results["notes"]), results["notes"]
+            assert None in results["y"]["L1"].values()
+    else:  # an iterative fit steers around failed runs and ends where the model runs
+        assert example.failures == "steers"
+        assert run.rows[0]["status"] == "ok"
+        final = results["cost" if name == "calibrate" else "objective"]["final"]
+        assert final is not None and np.isfinite(final)
+    again = runs.get(f"analysis-{name}", Setting("threads", 2, 1),
+                     example=example.with_failures(), variant="failing")
+    assert again.analysis["results"] == results and again.runs() == run.runs()
+
+
+def quantity_names(run: Run, example: Example) -> set[str]:
+    """The quantity columns of runs.csv."""
+    fixed = {"run", "id", "status", "error", "duration", "worker", *example.study["parameters"]}
+    return set(run.rows[0]) - fixed
+
+
+STEERING = [name for name, example in ANALYSES.items() if example.failures == "steers"]
+
+
+@pytest.mark.parametrize("name", STEERING)
+def test_a_fit_whose_every_run_fails_says_so(runs, name):
+    example = ANALYSES[name].with_failures()
+    example = Example(merged(example.study, {"parameters": {"a": {"nominal": 0.95}}}),
+                      example.files, None, example.failures)
+    results = runs.get(f"analysis-{name}", example=example, variant="failed-start").analysis[
+        "results"]
+    assert results["converged"] is False
+    assert any("every run" in note for note in results["notes"]), results["notes"]
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_the_report_is_rebuilt_from_analysis_json_and_the_store_alone(runs, name, tmp_path):
+    run = runs.get(name)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    for file in ("study.yaml", "analysis.json", "runs.sqlite"):
+        shutil.copy(run.out / file, alone / file)
+    away = run.study.parent.with_name(run.study.parent.name + "-away")
+    run.study.parent.rename(away)  # the study, its model files and runs.csv are gone meanwhile
+    try:
+        report = rebuild_report(alone)
+    finally:
+        away.rename(run.study.parent)
+    assert report.read_text() == (run.out / "report.md").read_text()
+    figures = sorted(p.name for p in (run.out / "figures").glob("*"))
+    assert sorted(p.name for p in (alone / "figures").glob("*")) == figures
