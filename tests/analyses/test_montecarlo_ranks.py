@@ -54,6 +54,8 @@ def test_spearman_streamed_and_in_memory_match_scipy_with_ties_and_failed_runs(s
     for quantity in ("y", "z"):
         kept = runs[ok & np.isfinite(runs[quantity])]
         assert whole.results[quantity]["n"] == chunked.results[quantity]["n"] == len(kept)
+        assert (whole.results[quantity]["dropped_runs"] == chunked.results[quantity]["dropped_runs"]
+                == len(runs) - len(kept))
         for parameter in ("a", "b", "c"):
             expected = spearmanr(kept[parameter], kept[quantity]).statistic
             for result in (whole, chunked):

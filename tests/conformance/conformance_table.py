@@ -21,8 +21,8 @@ from studyrun.spec import AnalysisUnion, ModelUnion
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# Per-run python models. `fail=1` makes a run raise where a > 0.9 and gives a NaN `sum` (the run
-# itself succeeding) where b > 0.9: failed runs and NaN quantities for the `failing` variants.
+# Per-run python models. `fail=1` makes a run raise where a > 0.9 and gives a NaN `final` where
+# b > 0.9 (which fails the run too): failed runs and NaN quantities for the `failing` variants.
 TOY = '''
 import numpy as np
 
@@ -33,8 +33,8 @@ def toy(a, b, fail=0):
     if fail and a > 0.9:
         raise ValueError("a is too large")
     y = a * np.exp(-b * TIME) + b
-    return {"time": TIME, "y": y, "final": float(y[-1]),
-            "sum": float("nan") if fail and b > 0.9 else a + 2 * b + a * b}
+    return {"time": TIME, "y": y, "final": float("nan") if fail and b > 0.9 else float(y[-1]),
+            "sum": a + 2 * b + a * b}
 
 
 def toy_batch(a, b):
@@ -57,6 +57,7 @@ OBSERVED = "name,time,value\n" + "".join(
 AB = {"a": {"bounds": [0.1, 1.0]}, "b": {"bounds": [0.1, 1.0]}}
 TOY_MODEL = {"type": "python", "function": "toy:toy"}
 FAILING = {"model": {"constants": {"fail": 1}}}  # the toy's failing variant
+FINAL = {"final": "final"}  # one quantity: each one costs the report its figures
 
 
 @dataclass
@@ -100,12 +101,12 @@ def merged(base: dict, changes: dict) -> dict:
     return out
 
 
-def toy_study(name: str, analysis: dict[str, Any], quantities: dict[str, str] | None = None,
-              failing: dict[str, Any] | None = FAILING, failures: str = "drops",
-              **extra: Any) -> Example:
+def toy_study(name: str, analysis: dict[str, Any], quantities: dict[str, str] | None = FINAL,
+              failing: dict[str, Any] | None = FAILING, failures: str = "drops") -> Example:
+    """A study of the toy model; one quantity unless told (`None`: every scalar output)."""
     study = {"name": name, "seed": 11, "model": dict(TOY_MODEL), "parameters": copy.deepcopy(AB),
              **({"quantities": quantities} if quantities else {}), "analysis": analysis,
-             "execution": {"on_failure": "continue"}, **extra}
+             "execution": {"on_failure": "continue"}}
     return Example(study, {"toy.py": TOY}, failing, failures)
 
 
@@ -118,16 +119,17 @@ def model_study(name: str, model: dict[str, Any], parameters: dict[str, Any],
 
 
 ANALYSES: dict[str, Example] = {
-    "montecarlo": toy_study("mc", {"type": "montecarlo", "samples": 24}),
+    "montecarlo": toy_study("mc", {"type": "montecarlo", "samples": 24}, quantities=None),
     "sweep": toy_study("sweep", {"type": "sweep", "levels": 4}, failures="nulls"),
     "sobol": toy_study("sobol", {"type": "sobol", "samples": 16, "resamples": 10},
                        failing=merged(FAILING, {"parameters": {"a": {"bounds": [0.1, 0.95]}}})),
     "morris": toy_study("morris", {"type": "morris", "trajectories": 12, "resamples": 10},
-                        failing=merged(FAILING, {"parameters": {"a": {"bounds": [0.1, 0.95]}}})),
+                        failing=merged(FAILING, {"parameters": {"a": {"bounds": [0.1, 0.95]},
+                                                                "b": {"bounds": [0.1, 0.9]}}})),
     "fast": toy_study("fast", {"type": "fast", "samples": 24, "M": 2, "resamples": 10},
                       failures="refuses"),
     "rbd_fast": toy_study("rbd", {"type": "rbd_fast", "samples": 32, "M": 2, "resamples": 10}),
-    "delta": toy_study("delta", {"type": "delta", "samples": 32, "resamples": 10}),
+    "delta": toy_study("delta", {"type": "delta", "samples": 64, "resamples": 2}),
     "pawn": toy_study("pawn", {"type": "pawn", "samples": 32, "S": 3}),
     "dgsm": toy_study("dgsm", {"type": "dgsm", "samples": 16, "resamples": 10},
                       failing=merged(FAILING, {"parameters": {"a": {"bounds": [0.1, 0.95]}}})),
