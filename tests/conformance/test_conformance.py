@@ -52,11 +52,11 @@ PROCESS = Setting("local", 2, "auto")  # a short study: a python model's runs in
 CLUSTER = Setting("local", 2, 1)  # a fixed batch size always starts a real LocalCluster
 IN_LARGE_BATCHES = {"analysis-sobol", "analysis-optimize", "model-pysd", "python-vectorized",
                     "ragged-montecarlo", "ragged-sobol"}
-IN_A_PROCESS = {"model-python", "python-vectorized", "ragged-montecarlo"}
+IN_A_PROCESS = {"python-vectorized", "ragged-montecarlo"}
 # one real LocalCluster per group of analyses: sampling, block designs (with runs whose series
-# differ in length), given data, local, iterative; and the command model's subprocesses
-ON_A_CLUSTER = ["analysis-montecarlo", "ragged-sobol", "analysis-rbd_fast", "analysis-local",
-                "analysis-calibrate", "model-command"]
+# differ in length), local, iterative; and the command model's subprocesses
+ON_A_CLUSTER = ["analysis-montecarlo", "ragged-sobol", "analysis-local", "analysis-calibrate",
+                "model-command"]
 
 
 @dataclass
