@@ -22,6 +22,8 @@ from conftest import DASK, REPO, can_mount, count_runs, free_port, run_cli, writ
 import studyrun
 from studyrun.cli import main
 
+pytestmark = pytest.mark.slow  # fault injection: killed processes, Dask clusters, full disks
+
 
 def cli(capsys, *args) -> tuple[int, str, str]:
     """`studyrun ARGS` in this process: (exit status, stdout, stderr)."""

@@ -19,6 +19,8 @@ from conftest import can_mount, run_cli, write_study
 
 import studyrun
 
+pytestmark = pytest.mark.slow  # the studyrun CLI in subprocesses
+
 MODEL = '''
 import numpy as np
 

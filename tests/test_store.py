@@ -52,6 +52,7 @@ def rows(path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp_path):
     (tmp_path / "broken").write_text("")
     first = studyrun.run(moody, tmp_path / "out", quiet=True)
@@ -90,6 +91,7 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path):
     assert result.runs["y"].isna().sum() == len(failed) == result.analysis["runs"]["failed"]
 
 
+@pytest.mark.slow
 def test_a_store_of_format_1_is_upgraded_and_its_runs_reused(moody, tmp_path):
     studyrun.run(moody, tmp_path / "out", quiet=True)
     path = tmp_path / "out" / "runs.sqlite"
@@ -107,6 +109,7 @@ def test_a_store_of_format_1_is_upgraded_and_its_runs_reused(moody, tmp_path):
         assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 300
 
 
+@pytest.mark.slow
 def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
     from studyrun.store import Batch, RunStore
 
