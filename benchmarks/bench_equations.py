@@ -68,7 +68,9 @@ MODEL_ONLY = """
 import sys, time
 from pathlib import Path
 import numpy as np
-from studyrun.pipeline import load_study, plan_study, make_job
+from studyrun.loading import load_study
+from studyrun.pipeline import make_job
+from studyrun.plan.study import plan_study
 from studyrun.models.base import RunContext
 loaded = load_study(sys.argv[1]); plan = plan_study(loaded)
 job = make_job(loaded, Path(sys.argv[2]))

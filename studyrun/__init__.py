@@ -17,7 +17,7 @@ __all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunErro
 
 def load(path: str | Path):
     """The validated `Study` of a study file (raises StudyError listing every problem)."""
-    from .pipeline import load_study
+    from .loading import load_study
 
     return load_study(path).study
 

@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_validate(args) -> int:
-    from .pipeline import load_study
+    from .loading import load_study
 
     problems = []
     for path in args.studies:
@@ -141,7 +141,8 @@ def command_validate(args) -> int:
 
 def command_plan(args) -> int:
     from .executors import scheduler_name
-    from .pipeline import identity_record, load_study, plan_study, settings_for
+    from .loading import load_study
+    from .pipeline import settings_for
     from .plan.describe import (
         describe_dependencies,
         describe_iterative,
@@ -149,6 +150,7 @@ def command_plan(args) -> int:
         describe_reuse,
         write_design_csv,
     )
+    from .plan.study import identity_record, plan_study
 
     loaded = load_study(args.study)
     folder = args.out or Path("results") / loaded.study.name
@@ -168,7 +170,8 @@ def command_plan(args) -> int:
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
-    from .clusters import Cluster, job_script
+    from .clusters import job_script
+    from .spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
     if isinstance(scheduler, Cluster):
@@ -184,7 +187,8 @@ def cluster_override(scheduler, kind: str | None):
     """The cluster block `--cluster KIND` asks for; None when there is no such flag."""
     if kind is None or kind == "study":
         return None
-    from .clusters import KINDS, with_kind
+    from .clusters import with_kind
+    from .spec.execution import KINDS
 
     if kind not in KINDS:
         raise StudyError(f"--cluster: unknown batch system {kind!r}; allowed: {', '.join(KINDS)}")
@@ -198,13 +202,13 @@ def command_run(args) -> int:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
     scheduler = args.scheduler
     if scheduler:
-        from .executors import scheduler_problem
+        from .spec.execution import scheduler_problem
 
         problem = scheduler_problem(scheduler)
         if problem:
             raise StudyError(f"--scheduler: {problem}")
     if args.cluster:
-        from .pipeline import load_study
+        from .loading import load_study
 
         if scheduler:
             raise StudyError("give --scheduler or --cluster, not both")
@@ -227,7 +231,7 @@ def describe_runs_done(runs: dict) -> str:
 
 
 def command_check(args) -> int:
-    from .pipeline import load_study
+    from .loading import load_study
     from .stepcheck import LIMIT, check_step
 
     loaded = load_study(args.study)
@@ -298,7 +302,10 @@ def command_predict(args) -> int:
     point = parse_point(args.at)
     names = args.quantity or [q for q in results.results if not q.startswith("_")]
     predictions = [predict(results.analysis, name, point, level=args.level) for name in names]
-    interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+
+    def interval(pair):
+        return "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+
     for out in predictions:
         ci, pi = out.get("confidence"), out.get("prediction_interval")
         print(f"{out['quantity']}: {format_number(out['prediction'])}  {args.level * 100:g}% confidence "

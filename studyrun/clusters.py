@@ -10,142 +10,14 @@ studyrun starts in the driver. dask-jobqueue is an optional extra (`pip install
 
 from __future__ import annotations
 
-import re
 import sys
-from typing import Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    NonNegativeInt,
-    PositiveInt,
-    field_validator,
-    model_validator,
-)
 
 from .core.errors import ExecutionError
+from .spec.execution import Cluster
 
 CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}
-KINDS = tuple(CLASSES)
-_WALLTIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
 _PLACEHOLDER_ADDRESS = "tcp://SCHEDULER-ADDRESS:8786"
-
-
-class Cluster(BaseModel):
-    """One batch system's jobs, each running Dask workers for this study."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    cluster: Literal["slurm", "pbs", "sge", "lsf", "htcondor"] = Field(
-        description="the batch system: slurm | pbs | sge | lsf | htcondor")
-    cores: PositiveInt = Field(1, description="cores per job")
-    processes: PositiveInt | None = Field(
-        None, description="worker processes per job (default: one single-threaded worker per core)")
-    memory: str = Field("4GB", description="memory per job, e.g. 16GB or 64GiB")
-    walltime: str | None = Field(None, description="time limit per job, e.g. '02:00:00' "
-                                 "(dask-jobqueue's default when absent; not for htcondor)")
-    queue: str | None = Field(None, min_length=1, description="queue (partition on SLURM)")
-    account: str | None = Field(None, min_length=1, description="account or project to charge")
-    jobs: PositiveInt = Field(1, description="number of jobs to keep running")
-    minimum_jobs: NonNegativeInt | None = Field(
-        None, description="adaptive scaling: fewest jobs (with maximum_jobs)")
-    maximum_jobs: PositiveInt | None = Field(
-        None, description="adaptive scaling: most jobs; jobs are added while runs wait")
-    job_extra: list[str] = Field(default_factory=list, description="extra directives, e.g. "
-                                 "['--exclusive'] on SLURM, ['key = value'] on htcondor")
-    prologue: list[str] = Field(default_factory=list, description="shell lines run in each job "
-                                "before the workers start, e.g. 'module load python'")
-    interface: str | None = Field(None, min_length=1, description="network interface of "
-                                  "workers and scheduler, e.g. ib0")
-    local_directory: str | None = Field(None, min_length=1,
-                                        description="workers' scratch folder on the node")
-    log_directory: str | None = Field(None, min_length=1,
-                                      description="folder for the jobs' output files")
-    python: str | None = Field(None, min_length=1,
-                               description="python on the nodes (default: this one)")
-    disk: str | None = Field(None, description="htcondor only: disk per job (default 1GB)")
-
-    @field_validator("queue", "account", "job_extra", "prologue", "interface", "local_directory",
-                     "log_directory", "python")
-    @classmethod
-    def _one_line_each(cls, value):
-        """Each value is one line of the job script: a line break would smuggle in another."""
-        for line in value if isinstance(value, list) else [value]:
-            if isinstance(line, str) and any(c in line for c in "\r\n\x00\x0b\x0c\u2028\u2029"):
-                raise ValueError(f"must be a single line (each is one line of the job script); "
-                                 f"got {line!r}")
-        return value
-
-    @field_validator("memory", "disk")
-    @classmethod
-    def _size(cls, value):
-        if value is not None:
-            from .core.sizes import parse_bytes
-
-            try:
-                parse_bytes(value)
-            except OverflowError:
-                raise ValueError(f"not a memory size: {value!r} is too large") from None
-        return value
-
-    @field_validator("walltime", mode="before")
-    @classmethod
-    def _walltime_seconds(cls, value):
-        """YAML reads an unquoted 02:00:00 as 7200 (base 60): take a whole number as seconds."""
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return f"{value // 3600:02d}:{value // 60 % 60:02d}:{value % 60:02d}"
-        return value
-
-    @field_validator("walltime")
-    @classmethod
-    def _walltime(cls, value):
-        if value is not None and not _WALLTIME.match(value):
-            raise ValueError(f"expected HH:MM:SS (or D-HH:MM:SS); got {value!r}")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.processes is not None and self.processes > self.cores:
-            raise ValueError(f"processes ({self.processes}) cannot exceed cores ({self.cores}): "
-                             "each worker process needs a core")
-        if self.minimum_jobs is not None and self.maximum_jobs is None:
-            raise ValueError("minimum_jobs needs maximum_jobs too (adaptive scaling between them)")
-        if self.maximum_jobs is not None:
-            if "jobs" in self.model_fields_set:
-                raise ValueError("give either jobs (a fixed number) or minimum_jobs/maximum_jobs "
-                                 "(adaptive), not both")
-            if (self.minimum_jobs or 0) > self.maximum_jobs:
-                raise ValueError(f"minimum_jobs ({self.minimum_jobs}) exceeds maximum_jobs "
-                                 f"({self.maximum_jobs})")
-        if self.cluster == "htcondor":
-            given = [k for k in ("walltime", "queue", "account") if getattr(self, k) is not None]
-            if given:
-                raise ValueError(f"htcondor has no {given[0]}; write it as a submit-file line in "
-                                 "job_extra instead")
-            if any("=" not in line for line in self.job_extra):
-                raise ValueError("htcondor's job_extra lines are submit-file commands "
-                                 "'key = value', e.g. 'requirements = (OpSysMajorVer == 9)'")
-        elif self.disk is not None:
-            raise ValueError("disk is for htcondor only")
-        return self
-
-    @property
-    def workers_per_job(self) -> int:
-        return self.processes or self.cores
-
-    @property
-    def most_workers(self) -> int:
-        """Workers when every job runs: for sizing batches before any has started."""
-        return self.workers_per_job * (self.maximum_jobs or self.jobs)
-
-    def describe(self) -> str:
-        jobs = (f"{self.minimum_jobs or 0}..{self.maximum_jobs} jobs (adaptive)"
-                if self.maximum_jobs else f"{self.jobs} job{'s' * (self.jobs > 1)}")
-        return (f"{self.cluster} cluster, {jobs} of {self.cores} cores and {self.memory}, "
-                f"{self.workers_per_job} worker{'s' * (self.workers_per_job > 1)} per job")
-
 
 def job_keywords(spec: Cluster) -> dict:
     """dask-jobqueue's keyword arguments for the job each submission runs."""

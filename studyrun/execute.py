@@ -27,7 +27,6 @@ from .executors import (
     planned_workers,
     probe_scheduler,
     scheduler_name,
-    scheduler_problem,
     start_executor,
     starts_a_cluster,
 )
@@ -37,6 +36,7 @@ from .models.python import PythonEvaluator, import_function
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
+from .spec.execution import scheduler_problem
 from .store import Batch, RunStore
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size

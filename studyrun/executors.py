@@ -12,13 +12,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
-import re
 import socket
 import struct
 from typing import Any, Callable
 
 from .core.errors import ExecutionError
 from .isolated import Loss
+from .spec.execution import ADDRESS, Cluster
 
 
 class SyncExecutor:
@@ -183,35 +183,14 @@ def keep_quiet(record: logging.LogRecord) -> bool:
                 or message.startswith("Couldn't gather keys"))
 
 
-NAMES = ("local", "threads", "sync")
-_ADDRESS = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[0-9A-Fa-f:.%]+\]|"
-                      r"[A-Za-z0-9_.-]+)(?::(?P<port>[0-9]{1,5}))?/?$")
 PROBE_SECONDS = 5.0  # how long a scheduler may take to accept a connection and greet
-
-
-def scheduler_problem(value: str) -> str | None:
-    """Why `value` is no scheduler studyrun can use (a name or tcp://HOST:PORT), or None."""
-    match = _ADDRESS.match(value)
-    scheme = (match["scheme"] if match else value.partition("://")[0]).lower()
-    if "://" in value and scheme == "inproc":
-        return (f"{value!r} is an in-process address, for a scheduler inside the same process, "
-                "which a study never has; give tcp://HOST:PORT of a running `dask scheduler`")
-    if "://" in value and scheme not in ("tcp", "tls", "ucx"):
-        return (f"unknown protocol {scheme + '://'!r} in {value!r}; a Dask scheduler listens on "
-                "tcp://HOST:PORT (or tls://, ucx://)")
-    if value in NAMES or (match and 0 < int(match["port"] or 8786) < 65536):
-        return None
-    if match:
-        return f"port {match['port']} is out of range (1 to 65535) in {value!r}"
-    return (f"expected local, threads, sync or a scheduler address such as tcp://127.0.0.1:8786 "
-            f"(an IPv6 host in brackets: tcp://[::1]:8786); got {value!r}")
 
 
 def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
     """Connect to a tcp:// scheduler and read its greeting, so an address that is down, or is
     not a Dask scheduler, is a one-line ExecutionError at start, before any run (Dask's own
     client would read another server's bytes as a frame length and try to allocate it)."""
-    match = _ADDRESS.match(address)
+    match = ADDRESS.match(address)
     scheme = match["scheme"].lower() if match else ""
     if scheme not in ("tcp", "tls"):
         return  # ucx: left to Dask
@@ -283,15 +262,11 @@ def scheduler_name(scheduler) -> str:
 
 def starts_a_cluster(scheduler) -> bool:
     """Whether this scheduler starts workers of its own (worth avoiding for a short study)."""
-    from .clusters import Cluster
-
     return scheduler == "local" or isinstance(scheduler, Cluster)
 
 
 def planned_workers(scheduler, workers: int | None) -> int:
     """How many workers the scheduler will offer, before it starts."""
-    from .clusters import Cluster
-
     if isinstance(scheduler, Cluster):
         return scheduler.most_workers
     return workers or default_workers()
@@ -299,7 +274,7 @@ def planned_workers(scheduler, workers: int | None) -> int:
 
 def start_executor(scheduler, workers: int | None):
     """The executor for `scheduler`: sync, threads, local, tcp://host:port or a cluster block."""
-    from .clusters import Cluster, start_cluster
+    from .clusters import start_cluster
 
     if isinstance(scheduler, Cluster):
         client, cluster = start_cluster(scheduler)

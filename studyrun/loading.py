@@ -1,5 +1,7 @@
 """Pipeline step *load*: a study file to a validated spec, every mistake located in its file.
 
+`load_study` reads, validates and cross-checks a study file into a `Loaded` study.
+
 `read_yaml` (in `source`) keeps FILE:LINE:COL for every key and value; `include_files` splices
 `model: {file: ...}` in with the included file's own positions; `validate` runs a pydantic model
 and reports all its errors at once, each at its line (mapping in `validation`).
@@ -7,16 +9,21 @@ and reports all its errors at once, each at its line (mapping in `validation`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
 from .core.errors import StudyError
+from .dependencies import dependency_digests
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
+from .spec import Study
+from .spec.checks import check_study
 from .validation import problems_from
 
 YAML_SUFFIXES = (".yaml", ".yml")
-__all__ = ["VALUE", "Source", "format_path", "format_problems", "include_files", "read_yaml", "validate"]
+__all__ = ["VALUE", "Loaded", "Source", "format_path", "format_problems", "include_files",
+           "load_study", "read_yaml", "validate"]
 
 
 def include_files(source: Source, key: str = "model") -> Source:
@@ -58,3 +65,39 @@ def validate(model_cls: type[BaseModel], source: Source, context: dict | None = 
     except ValidationError as exc:
         problems = problems_from(exc.errors(include_url=False), model_cls, source)
     raise StudyError(problems)
+
+
+@dataclass
+class Loaded:
+    """A validated study and where it came from."""
+
+    study: Study
+    path: Path
+    source: Source
+    digests: dict[str, str] | None = field(default=None, repr=False)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.resolve().parent
+
+    def dependencies(self) -> dict[str, str]:
+        """name -> SHA-256 of every file the runs depend on, hashed once per load."""
+        if self.digests is None:
+            self.digests = dependency_digests(self.study, self.folder)
+        return self.digests
+
+
+def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None = None) -> Loaded:
+    """Read, validate and cross-check a study file; every problem is in one StudyError."""
+    path = Path(path)
+    source = include_files(read_yaml(path))
+    study = validate(Study, source)
+    loaded = Loaded(study, path, source)
+    study.analysis.resolve_paths(loaded.folder)
+    loaded.study = study = study.analysis.prepare(study)
+    if check:
+        problems = [source.problem(where, message)
+                    for where, message in check_study(study, study_dir or loaded.folder)]
+        if problems:
+            raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
+    return loaded

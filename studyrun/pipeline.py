@@ -10,7 +10,6 @@ import dataclasses
 import json
 import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,80 +18,21 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
-from .core.errors import StudyError
 from .core.text import terminal_safe
-from .dependencies import code_digest, dependency_digests, identity_parts
+from .dependencies import code_digest
 from .execute import Job, Runner, Settings
-from .loading import Source, include_files, read_yaml, validate
+from .loading import Loaded, load_study
 from .params import varied
-from .plan import Plan, make_plan
-from .plan.runs import CHUNK_ROWS, PlannedRuns, plan_outcome
+from .plan import make_plan
+from .plan.identity import Occurrences
+from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
+from .plan.study import identity_record, plan_parts
 from .provenance import collect, now
-from .quantities import Quantities, series_output
+from .quantities import Quantities
+from .report.build import write_report
 from .runs_csv import write_csv
-from .spec import Study, check_study
+from .spec import Study
 from .store import RunStore
-
-
-@dataclass
-class Loaded:
-    """A validated study and where it came from."""
-
-    study: Study
-    path: Path
-    source: Source
-    digests: dict[str, str] | None = field(default=None, repr=False)
-
-    @property
-    def folder(self) -> Path:
-        return self.path.resolve().parent
-
-    def dependencies(self) -> dict[str, str]:
-        """name -> SHA-256 of every file the runs depend on, hashed once per load."""
-        if self.digests is None:
-            self.digests = dependency_digests(self.study, self.folder)
-        return self.digests
-
-
-def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None = None) -> Loaded:
-    """Read, validate and cross-check a study file; every problem is in one StudyError."""
-    path = Path(path)
-    source = include_files(read_yaml(path))
-    study = validate(Study, source)
-    loaded = Loaded(study, path, source)
-    study.analysis.resolve_paths(loaded.folder)
-    loaded.study = study = study.analysis.prepare(study)
-    if check:
-        problems = [source.problem(where, message)
-                    for where, message in check_study(study, study_dir or loaded.folder)]
-        if problems:
-            raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
-    return loaded
-
-
-def plan_study(loaded: Loaded) -> Plan:
-    """The runs the study's analysis asks for, with their identities."""
-    parameters, fixed, context = plan_parts(loaded)
-    design = loaded.study.analysis.design(parameters, np.random.SeedSequence(loaded.study.seed))
-    return make_plan(design, fixed, context)
-
-
-def plan_parts(loaded: Loaded) -> tuple[dict, dict[str, float], dict]:
-    """What every plan of a study shares: varied parameters, fixed inputs, the run context."""
-    study = loaded.study
-    parameters = varied(study.parameters)
-    defaults = study.model.defaults()
-    fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
-             if name not in parameters}
-    context = {"model": study.model.model_dump(mode="json"), "quantities": study.quantities,
-               "code": code_digest(loaded.dependencies())}
-    return parameters, fixed, context
-
-
-def identity_record(loaded: Loaded) -> dict:
-    """What the store remembers of this study's run context, for `studyrun plan` to compare."""
-    _, fixed, _ = plan_parts(loaded)
-    return identity_parts(loaded.study, fixed, loaded.dependencies())
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,
@@ -173,10 +113,11 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     parameters, fixed, context = plan_parts(loaded)
     runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis),
                        study.analysis.series_grid())
+    earlier = Occurrences()  # repeated rows are numbered across the design's slices
     with Runner(store, job, settings) as runner:
         for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
-            plan = make_plan(design, fixed, context)
+            plan = make_plan(design, fixed, context, earlier)
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
     results = study.analysis.analyse_runs(runs, parameters)
@@ -192,13 +133,6 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                       "executed": totals.executed, "notes": totals.notes},
     }
     return analysis, runs.first()
-
-
-def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
-    """Series to read back per run: series() quantities and the outputs an analysis needs."""
-    wanted = {name: series_output(quantities.compiled[name]) for name in quantities.series_names}
-    wanted.update({name: name for name in analysis.needs_series()})
-    return wanted
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
@@ -243,19 +177,6 @@ def study_copy(loaded: Loaded) -> str:
     """study.yaml of the results folder: the study as run, its model file inlined."""
     text = yaml.safe_dump(loaded.source.data, sort_keys=False, allow_unicode=True)
     return f"# run from {loaded.path.resolve()}\n{text}"
-
-
-def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
-    """One plan's quantities from the store, in plan order, with the series asked for."""
-    return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
-                        series_wanted(quantities, analysis), analysis.series_grid())
-
-
-def write_report(folder: Path, study: Study, analysis: dict, outcome: Outcome | None) -> None:
-    """report.md and figures/ from the analysis and the runs."""
-    from .report.build import build_report
-
-    outputs.write_text(folder / "report.md", build_report(folder, study, analysis, outcome))
 
 
 def jsonable(value: Any) -> Any:

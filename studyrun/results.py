@@ -41,8 +41,11 @@ def open_results(folder: str | Path) -> Results:
 def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     """report.md and figures/ again from study.yaml, analysis.json and runs.sqlite, written into
     the folder (holding its lock) or into `out`; returns the report's path."""
-    from .pipeline import load_study, plan_study, read_outcome, write_report
+    from .loading import load_study
+    from .plan.runs import read_outcome
+    from .plan.study import plan_study
     from .quantities import Quantities
+    from .report.build import write_report
     from .store import RunStore, acquire_lock, release_lock
 
     folder = Path(folder)

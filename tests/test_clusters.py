@@ -15,8 +15,9 @@ from conftest import count_runs, write_study
 
 import studyrun
 from studyrun.cli import main
-from studyrun.clusters import Cluster, job_script, walltime_for
+from studyrun.clusters import job_script, walltime_for
 from studyrun.core.errors import StudyError
+from studyrun.spec.execution import Cluster
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:

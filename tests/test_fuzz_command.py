@@ -23,8 +23,9 @@ from test_fuzz_common import assert_located, examples
 
 from studyrun.core.batch import RunContext
 from studyrun.core.errors import StudyError
+from studyrun.loading import load_study
 from studyrun.models.command import Command
-from studyrun.pipeline import load_study, run_study
+from studyrun.pipeline import run_study
 
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 SENTINEL = Path("/tmp") / f"studyrun-pwned-{os.getpid()}"

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from studyrun.core.errors import StudyError
-from studyrun.pipeline import load_study
+from studyrun.loading import load_study
 
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"

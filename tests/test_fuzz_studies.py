@@ -19,9 +19,9 @@ from pydantic import BaseModel
 from test_fuzz_common import copy_studies, examples, load_cleanly, study_files
 
 from studyrun import spec
-from studyrun.clusters import Cluster
 from studyrun.loading import include_files, read_yaml
 from studyrun.params import ParameterSpec
+from studyrun.spec.execution import Cluster
 
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 

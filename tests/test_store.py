@@ -390,32 +390,9 @@ def test_planned_runs_are_read_in_plan_order_slice_by_slice(tmp_path):
         assert table.errors.tolist()[2] == "ValueError: run 11 failed"
         middle = store.read_planned(2, 5)
         assert middle.ok.tolist() == [False, True, True] and middle.ids.tolist() == [11, 10, 12]
-        assert list(store.sorted_planned("y")) == [20.0, 20.0, 24.0, 26.0]
         store.add_planned(0, np.array([99, 12]))  # a new plan from position 0 replaces the old
         assert store.planned_succeeded() == 1
         assert store.read_planned(0, 2).found.tolist() == [False, True]
-
-
-def test_rank_sums_give_spearmans_correlation_with_ties(tmp_path):
-    from scipy.stats import spearmanr
-
-    rng = np.random.default_rng(5)
-    n = 200
-    a = rng.integers(0, 6, n).astype(float)  # ties
-    b = rng.random(n)
-    y = a + rng.random(n)
-    y[:5] = 3.0  # ties in the quantity too
-    with prepared(tmp_path / "runs.sqlite") as store:
-        ids = np.arange(n)
-        ok = ids % 10 != 0
-        store.write(batch(ids, ok=ok, inputs=np.c_[a, b], values=np.c_[y, y]))
-        store.add_planned(0, ids)
-        sums = store.rank_sums("y", ["a", "b"])
-    for name, x in [("a", a), ("b", b)]:
-        count, sx, sy, sxx, syy, sxy = sums[name]
-        assert count == ok.sum()
-        rho = (count * sxy - sx * sy) / np.sqrt((count * sxx - sx**2) * (count * syy - sy**2))
-        assert rho == pytest.approx(spearmanr(x[ok], y[ok]).statistic, abs=1e-12)
 
 
 def test_the_latest_identity_is_the_last_recorded(tmp_path):
@@ -532,3 +509,27 @@ def test_every_batch_committed_before_a_sigkill_is_there_after_a_reopen(tmp_path
         store.write(Batch(ids=more, ok=np.array([True, True]), errors=[None, None],
                           inputs=np.zeros((2, 2)), values=np.ones((2, 1)), duration=0, worker="w"))
         assert store.succeeded_among(more).all()
+
+
+def test_planned_runs_stream_in_plan_order_or_sorted_by_a_column(tmp_path):
+    from studyrun.store import Batch, RunStore
+
+    ids = np.arange(100, 110)
+    a, y = np.arange(10.0)[::-1], np.array([3, 1, np.nan, 2, 1, 0, np.nan, 5, 4, 1.5])
+    with RunStore.open(tmp_path / "runs.sqlite") as store:
+        store.prepare(["a"], ["y"])
+        recorded = np.arange(10) != 4  # position 4 never ran
+        store.write(Batch(ids=ids[recorded], ok=np.isfinite(y[recorded]), errors=[None] * 9,
+                          inputs=a[recorded, None], values=y[recorded, None], duration=0.1,
+                          worker="w"))
+        store.add_planned(0, ids[:6])
+        store.add_planned(6, ids[6:])
+        chunks = list(store.stream_planned(["run", "status", "a", "y"], rows=4))
+        assert [c.shape for c in chunks] == [(4, 4), (4, 4), (4, 1)]
+        position, ok, got_a, got_y = np.hstack(chunks)
+        assert position.tolist() == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+        assert (ok == np.isfinite(y[recorded])).all() and (got_a == a[recorded]).all()
+        assert np.array_equal(got_y, y[recorded], equal_nan=True)
+        position, got_y = np.hstack(list(store.stream_planned(["run", "y"], order_by="y", rows=3)))
+        assert np.isnan(got_y[:2]).all() and (np.diff(got_y[2:]) >= 0).all()  # NULL first
+        assert sorted(position[:2]) == [2, 6] and position[-1] == 7

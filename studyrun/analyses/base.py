@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..core.design import MAX_RUNS, Design, Evaluate, Outcome
+from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
 
 if TYPE_CHECKING:
     from ..core.errors import Problem
     from ..params import ParameterSpec
-    from ..plan.runs import PlannedRuns
     from ..report.figures import Figures
 
 

@@ -12,6 +12,8 @@ optimisation is parallel where it can be, cached and resumable.
 (`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
 and also `method`, `converged`, `message`, `batches`, `terms` and `progress` (best objective
 after each batch).
+
+Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..core.errors import Problem, StudyError
 from ..params import sample_unit
 from ..report.markdown import table
 from .base import AnalysisSpec, search_runs
+from .search.fit import make_box
 
 
 class Optimize(AnalysisSpec):
@@ -110,8 +113,8 @@ class Optimize(AnalysisSpec):
                 f"objective {describe_objective(self)}")
 
     def iterate(self, evaluate, parameters, seed) -> dict[str, Any]:
-        from .calibrate.batching import Evaluations, lockstep
-        from .calibrate.fit import Settings, fit
+        from .search.batching import Evaluations, lockstep
+        from .search.fit import Settings, fit
 
         box = make_box(parameters, self._defaults)
         names = [q for _, q, _ in self.terms()]
@@ -155,7 +158,7 @@ class Optimize(AnalysisSpec):
     def optimise(self, ask, start, box, settings, seed, fit):
         if self.method != "lbfgsb":
             return fit(ask, start, box, settings, seed)
-        return minimise_lbfgsb(ask, start, box, settings)
+        return minimise_by_differences(ask, start, box, settings)
 
     def summariser(self, quantities: list[str]):
         terms = self.terms()
@@ -208,25 +211,17 @@ def finite(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def make_box(parameters, defaults):
-    from .calibrate.calibration import make_box as box_of
-
-    return box_of(parameters, defaults)
-
-
-def minimise_lbfgsb(ask, start, box, settings):
+def minimise_by_differences(ask, start, box, settings):
     """L-BFGS-B in the unit box with central-difference gradients, 2m + 1 runs per batch."""
-    from scipy.optimize import minimize
-
-    from .calibrate.fit import FitResult, Recording, steps
+    from .search.fit import Recording, minimise_lbfgsb, steps
 
     record = Recording(ask)
     m = len(start)
 
-    def fun_and_gradient(u):
-        p = box.to_natural(np.clip(u, 0, 1))
+    def cost_and_gradient(p):
         h = steps(p, box, settings.step)
-        back = np.where(p - h >= box.lo, p - h, p)  # central where the box allows
+        inside = (p - h >= box.lo) & (p - h <= box.hi)  # h points into the box (steps())
+        back = np.where(inside, p - h, p)  # central where the box allows, else forward
         rows = [p] + [p + np.eye(m)[j] * h[j] for j in range(m)]
         rows += [np.where(np.arange(m) == j, back, p) for j in range(m)]
         costs = record(np.vstack(rows))["cost"]
@@ -237,11 +232,6 @@ def minimise_lbfgsb(ask, start, box, settings):
         grad = np.where(np.isfinite(grad), grad, 0.0)
         return float(costs[0]), grad * (box.hi - box.lo)
 
-    out = minimize(fun_and_gradient, np.clip(box.to_unit(start), 0, 1), jac=True,
-                   method="L-BFGS-B", bounds=[(0, 1)] * m,
-                   options={"ftol": settings.tolerance, "gtol": settings.tolerance,
-                            "maxfun": settings.max_evaluations or 15000})
-    estimate = box.to_natural(np.clip(out.x, 0, 1))
-    cost = float(record(estimate[None])["cost"][0])
-    return FitResult(estimate, cost, bool(out.success), str(out.message), int(out.nit),
-                     record.progress)
+    result = minimise_lbfgsb(cost_and_gradient, record, start, box, settings)
+    result.progress = record.progress
+    return result

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -34,3 +34,19 @@ Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their 
 # The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
 # 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
 MAX_RUNS = 100_000_000
+
+
+class PlannedRuns(Protocol):
+    """The runs of a fixed design as an analysis reads them: whole when they fit in memory, else
+    chunk by chunk in plan order, or as columns streamed in plan order or sorted by one of them
+    (the plan step's `plan.runs.PlannedRuns`)."""
+
+    names: list[str]  # the varied parameters
+    size: int  # runs in the plan
+    chunked: bool  # True when the design is too large to be read whole
+
+    def whole(self) -> Outcome: ...
+
+    def chunks(self) -> Iterator[Outcome]: ...
+
+    def stream(self, names: list[str], order_by: str | None = None) -> Iterator[np.ndarray]: ...

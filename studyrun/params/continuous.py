@@ -9,7 +9,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from .base import TAIL_Z, ParameterBase, Positive, Real, as_number, check_above_low, stats
+from .base import (
+    TAIL_Z,
+    ParameterBase,
+    Positive,
+    Real,
+    as_number,
+    check_above_low,
+    stats,
+)
 
 
 def normal_tails(mean: float, std: float) -> tuple[float, float]:

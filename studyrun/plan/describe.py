@@ -84,8 +84,8 @@ def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> st
 
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """The ids of succeeded and failed runs in a results folder, and its latest run context."""
-    from ..status import StoreView
     from ..store import latest_identity
+    from ..store_view import StoreView
 
     view = StoreView(folder)
     try:

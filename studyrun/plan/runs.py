@@ -16,11 +16,13 @@ import numpy as np
 from ..core.design import Design, Outcome
 from ..core.runtable import RunTable, Sink
 from ..grids import put_on_one_grid
+from ..quantities import Quantities, series_output
 from ..runs_csv import write_csv
 from ..store import RunStore
 from . import Plan
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
+STREAM_ROWS = 1 << 16  # runs per slice of a column streamed from the store
 
 
 class PlannedRuns:
@@ -84,7 +86,7 @@ class PlannedRuns:
 
     def chunks(self) -> Iterator[Outcome]:
         """The runs slice by slice, from the store."""
-        for start, table in self.tables():
+        for _, table in self.tables():
             yield Outcome(Design(self.names, table.inputs, self.info), columns(table, self.store), table.ok)
 
     def tables(self) -> Iterator[tuple[int, RunTable]]:
@@ -99,11 +101,10 @@ class PlannedRuns:
     def succeeded(self) -> int:
         return int(self._table.ok.sum()) if not self.chunked else self.store.planned_succeeded()
 
-    def sorted_values(self, quantity: str) -> Iterator[float]:
-        return self.store.sorted_planned(quantity)
-
-    def rank_sums(self, quantity: str) -> dict[str, tuple[float, ...]]:
-        return self.store.rank_sums(quantity, self.names)
+    def stream(self, names: list[str], order_by: str | None = None) -> Iterator[np.ndarray]:
+        """Columns of a chunked design's runs, a slice at a time, in plan order or ordered by one
+        of them (see RunStore.stream_planned)."""
+        return self.store.stream_planned(names, order_by, rows=min(CHUNK_ROWS, STREAM_ROWS))
 
     def write_csv(self, path: Path) -> None:
         write_csv(path, self.names, self.store.quantities, self.tables())
@@ -129,3 +130,16 @@ def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str,
     (`grid`, when the runs' own grids differ and the analysis declares one); NaN where absent."""
     stored = [store.read_series(run_id) for run_id in plan.run_ids.tolist()]
     put_on_one_grid(outcome, stored, plan.run_ids, wanted, grid)
+
+
+def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
+    """Series to read back per run: series() quantities and the outputs an analysis needs."""
+    wanted = {name: series_output(quantities.compiled[name]) for name in quantities.series_names}
+    wanted.update({name: name for name in analysis.needs_series()})
+    return wanted
+
+
+def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
+    """One plan's quantities from the store, in plan order, with the series asked for."""
+    return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
+                        series_wanted(quantities, analysis), analysis.series_grid())

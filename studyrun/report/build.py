@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import outputs
 from ..core.design import Outcome
 from .figures import Figures
 from .markdown import table
@@ -64,3 +65,8 @@ def describe_parameter(parameter) -> str:
     """A parameter's specification in one short line."""
     data = parameter.model_dump(exclude_none=True) if hasattr(parameter, "model_dump") else parameter
     return ", ".join(f"{k}={v}" for k, v in data.items()) if isinstance(data, dict) else str(data)
+
+
+def write_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> None:
+    """report.md and figures/ from the analysis and the runs."""
+    outputs.write_text(folder / "report.md", build_report(folder, study, analysis, outcome))

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from scipy.stats import t as student
 
-from studyrun.analyses.calibrate.batching import Evaluations, lockstep
 from studyrun.analyses.calibrate.calibration import summariser
 from studyrun.analyses.calibrate.cost import CostFunction
 from studyrun.analyses.calibrate.data import DataBlock, Observations, Variable
-from studyrun.analyses.calibrate.fit import Box, Settings, fit, jacobian, statistics
+from studyrun.analyses.search.batching import Evaluations, lockstep
+from studyrun.analyses.search.fit import Box, Settings, fit, jacobian, statistics
 from studyrun.core.design import Design, Outcome
 
 TIME = np.linspace(0, 10, 101)

@@ -14,7 +14,14 @@ from conftest import run_cli, write_study
 from studyrun.analyses.dgsm import Dgsm, poincare_constant
 from studyrun.core.design import Outcome
 from studyrun.params import Normal, Uniform
-from studyrun.params.continuous import Beta, Gamma, LogNormal, LogUniform, Triangular, TruncNormal
+from studyrun.params.continuous import (
+    Beta,
+    Gamma,
+    LogNormal,
+    LogUniform,
+    Triangular,
+    TruncNormal,
+)
 
 A, B = 2.0, 3.0
 LOW, HIGH = -1.0, 2.0

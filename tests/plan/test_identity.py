@@ -13,7 +13,7 @@ from conftest import write_study
 
 from studyrun.core.design import Design
 from studyrun.plan import make_plan
-from studyrun.plan.identity import canonical_bits, context_bytes, hash_rows, mix
+from studyrun.plan.identity import Occurrences, canonical_bits, context_bytes, hash_rows, mix
 
 MASK = 2**64 - 1
 
@@ -139,6 +139,30 @@ def test_a_replicated_design_has_no_two_runs_alike():
     assert (hash_rows(design[point], b"ctx") == ids[point]).all()
 
 
+
+def test_repeats_are_numbered_across_slices_planned_with_the_same_occurrences():
+    rng = np.random.default_rng(6)
+    design = rng.integers(0, 3, (500, 2)).astype(float)  # nine points, each about 55 times
+    whole = hash_rows(design, b"ctx")
+    for _ in range(5):
+        cuts = np.sort(rng.choice(np.arange(1, 500), rng.integers(1, 8), replace=False))
+        earlier = Occurrences()
+        sliced = np.concatenate([hash_rows(part, b"ctx", earlier)
+                                 for part in np.split(design, cuts)])
+        assert sliced.tolist() == whole.tolist()
+    assert len(np.unique(whole)) == 500
+
+
+def test_without_occurrences_each_call_numbers_its_own_repeats():
+    """An iterative analysis asks point by point: a point asked again later is the same run."""
+    x = np.array([[0.5, 0.5]])
+    first = hash_rows(np.r_[x, x], b"ctx")
+    assert hash_rows(np.r_[x, x], b"ctx").tolist() == first.tolist()
+    earlier = Occurrences()
+    hash_rows(np.r_[x, x], b"ctx", earlier)
+    later = hash_rows(x, b"ctx", earlier)  # the third x of a design
+    assert later[0] not in first and later[0] == hash_rows(np.r_[x, x, x], b"ctx")[2]
+
 DESIGNED = """
     name: chunked
     seed: 11
@@ -150,8 +174,8 @@ DESIGNED = """
 
 
 def plans_whole_and_in_slices(folder, parameters: str, sampling: str = "random", rows: int = 64):
-    """The ids of a study's design planned whole (as `studyrun plan` does) and slice by slice
-    (as `studyrun run` does for designs of more than CHUNK_ROWS runs)."""
+    """The ids of a study's design planned whole (as `studyrun plan` does) and slice by slice,
+    its repeats counted across slices (as `studyrun run` does beyond CHUNK_ROWS runs)."""
     from studyrun.pipeline import load_study, plan_parts
 
     study = write_study(folder, DESIGNED.replace("PARAMETERS", parameters)
@@ -160,7 +184,8 @@ def plans_whole_and_in_slices(folder, parameters: str, sampling: str = "random",
     varied, fixed, context = plan_parts(loaded)
     analysis, seed = loaded.study.analysis, loaded.study.seed
     whole = make_plan(analysis.design(varied, np.random.SeedSequence(seed)), fixed, context)
-    slices = [make_plan(design, fixed, context)
+    earlier = Occurrences()
+    slices = [make_plan(design, fixed, context, earlier)
               for design in analysis.design_chunks(varied, np.random.SeedSequence(seed), rows)]
     assert len(slices) == -(-200 // rows)
     assert (np.vstack([s.design.matrix for s in slices]) == whole.design.matrix).all()
@@ -175,9 +200,6 @@ def test_ids_of_a_design_are_the_same_whole_or_slice_by_slice(study_dir, samplin
     assert len(np.unique(whole)) == 200
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="defect: replicates are numbered within each slice, so a row repeated "
-                   "across slices gets the ids of the first slice's repeats again")
 def test_ids_of_a_design_with_repeated_rows_are_the_same_whole_or_slice_by_slice(study_dir):
     whole, sliced = plans_whole_and_in_slices(
         study_dir, "{a: {distribution: discrete, values: [1, 2, 3]}, "
@@ -187,9 +209,6 @@ def test_ids_of_a_design_with_repeated_rows_are_the_same_whole_or_slice_by_slice
     assert whole.tolist() == sliced.tolist()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="defect: later slices of a design of repeated rows reuse the first "
-                   "slice's runs: a fresh run reports runs reused and makes fewer runs")
 def test_a_fresh_run_of_a_sliced_design_of_repeated_rows_runs_every_run(study_dir, monkeypatch):
     import sqlite3
 

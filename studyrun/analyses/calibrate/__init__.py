@@ -2,13 +2,14 @@
 
 Fits the study's varied parameters to observed data by minimising FME's modCost (Soetaert &
 Petzoldt, Inverse modelling, sensitivity and Monte Carlo analysis in R using package FME, J. Stat.
-Softw. 33, 2010; docs/methods.md section 1), starting from the parameters' nominal values within
-their bounds. Every model evaluation goes through the study's executor and run store, batched:
-whole Jacobians, whole populations and the starts of a multistart fit run as one batch each.
+Softw. 33, 2010; docs/methods.md, "The cost of a model against data"), starting from the
+parameters' nominal values within their bounds. Every model evaluation goes through the study's
+executor and run store, batched: whole Jacobians, whole populations and the starts of a
+multistart fit run as one batch each.
 
 Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
 batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
-(gradient matching, docs/methods.md), mcmc.py (adaptive Metropolis with delayed rejection,
+(docs/methods.md, "Gradient matching"), mcmc.py (adaptive Metropolis with delayed rejection,
 FME's modMCMC), calibration.py (the workflow and the results block), report.py.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,
@@ -51,7 +52,13 @@ from pydantic import (
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ..base import AnalysisSpec, search_runs
-from .data import DataBlock, Observations, check_against_model, outputs_needed, read_blocks
+from .data import (
+    DataBlock,
+    Observations,
+    check_against_model,
+    outputs_needed,
+    read_blocks,
+)
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
@@ -211,7 +218,7 @@ class Calibrate(AnalysisSpec):
 
     def design(self, parameters, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
-        from .calibration import make_box
+        from ..search.fit import make_box
 
         box = make_box(parameters, self._model.defaults() if self._model is not None else {})
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})

@@ -12,10 +12,10 @@ import yaml
 from ...core.design import Outcome
 from ...core.errors import StudyError
 from ...params import sample_unit
-from .batching import Evaluations, lockstep
+from ..search.batching import Evaluations, lockstep
+from ..search.fit import Box, FitResult, Settings, fit, jacobian, make_box, statistics
 from .cost import FAILED_RESIDUAL, CostFunction
 from .data import Observations, check_against_model
-from .fit import Box, FitResult, Settings, fit, jacobian, statistics
 
 
 def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[str, Any]:
@@ -54,14 +54,6 @@ def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[
                                  result.estimate, stats, mcmc_seed, data)
     stats["notes"] = notes + stats["notes"]
     return assemble(spec, evaluate, evaluations, costs, box, parameters, result, stats, extra)
-
-
-def make_box(parameters, defaults: dict[str, float]) -> Box:
-    """Bounds and nominal starts of the varied parameters, the start moved into the box."""
-    names = list(parameters)
-    bounds = np.array([parameters[n].bounds() for n in names], dtype=float).reshape(len(names), 2)
-    start = np.array([parameters[n].nominal_value(defaults.get(n)) for n in names], dtype=float)
-    return Box(names, bounds[:, 0], bounds[:, 1], np.clip(start, bounds[:, 0], bounds[:, 1]))
 
 
 def summariser(costs: CostFunction):

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..search.fit import Box
 from .cost import CostFunction
-from .fit import Box
 
 
 def exact_jacobian(spec, costs: CostFunction, box: Box) -> tuple[Callable | None, str | None]:

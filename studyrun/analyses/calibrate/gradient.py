@@ -31,9 +31,9 @@ import numpy as np
 
 from ...core.errors import Problem, StudyError
 from ..initial_states import initial_only
-from .batching import Evaluations
+from ..search.batching import Evaluations
+from ..search.fit import Box, FitResult, Settings, fit, steps
 from .data import Observations
-from .fit import Box, FitResult, Settings, fit, steps
 
 MUS = [10.0 ** -k for k in range(2, 11)]  # barrier weights, decreasing
 EDGE = 1e-12  # unit-box coordinates stay in [EDGE, 1 - EDGE]

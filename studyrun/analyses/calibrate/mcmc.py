@@ -11,6 +11,8 @@ start, adapted every `update_cov` iterations to 2.4^2 / m times the covariance o
 far (Haario's adaptive Metropolis); after a rejection a second proposal, dr_scale times shorter,
 is accepted with Mira's delayed-rejection probability. The chains advance side by side, and
 each iteration's first and second proposals of every chain go out as one batch.
+
+Formulas, defaults and edge cases: docs/methods.md, "Bayesian calibration".
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .batching import Evaluations
+from ..search.batching import Evaluations
+from ..search.fit import Box
 from .cost import CostFunction
-from .fit import Box
 
 SD = 2.4 ** 2  # Gelman, Roberts & Gilks' scale, divided by m below
 EPS = 1e-10  # added to the adapted covariance's diagonal (relative), as Haario et al.

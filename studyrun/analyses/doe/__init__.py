@@ -27,7 +27,12 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ..base import AnalysisSpec
 from .designs import build_design, coded_matrix, describe_design
-from .interpret import build_pareto, compute_interactions, compute_main_effects, rank_factors
+from .interpret import (
+    build_pareto,
+    compute_interactions,
+    compute_main_effects,
+    rank_factors,
+)
 from .surface import find_stationary_point, fit_surface, predict
 from .terms import read_coding, select_terms, to_coded
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...report.markdown import table
-from ..salib.report import bar_chart, facts_line, figure_name, index_table, nan, warnings_block
+from ..salib.report import (
+    bar_chart,
+    facts_line,
+    figure_name,
+    index_table,
+    nan,
+    warnings_block,
+)
 
 if TYPE_CHECKING:
     from ...report.figures import Figures

@@ -17,13 +17,26 @@ Integration methods:
 
 A member whose integration fails (overflow, NaN, solver failure) gets a message in
 ``ModelOutput.errors``; the batch goes on.
+
+Formulas, defaults and edge cases: docs/methods.md, "Equation models: integration methods".
 """
 
 from .compiled import BoundSystem, CompiledSystem
-from .evaluator import EquationEvaluator, batch_constants, evaluate_variables, transposed_all
+from .evaluator import (
+    EquationEvaluator,
+    batch_constants,
+    evaluate_variables,
+    transposed_all,
+)
 from .fixed import integrate_fixed, nonfinite_errors
 from .lookups import Lookup, LookupSpec
-from .methods import FIXED_METHODS, METHODS, PER_MEMBER_METHODS, Method, normalize_method
+from .methods import (
+    FIXED_METHODS,
+    METHODS,
+    PER_MEMBER_METHODS,
+    Method,
+    normalize_method,
+)
 from .model import EquationModel
 from .per_member import MAX_EVALUATIONS, integrate_each
 from .rk45 import MAX_STEPS, integrate_rk45

@@ -8,6 +8,8 @@ for methods without bounds). `nelder-mead`, `lbfgsb` (gradient 2 J^T r from the 
 and `differential-evolution` (a whole population per batch; polished by `trf`) minimise the cost
 in unit-box coordinates. Standard errors follow FME's summary.modFit: s^2 (J^T J)^-1 with
 s^2 = cost / (N - m), t = estimate / std_error, two-sided p from Student's t with N - m degrees.
+
+Formulas, defaults and edge cases: docs/methods.md, "Calibration fits".
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ class Box:
 
     def to_unit(self, p: np.ndarray) -> np.ndarray:
         return (np.asarray(p) - self.lo) / (self.hi - self.lo)
+
+
+def make_box(parameters, defaults: dict[str, float]) -> Box:
+    """Bounds and nominal starts of the varied parameters, the start moved into the box."""
+    names = list(parameters)
+    bounds = np.array([parameters[n].bounds() for n in names], dtype=float).reshape(len(names), 2)
+    start = np.array([parameters[n].nominal_value(defaults.get(n)) for n in names], dtype=float)
+    return Box(names, bounds[:, 0], bounds[:, 1], np.clip(start, bounds[:, 0], bounds[:, 1]))
 
 
 @dataclass
@@ -190,19 +200,26 @@ def fit_nelder_mead(ask: Ask, start: np.ndarray, box: Box, settings: Settings) -
 
 def fit_lbfgsb(ask: Ask, start: np.ndarray, box: Box, settings: Settings) -> FitResult:
     """L-BFGS-B in the unit box with the gradient 2 J^T r of a batched Jacobian."""
-    from scipy.optimize import minimize
-
     width = box.hi - box.lo
 
-    def fun_and_gradient(u):
-        p = box.to_natural(np.clip(u, 0, 1))
+    def cost_and_gradient(p):
         J, r = jacobian(ask, p, box, settings)
         return float(r @ r), 2 * (J.T @ r) * width
 
+    return minimise_lbfgsb(cost_and_gradient, ask, start, box, settings)
+
+
+def minimise_lbfgsb(cost_and_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]], ask: Ask,
+                    start: np.ndarray, box: Box, settings: Settings) -> FitResult:
+    """L-BFGS-B over the unit box (the one driver of calibrate and optimize): `cost_and_gradient`
+    takes natural values and returns the cost and its gradient in unit coordinates."""
+    from scipy.optimize import minimize
+
     options = {"ftol": settings.tolerance, "gtol": settings.tolerance,
                "maxfun": settings.max_evaluations or 15000}
-    out = minimize(fun_and_gradient, np.clip(box.to_unit(start), 0, 1), jac=True,
-                   method="L-BFGS-B", bounds=[(0, 1)] * len(start), options=options)
+    out = minimize(lambda u: cost_and_gradient(box.to_natural(np.clip(u, 0, 1))),
+                   np.clip(box.to_unit(start), 0, 1), jac=True, method="L-BFGS-B",
+                   bounds=[(0, 1)] * len(start), options=options)
     estimate = box.to_natural(np.clip(out.x, 0, 1))
     cost = float(ask(estimate[None])["cost"][0])
     return FitResult(estimate, cost, bool(out.success), str(out.message), int(out.nit))

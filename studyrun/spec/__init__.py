@@ -1,0 +1,64 @@
+"""The load step's result: the `Study` model and its unions (`execution` holds the execution
+block, `checks` the checks that span sections).
+
+The registry of model and analysis types is the discriminated unions below; a new type adds its
+class here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Union
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
+
+from ..analyses.calibrate import Calibrate
+from ..analyses.delta import Delta
+from ..analyses.dgsm import Dgsm
+from ..analyses.doe import Doe
+from ..analyses.fast import Fast
+from ..analyses.local import Local
+from ..analyses.montecarlo import Montecarlo
+from ..analyses.morris import Morris
+from ..analyses.optimize import Optimize
+from ..analyses.pawn import Pawn
+from ..analyses.rbd_fast import RbdFast
+from ..analyses.sobol import Sobol
+from ..analyses.sweep import Sweep
+from ..models.command import Command
+from ..models.ode import Ode
+from ..models.pysd import Pysd
+from ..models.python import Python
+from ..models.stockflow import Stockflow
+from ..params import ParameterSpec
+from .execution import Execution
+
+ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
+AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
+                                Doe, Local, Calibrate, Optimize],
+                          Field(discriminator="type")]
+
+
+
+class Study(BaseModel):
+    """A whole study file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=200,
+                      description="identifier; results go to results/<name>/")
+    description: str = ""
+    seed: NonNegativeInt = Field(0, description="every random choice derives from this")
+    model: ModelUnion
+    parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
+    quantities: dict[str, str] | None = Field(
+        None, description="name -> expression; without it every scalar output is a quantity")
+    analysis: AnalysisUnion
+    execution: Execution = Field(default_factory=Execution)
+
+    @field_validator("quantities", mode="before")
+    @classmethod
+    def _quantities_as_text(cls, value):
+        if isinstance(value, dict):
+            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                    for k, v in value.items()}
+        return value

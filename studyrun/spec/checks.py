@@ -1,0 +1,94 @@
+"""Checks of a study that span its sections (names, the model's inputs and outputs, the analysis
+against the parameters), as located problems."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..core.runtable import RESERVED
+from ..core.text import suggest
+from ..dependencies import check_depends_on
+from ..expr import ExprError
+from ..params import varied
+from ..quantities import parse_quantity, shape_problem
+from . import Study
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
+    """Problems that span sections, as (key path, message) pairs."""
+    problems: list[tuple[tuple, str]] = []
+    problems += checked("model", lambda: study.model.check(study_dir))
+    problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, study_dir))
+    problems += check_parameters(study)
+    problems += check_quantities(study)
+    problems += checked("analysis", lambda: study.analysis.check_size(dict(varied(study.parameters))))
+    problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))
+    check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
+    if check_whole is not None:
+        problems += checked("analysis", lambda: check_whole(study))
+    return list(dict.fromkeys(problems))
+
+
+def checked(section: str, check) -> list[tuple[tuple, str]]:
+    """A section's own problems, located in it; a path its check cannot even look at (a name
+    too long, a folder it may not search) is one of them, not an OSError out of validation."""
+    try:
+        return [((section, *split_path(p.path)), p.message) for p in check()]
+    except OSError as exc:
+        name = str(exc.filename or "")
+        name = f" {name[:77]}..." if len(name) > 80 else f" {name}" if name else ""
+        return [((section,), f"cannot use the path{name}: {exc.strerror or exc}")]
+
+
+def split_path(path: str) -> tuple:
+    """'rates.x' -> ('rates', 'x'); 'run[1]' -> ('run', 1)."""
+    parts: list = []
+    for piece in filter(None, re.split(r"\.", path)):
+        name, *indices = re.split(r"\[(\d+)\]", piece)
+        parts += [name] if name else []
+        parts += [int(i) for i in indices if i]
+    return tuple(parts)
+
+
+def check_parameters(study: Study) -> list[tuple[tuple, str]]:
+    problems = []
+    inputs = study.model.input_names()
+    for name in study.parameters:
+        if not _NAME.match(name) or name in RESERVED:
+            problems.append((("parameters", name), f"{name!r} cannot name a parameter: use letters, "
+                             f"digits and _ (not one of {', '.join(sorted(RESERVED))})"))
+        elif inputs is not None and name not in inputs:
+            problems.append((("parameters", name), f"the model has no input {name!r}"
+                             f"{suggest(name, inputs)} (inputs: {', '.join(sorted(inputs)) or 'none'})"))
+    if not varied(study.parameters):
+        problems.append((("parameters",), "no parameter is varied; give at least one a "
+                         "distribution or bounds"))
+    return problems
+
+
+def check_quantities(study: Study) -> list[tuple[tuple, str]]:
+    problems = []
+    outputs = study.model.output_names()
+    known = None if outputs is None else (set(outputs) | set(study.parameters)
+                                          | set(study.model.defaults()) | {"time"})
+    for name, text in (study.quantities or {}).items():
+        where = ("quantities", name)
+        if not _NAME.match(name) or name in RESERVED:
+            problems.append((where, f"{name!r} cannot name a quantity: use letters, digits and _"))
+            continue
+        if name in study.parameters:
+            problems.append((where, f"{name!r} is a parameter too; give the quantity another name"))
+        try:
+            expr = parse_quantity(text)
+        except ExprError as error:
+            problems.append(((*where, "<value>"), f"{error.message} in {text!r}"))
+            continue
+        problem = shape_problem(expr)
+        if problem:
+            problems.append(((*where, "<value>"), f"{problem} (in {text!r})"))
+        for unknown in sorted(expr.names - known) if known is not None else []:
+            problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
+                             f"{suggest(unknown, known)}"))
+    return problems
