@@ -6,7 +6,6 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import sys
@@ -47,14 +46,12 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     """What each batch needs on a worker."""
     study = loaded.study
     model = study.model
-    if study.execution.timeout is not None and getattr(model, "timeout", "absent") is None:
-        model = model.model_copy(update={"timeout": study.execution.timeout})
+    if study.execution.timeout is not None:
+        model = model.with_timeout(study.execution.timeout)
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
             or bool(study.analysis.needs_series()))
-    evaluator = model.build(loaded.folder)
-    if hasattr(evaluator, "code"):  # it imports the user's modules afresh when any file changed
-        evaluator = dataclasses.replace(evaluator, code=code_digest(loaded.dependencies()))
+    evaluator = model.build(loaded.folder).with_code(code_digest(loaded.dependencies()))
     return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
 

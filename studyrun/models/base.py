@@ -44,6 +44,11 @@ class ModelSpec(BaseModel):
         is part of every run's identity, so editing one re-runs the study."""
         return {}
 
+    def with_timeout(self, seconds: float) -> "ModelSpec":
+        """The model with `execution.timeout` as its time limit per run where it sets none of
+        its own; itself when it has no time limit."""
+        return self
+
     def build(self, study_dir: Path) -> Evaluator:
         """The evaluator for this model; cheap, picklable, imports lazily where it runs."""
         raise NotImplementedError
