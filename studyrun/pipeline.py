@@ -21,6 +21,7 @@ from .core.text import terminal_safe
 from .dependencies import code_digest
 from .execute import Job, Runner, Settings
 from .loading import Loaded, load_study
+from .models.base import HasEquations
 from .params import varied
 from .plan import make_plan
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
@@ -91,7 +92,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
     from .stepcheck import LIMIT, check_step
 
     warnings = []
-    if loaded.study.model.type in ("ode", "stockflow"):
+    if isinstance(loaded.study.model, HasEquations):
         result = check_step(loaded.study, loaded.folder)
         name, worst = result.worst
         if worst > LIMIT:

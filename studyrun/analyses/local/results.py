@@ -197,8 +197,10 @@ def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str
 
 def partition_results(spec: "Local", names: list[str], notes: list[str]) -> dict | None:
     """Coefficients on fewer trajectory points, for equation models when asked."""
+    from ...models.base import HasEquations
+
     model = spec._model
-    if spec.partition is False or getattr(model, "type", None) not in ("ode", "stockflow"):
+    if spec.partition is False or not isinstance(model, HasEquations):
         return None
     from .partition import analyse_partition
 
