@@ -7,7 +7,6 @@ late steps (analyse, report) can be redone from the folder without running a mod
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
 from .execute import Job, Runner, Settings
@@ -186,8 +186,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
+        return finite_or_none(value)
     if isinstance(value, np.bool_):
         return bool(value)
     return value
