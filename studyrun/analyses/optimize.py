@@ -31,6 +31,7 @@ from pydantic import (
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from ..core.numbers import finite_or_none
+from ..core.text import suggest
 from ..params import sample_unit
 from ..report.markdown import table
 from .base import AnalysisSpec, search_runs
@@ -88,10 +89,7 @@ class Optimize(AnalysisSpec):
         problems = []
         for kind, name, _ in self.terms():
             if known is not None and name not in known:
-                import difflib
-
-                close = difflib.get_close_matches(name, sorted(known), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = suggest(name, known)
                 where = f"target.{name}" if kind == "target" else kind
                 problems.append(Problem(f"{name!r} is not a quantity of the study{hint} "
                                         f"(quantities: {', '.join(sorted(known)) or 'none'})", where))
