@@ -24,6 +24,7 @@ from .loading import Loaded, load_study
 from .models.base import HasEquations
 from .params import varied
 from .plan import make_plan
+from .plan.identity import Occurrences
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
 from .plan.study import identity_record, plan_parts
 from .provenance import collect, now
@@ -110,10 +111,11 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     parameters, fixed, context = plan_parts(loaded)
     runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis),
                        study.analysis.series_grid())
+    earlier = Occurrences()  # repeated rows are numbered across the design's slices
     with Runner(store, job, settings) as runner:
         for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
-            plan = make_plan(design, fixed, context)
+            plan = make_plan(design, fixed, context, earlier)
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
     results = study.analysis.analyse_runs(runs, parameters)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+from typing import Iterable
 
 LIMIT = 80  # a value longer than this is cut in a message
 WORD_LIMIT = 200  # an unquoted run without spaces (a path, a key) longer than this is cut
@@ -75,13 +76,13 @@ def cut_values(message: str) -> str:
     return _WORD.sub(lambda m: shorten(m[0], WORD_LIMIT), message)
 
 
-def closest(word: str, choices, cutoff: float = 0.6) -> str | None:
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The choice most like `word` (difflib's similarity at least `cutoff`), or None."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return close[0] if close else None
 
 
-def suggest(word: str, choices) -> str:
+def suggest(word: str, choices: Iterable[str]) -> str:
     """'; did you mean 'x'?' when a close choice exists, else ''."""
     match = closest(word, choices)
     return "" if match is None else f"; did you mean {match!r}?"

@@ -144,7 +144,8 @@ class Table:
         if name in self.header:
             return self.header.index(name)
         raise StudyError(f"no column {name!r} (data.{key}) in the header; columns: "
-                         f"{', '.join(self.header)}{suggest(name, self.header)}", file=self.path, line=self.header_line, col=1)
+                         f"{', '.join(self.header)}{suggest(name, self.header)}",
+                         file=self.path, line=self.header_line, col=1)
 
     def fail(self, line: int, col: int, message: str) -> StudyError:
         return StudyError(message, file=self.path, line=line, col=col)
