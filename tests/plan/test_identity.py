@@ -224,3 +224,9 @@ def test_a_fresh_run_of_a_sliced_design_of_repeated_rows_runs_every_run(study_di
     with sqlite3.connect(study_dir / "out" / "runs.sqlite") as db:
         distinct = db.execute("SELECT count(DISTINCT id) FROM runs").fetchone()[0]
     assert (result.analysis["runs"]["reused"], distinct) == (0, 200)
+
+
+def test_an_empty_matrix_has_no_ids():
+    """An iterative analysis may ask for no rows: that is no runs, not an error."""
+    assert hash_rows(np.zeros((0, 2)), b"context").shape == (0,)
+    assert hash_rows(np.zeros((0, 2)), b"context", Occurrences()).dtype == np.int64
