@@ -6,9 +6,7 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,10 +16,12 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
 from .execute import Job, Runner, Settings
 from .loading import Loaded, load_study
+from .models.base import HasEquations
 from .params import varied
 from .plan import make_plan
 from .plan.identity import Occurrences
@@ -48,14 +48,12 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     """What each batch needs on a worker."""
     study = loaded.study
     model = study.model
-    if study.execution.timeout is not None and getattr(model, "timeout", "absent") is None:
-        model = model.model_copy(update={"timeout": study.execution.timeout})
+    if study.execution.timeout is not None:
+        model = model.with_timeout(study.execution.timeout)
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
             or bool(study.analysis.needs_series()))
-    evaluator = model.build(loaded.folder)
-    if hasattr(evaluator, "code"):  # it imports the user's modules afresh when any file changed
-        evaluator = dataclasses.replace(evaluator, code=code_digest(loaded.dependencies()))
+    evaluator = model.build(loaded.folder).with_code(code_digest(loaded.dependencies()))
     return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
 
@@ -95,7 +93,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
     from .stepcheck import LIMIT, check_step
 
     warnings = []
-    if loaded.study.model.type in ("ode", "stockflow"):
+    if isinstance(loaded.study.model, HasEquations):
         result = check_step(loaded.study, loaded.folder)
         name, worst = result.worst
         if worst > LIMIT:
@@ -190,8 +188,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
+        return finite_or_none(value)
     if isinstance(value, np.bool_):
         return bool(value)
     return value

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .models.base import HasEquations
 from .models.equations import FIXED_METHODS, normalize_method
 
 LIMIT = 0.01  # the largest relative difference `studyrun run` accepts without a warning
@@ -37,9 +38,9 @@ class StepCheck:
 
 def check_step(study, folder) -> StepCheck | None:
     """Run the check for an equation model; None for other model types."""
-    evaluator = study.model.build(folder)
-    if not hasattr(evaluator, "integrate"):
+    if not isinstance(study.model, HasEquations):
         return None
+    evaluator = study.model.build(folder)
     defaults = study.model.defaults()
     inputs = {name: np.array([p.nominal_value(defaults.get(name))])
               for name, p in study.parameters.items()}

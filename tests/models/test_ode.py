@@ -14,7 +14,10 @@ from pydantic import ValidationError
 
 from studyrun.core.batch import RunContext
 from studyrun.core.errors import StudyError
+from studyrun.models.base import HasEquations
+from studyrun.models.command import Command
 from studyrun.models.ode import Ode
+from studyrun.models.python import Python
 
 MODELS = Path(__file__).resolve().parents[2] / "studies" / "models"
 
@@ -115,6 +118,7 @@ def test_rk45_agrees_with_scipy_solve_ivp():
 # ---------------------------------------------------------------- ensembles
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["RK45", "euler", "rk4", "LSODA"])
 def test_ensemble_results_equal_one_at_a_time(method):
     model = load("logistic", method=method, time={"start": 0, "stop": 20, "step": 0.5})
@@ -149,6 +153,7 @@ def test_ensemble_of_a_large_system_equals_one_at_a_time():
             np.testing.assert_array_equal(whole.series[name][m], alone.series[name][0])
 
 
+@pytest.mark.slow
 def test_a_failing_member_does_not_fail_the_batch():
     model = spec(states={"x": "x0"}, rates={"x": "x ** 2"}, constants={"x0": 1.0},
                  time={"start": 0, "stop": 2, "step": 0.5})
@@ -329,3 +334,9 @@ def test_fixed_steps_equal_the_plain_loop_with_states_as_rates_and_constant_auxi
     np.testing.assert_array_equal(out.series["c"], np.repeat((k * k)[:, None], 5, axis=1))
     np.testing.assert_array_equal(out.series["energy"],
                                   (saved[:, 1] ** 2 + k * k * saved[:, 0] ** 2).T)
+
+
+def test_equation_models_and_only_they_have_equations():
+    assert isinstance(spec(states={"x": 1}, rates={"x": "-x"}), HasEquations)
+    assert not isinstance(Python(type="python", function="m:f"), HasEquations)
+    assert not isinstance(Command(type="command", run=["sim"]), HasEquations)

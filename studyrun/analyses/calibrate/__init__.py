@@ -204,10 +204,11 @@ class Calibrate(AnalysisSpec):
     def gradient_problems(self, study) -> list[Problem]:
         """Gradient matching reads an equation model's right-hand side, and takes the parameters
         that only set initial states from the data at the model's start."""
+        from ...models.base import HasEquations
         from ...params import varied
         from .gradient import initial_state_problems
 
-        if not hasattr(study.model, "to_system"):
+        if not isinstance(study.model, HasEquations):
             return [Problem("gradient matching evaluates the model's right-hand side: it needs an "
                             "ode or stockflow model (use lm or trf)", "method")]
         try:

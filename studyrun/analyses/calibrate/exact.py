@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...models.base import HasEquations
 from ..search.fit import Box
 from .cost import CostFunction
 
@@ -23,7 +24,7 @@ def exact_jacobian(spec, costs: CostFunction, box: Box) -> tuple[Callable | None
     from ..local.exact import NotDifferentiable, exact_functions, symbolic_model
 
     model = spec._model
-    if model is None or not hasattr(model, "to_system"):
+    if not isinstance(model, HasEquations):
         return None, "exact Jacobians need an ode or stockflow model; used forward differences"
     system = model.to_system()
     try:
