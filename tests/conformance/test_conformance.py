@@ -6,6 +6,7 @@ Checks: the job a study ships to its workers pickles and gives the same output a
 trip; results and runs do not depend on batch size, workers or scheduler; analyses tolerate
 failed runs and NaN quantities where their method allows and say how many runs they dropped
 (or say clearly that they cannot); the report is rebuilt from analysis.json and the store alone.
+Every check that runs a study is `slow` (a second or more of CPU each, some start processes).
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def test_every_union_member_has_an_example():
     assert len(member_types(AnalysisUnion)) == len(ANALYSES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in ALL if not name.startswith("analysis-")])
 def test_the_evaluator_pickles_and_gives_the_same_output_after_a_round_trip(runs, name, tmp_path):
     """The evaluator with pickle; the whole job with cloudpickle, as Dask and the pilot's process
@@ -143,6 +145,7 @@ def comparable(output) -> dict[str, Any]:
                        for g in output.series_groups()]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ALL))
 def test_results_do_not_depend_on_batch_size_workers_or_scheduler(runs, name):
     settings = [THREADS, *[LARGE] * (name in IN_LARGE_BATCHES), *[PROCESS] * (name in IN_A_PROCESS)]
@@ -154,6 +157,7 @@ def test_results_do_not_depend_on_batch_size_workers_or_scheduler(runs, name):
         assert runs.get(name, PROCESS).analysis["execution"]["scheduler"] == "process"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ON_A_CLUSTER)
 def test_results_are_the_same_on_a_local_cluster(runs, name):
     run = runs.get(name, CLUSTER)
@@ -173,6 +177,7 @@ FAILING_IN_THREADS = {"montecarlo", "sobol", "calibrate"}  # failed runs in batc
 ONLY_RAISING = {"morris", "local", "calibrate", "optimize"}  # no run of theirs gives a NaN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FAILING)
 def test_analyses_tolerate_failed_runs_and_say_how_many_they_dropped(runs, name):
     example = ANALYSES[name]
@@ -228,6 +233,7 @@ def quantity_names(run: Run, example: Example) -> set[str]:
 STEERING = [name for name, example in ANALYSES.items() if example.failures == "steers"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", STEERING)
 def test_a_fit_whose_every_run_fails_says_so(runs, name):
     example = ANALYSES[name].with_failures()
@@ -239,6 +245,7 @@ def test_a_fit_whose_every_run_fails_says_so(runs, name):
     assert any("every run" in note for note in results["notes"]), results["notes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in ALL if name != "python-vectorized"])
 def test_the_report_is_rebuilt_from_analysis_json_and_the_store_alone(runs, name, tmp_path):
     run = runs.get(name)
