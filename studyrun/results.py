@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,11 +53,12 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     results = open_results(folder)
     target = Path(out) if out is not None else folder
     origin = Path(results.analysis.get("provenance", {}).get("study_file", folder / "study.yaml"))
-    loaded = load_study(folder / "study.yaml", check=False)
-    loaded.path = origin if origin.exists() else folder / "study.yaml"
+    loaded = dataclasses.replace(load_study(folder / "study.yaml", check=False),
+                                 path=origin if origin.exists() else folder / "study.yaml")
     plan = plan_study(loaded)
     with RunStore.open_readonly(folder / "runs.sqlite") as store:
-        outcome = read_outcome(plan, store, Quantities(loaded.study.quantities), loaded.study.analysis)
+        outcome = read_outcome(plan, store, Quantities(loaded.study.quantities),
+                               loaded.study.analysis, loaded.context)
     try:
         target.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None

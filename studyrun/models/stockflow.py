@@ -25,7 +25,7 @@ from .ode import check_names_hint
 
 
 class Stock(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     initial: Expression
     inflows: list[str] = []
