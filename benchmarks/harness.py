@@ -40,7 +40,8 @@ def use_source(which: str | None = None) -> str:
     which = which or os.environ.get("STUDYRUN_BENCH_SOURCE", "head")
     _source.clear()
     if which != "tree":
-        commit = subprocess.run(["git", "rev-parse", "HEAD" if which == "head" else which], cwd=ROOT, capture_output=True,
+        revision = "HEAD" if which == "head" else which
+        commit = subprocess.run(["git", "rev-parse", revision], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()
         if SOURCE.exists():
             shutil.rmtree(SOURCE)

@@ -302,7 +302,10 @@ def command_predict(args) -> int:
     point = parse_point(args.at)
     names = args.quantity or [q for q in results.results if not q.startswith("_")]
     predictions = [predict(results.analysis, name, point, level=args.level) for name in names]
-    interval = lambda pair: "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+
+    def interval(pair):
+        return "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
+
     for out in predictions:
         ci, pi = out.get("confidence"), out.get("prediction_interval")
         print(f"{out['quantity']}: {format_number(out['prediction'])}  {args.level * 100:g}% confidence "

@@ -225,7 +225,8 @@ def test_empty_file(tmp_path, text):
     )
 
 
-@pytest.mark.parametrize("raw", [b"name: x\n\x00\x01\x02", b"\x89PNG\r\n\x1a\n\xff\xfe", "name: \u00e9".encode("latin-1")])
+@pytest.mark.parametrize("raw", [b"name: x\n\x00\x01\x02", b"\x89PNG\r\n\x1a\n\xff\xfe",
+                                 "name: \u00e9".encode("latin-1")])
 def test_binary_garbage_is_not_a_text_file(tmp_path, raw):
     path = tmp_path / "study.yaml"
     path.write_bytes(raw)

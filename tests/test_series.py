@@ -140,7 +140,8 @@ def test_a_window_or_time_outside_one_runs_grid_fails_that_run_alone():
         SeriesGroup(np.array([0]), np.array([0.0, 1.0, 2.0]), {"y": np.array([[1.0, 3, 2]])}),
         SeriesGroup(np.array([1]), np.array([0.0, 5.0]), {"y": np.array([[7.0, 1.0]])})])
     values = Quantities({"q": "at(y, 4)"}).evaluate(out, {})
-    assert out.errors[0].startswith("quantity 'q': at(x, 4) lies outside the outputs' time span [0, 2]") and out.errors[1] is None
+    assert out.errors[0].startswith("quantity 'q': at(x, 4) lies outside the outputs' time span [0, 2]")
+    assert out.errors[1] is None
     assert np.isnan(values["q"][0]) and values["q"][1] == pytest.approx(7 - 6 * 4 / 5)
 
 

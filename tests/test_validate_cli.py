@@ -19,7 +19,8 @@ analysis: {type: montecarlo, samples: 100}
 
 CASES = {
     "yaml_syntax": ("name: x\nmodel: {type: python\n", r":\d+:\d+: .*"),
-    "unknown_key": (GOOD.replace("samples: 100", "smaples: 100"), r":7:\d+: analysis.smaples: .*did you mean 'samples'"),
+    "unknown_key": (GOOD.replace("samples: 100", "smaples: 100"),
+                    r":7:\d+: analysis.smaples: .*did you mean 'samples'"),
     "wrong_type": (GOOD.replace("samples: 100", "samples: many"), r":7:\d+: analysis.samples: "),
     "negative_std": (GOOD.replace("std: 1", "std: -1"), r":5:\d+: parameters.b.std: "),
     "reversed_bounds": (GOOD.replace("{distribution: uniform, low: 0, high: 1}", "{bounds: [2, 1]}"),
@@ -30,7 +31,8 @@ CASES = {
     "unknown_analysis": (GOOD.replace("type: montecarlo", "type: montecarl"),
                          r":7:\d+: analysis.*did you mean 'montecarlo'"),
     "unimportable_model": (GOOD.replace("linear:linear", "nosuchmodule:f"), r":2:\d+: model.function: cannot import"),
-    "unknown_quantity_function": (GOOD.replace("{y: y}", "{y: maxx(y)}"), r":6:\d+: quantities.y: .*did you mean 'max'"),
+    "unknown_quantity_function": (GOOD.replace("{y: y}", "{y: maxx(y)}"),
+                                  r":6:\d+: quantities.y: .*did you mean 'max'"),
     "empty_file": ("", r":.*empty"),
     "missing_model_file": (GOOD.replace('{type: python, function: "linear:linear", vectorized: true}',
                                         "{file: models/nothere.yaml}"), r":2:\d+: model.file: "),

@@ -18,8 +18,14 @@ from pathlib import Path
 t0 = time.perf_counter()
 import chaospy as cp  # noqa: E402
 import easyvvuq as uq  # noqa: E402
-from easyvvuq.actions import (Actions, CreateRunDirectory, Decode, Encode, ExecuteLocal,  # noqa: E402
-                              ExecutePython)
+from easyvvuq.actions import (  # noqa: E402
+    Actions,
+    CreateRunDirectory,
+    Decode,
+    Encode,
+    ExecuteLocal,
+    ExecutePython,
+)
 
 T_IMPORT = time.perf_counter() - t0
 HERE = Path(__file__).resolve().parent

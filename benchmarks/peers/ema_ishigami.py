@@ -13,8 +13,13 @@ import math
 import time
 
 t0 = time.perf_counter()
-from ema_workbench import (Model, MultiprocessingEvaluator, RealParameter, ScalarOutcome,  # noqa: E402
-                           SequentialEvaluator)
+from ema_workbench import (  # noqa: E402
+    Model,
+    MultiprocessingEvaluator,
+    RealParameter,
+    ScalarOutcome,
+    SequentialEvaluator,
+)
 from ema_workbench.em_framework.evaluators import Samplers  # noqa: E402
 from ema_workbench.em_framework.salib_samplers import get_SALib_problem  # noqa: E402
 from SALib.analyze import sobol  # noqa: E402

@@ -6,6 +6,8 @@ delta_raw and delta_step, each with a `_conf` interval, and S1 with S1_conf. del
 parameter at 0 (<= 0 against > 0); for a parameter of one sign it is null, with SALib's note.
 SALib's bootstrap is slow (about 10 s for 512 runs, 3 parameters, 100 resamples): lower
 `resamples` or set `method: delta` for quick looks.
+
+Formulas, defaults and edge cases: docs/methods.md, "Delta moment-independent indices".
 """
 
 from __future__ import annotations

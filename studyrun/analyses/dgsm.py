@@ -1,11 +1,13 @@
-"""Derivative-based global sensitivity measures (plan and analyse steps); docs/methods.md, DGSM.
+"""Derivative-based global sensitivity measures (plan and analyse steps); docs/methods.md,
+"Derivative-based global sensitivity measures (DGSM)".
 
 Sobol' and Kucherenko (2009), Lamboni et al. (2013): nu_i = E[(dy/dx_i)^2], the derivative in
-the parameter's own units, estimated by forward differences at N base points (the first points of
-SALib's unscrambled Sobol' sequence, mapped through each parameter's inverse CDF); each is
-followed by one step h_i = `delta` (b_i - a_i) in each parameter, [a_i, b_i] its box (its bounds,
-or its 0.1% and 99.9% quantiles), backward where a forward step would leave the support. The
-Poincare inequality Var(g(X_i)) <= C_i E[g'(X_i)^2] bounds the total Sobol' index:
+the parameter's own units, estimated by forward differences at N base points (SALib's
+unscrambled Sobol' sequence after the 1024 points it skips, mapped through each parameter's
+inverse CDF); each is followed by one step h_i = `delta` (b_i - a_i) in each parameter,
+[a_i, b_i] its box (its bounds, or its 0.1% and 99.9% quantiles), backward where a forward step
+would leave the support. The Poincare inequality Var(g(X_i)) <= C_i E[g'(X_i)^2] bounds the
+total Sobol' index:
 ST_i <= dgsm_i = C_i nu_i / V, V the variance of y over the base points. C_i is the
 distribution's Poincare constant: (b - a)^2 / pi^2 uniform, sigma^2 normal (and truncnormal, by
 Bakry-Emery), and for the other log-concave kinds 1 / rho(median)^2 (Cheeger's inequality with

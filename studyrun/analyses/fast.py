@@ -5,6 +5,8 @@ Saltelli, Tarantola and Chan (1999): one search curve per parameter, `samples` r
 The curves must be complete, so a quantity with any failed run gets an error entry, not
 numbers; RBD-FAST (`rbd_fast`) tolerates failures. SALib itself flags its bootstrap intervals
 for FAST as indicative only.
+
+Formulas, defaults and edge cases: docs/methods.md, "Extended FAST (eFAST)".
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Monte Carlo uncertainty propagation: moments, percentiles and rank correlations (as Dakota's
-sampling method reports them)."""
+sampling method reports them).
+
+Formulas, defaults and edge cases: docs/methods.md, "Monte Carlo summaries".
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ in units of the quantity, per whole range of the parameter on its quantile (unit
 uniform parameter that is exactly what SALib gives with `bounds: [low, high]`. SALib reads the
 design only for the direction of each step, so the natural-unit design matrix is passed as it
 is (a monotone ppf keeps every direction).
+
+Formulas, defaults and edge cases: docs/methods.md, "Morris elementary effects".
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ optimisation is parallel where it can be, cached and resumable.
 (`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
 and also `method`, `converged`, `message`, `batches`, `terms` and `progress` (best objective
 after each batch).
+
+Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 """
 
 from __future__ import annotations
@@ -214,7 +216,8 @@ def minimise_by_differences(ask, start, box, settings):
 
     def cost_and_gradient(p):
         h = steps(p, box, settings.step)
-        back = np.where(p - h >= box.lo, p - h, p)  # central where the box allows
+        inside = (p - h >= box.lo) & (p - h <= box.hi)  # h points into the box (steps())
+        back = np.where(inside, p - h, p)  # central where the box allows, else forward
         rows = [p] + [p + np.eye(m)[j] * h[j] for j in range(m)]
         rows += [np.where(np.arange(m) == j, back, p) for j in range(m)]
         costs = record(np.vstack(rows))["cost"]

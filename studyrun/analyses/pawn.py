@@ -4,6 +4,8 @@ Pianosi and Wagener (2015, 2018): the Kolmogorov-Smirnov distance between the un
 output distribution and the distributions conditional on `S` slices of each input, summarised
 over slices (minimum, mean, median, maximum, CV, stdev) as `SALib.analyze.pawn`. Any sample
 works, so failed runs are simply left out.
+
+Formulas, defaults and edge cases: docs/methods.md, "PAWN".
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Random balance designs (Tarantola et al. 2006) with Plischke's (2010) given-data estimator and
 Tissot and Prieur's (2012) bias correction, as `SALib.analyze.rbd_fast`. Any sample works, so
 failed runs are simply left out.
+
+Formulas, defaults and edge cases: docs/methods.md, "RBD-FAST".
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Parameter sweeps: a full grid of levels per parameter, or an explicit list of cases."""
+"""Parameter sweeps: a full grid of levels per parameter, or an explicit list of cases.
+
+Formulas, defaults and edge cases: docs/methods.md, "Parameter sweeps".
+"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Iterable, Protocol
 
 import numpy as np
 
@@ -66,7 +66,8 @@ class ModelOutput:
                        for rows in by_grid.values()]
 
 
-def stack(runs: dict, rows, name: str, length: int) -> np.ndarray:
+def stack(runs: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]], rows: Iterable[int], name: str,
+          length: int) -> np.ndarray:
     """One output's rows for these runs; NaN for a run without it."""
     blank = np.full(length, np.nan)
     return np.array([runs[i][1].get(name, blank) if i in runs else blank for i in rows])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .text import cut_values
 
@@ -41,7 +42,7 @@ class StudyrunError(Exception):
 class StudyError(StudyrunError):
     """A study file (or its data or model file) is invalid; holds every problem found (exit 2)."""
 
-    def __init__(self, problems: list[Problem] | str, **where) -> None:
+    def __init__(self, problems: list[Problem] | str, **where: Any) -> None:
         if isinstance(problems, str):
             problems = [Problem(problems, **where)]
         self.problems = list(problems)

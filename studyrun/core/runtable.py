@@ -7,7 +7,7 @@ million Python tuples; runs.csv is formatted column by column for the same reaso
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -68,7 +68,7 @@ FIELDS = tuple(f.name for f in fields(RunTable))
 RECORDED = ("found", "ok", "errors", "duration", "worker", "values")
 
 
-def objects(items) -> np.ndarray:
+def objects(items: Iterable[object]) -> np.ndarray:
     """A 1-d object array of the given items (strings, None), whatever they are."""
     items = list(items)
     array = np.empty(len(items), dtype=object)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+from typing import Iterable
 
 LIMIT = 80  # a value longer than this is cut in a message
 WORD_LIMIT = 200  # an unquoted run without spaces (a path, a key) longer than this is cut
@@ -75,7 +76,7 @@ def cut_values(message: str) -> str:
     return _WORD.sub(lambda m: shorten(m[0], WORD_LIMIT), message)
 
 
-def suggest(word: str, choices) -> str:
+def suggest(word: str, choices: Iterable[str]) -> str:
     """' ; did you mean 'x'?' when a close choice exists, else ''."""
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""

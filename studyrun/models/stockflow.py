@@ -4,6 +4,8 @@ d stock / dt = sum(inflows) - sum(outflows). Euler at ``time.step`` is the defau
 and Vensim; ``rk4`` or an adaptive method on request. Output every ``time.save_every`` (default:
 every step). Compiles to the same core as `ode` (:mod:`studyrun.models.equations`); every stock,
 flow and auxiliary is an output series and every constant can be a study parameter.
+
+Formulas, defaults and edge cases: docs/methods.md, "Stock-and-flow models".
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Sampling the open unit cube: random, Latin hypercube and scrambled Sobol' points, whole or in
-chunks."""
+chunks.
+
+Formulas, defaults and edge cases: docs/methods.md,
+"Parameters: boxes, nominal values and unit-cube samples".
+"""
 
 from __future__ import annotations
 

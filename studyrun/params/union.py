@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import numbers
 from collections.abc import Mapping
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, TypeAlias, Union
 
 from pydantic import BeforeValidator, Discriminator, Tag
 
@@ -117,7 +117,7 @@ def _tag_of(data: Any) -> str | None:
     return "fixed" if isinstance(data, numbers.Real) and not isinstance(data, bool) else None
 
 
-ParameterSpec = Annotated[
+ParameterSpec: TypeAlias = Annotated[
     Union[tuple(Annotated[cls, Tag(tag)] for tag, cls in _KINDS.items())],  # type: ignore[misc]
     Discriminator(_tag_of, custom_error_type="parameter_kind", custom_error_message=_SHAPES),
     BeforeValidator(_check_shape),

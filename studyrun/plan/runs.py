@@ -85,7 +85,7 @@ class PlannedRuns:
 
     def chunks(self) -> Iterator[Outcome]:
         """The runs slice by slice, from the store."""
-        for start, table in self.tables():
+        for _, table in self.tables():
             yield Outcome(Design(self.names, table.inputs, self.info), columns(table, self.store), table.ok)
 
     def tables(self) -> Iterator[tuple[int, RunTable]]:

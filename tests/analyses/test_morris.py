@@ -16,7 +16,8 @@ from studyrun.params import Discrete, Uniform
 G_A = [0.0, 0.5, 3.0, 9.0, 27.0, 99.0]  # smaller a_i: more important input
 
 
-def sobol_g(x, a=np.array(G_A)):
+def sobol_g(x, a=G_A):
+    a = np.asarray(a)
     return np.prod((np.abs(4 * x - 2) + a) / (1 + a), axis=1)
 
 

@@ -68,3 +68,24 @@ def test_example_study_runs_from_the_command_line(tmp_path):
     results = json.loads((tmp_path / "analysis.json").read_text())["results"]
     assert results["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.4, abs=2e-3)
     assert "## Optimization" in (tmp_path / "report.md").read_text()
+
+
+def test_lbfgsb_never_runs_outside_the_box_near_an_upper_bound(tmp_path):
+    """Near an upper bound the difference step points down (into the box); its central partner
+    must then not be taken above the bound: every run's value stays within its bounds."""
+    (tmp_path / "peak.py").write_text("def f(x):\n    return {'y': (x - 0.999) ** 2}\n")
+    path = write_study(tmp_path, """
+name: near-the-bound
+model: {type: python, function: "peak:f"}
+parameters:
+  x: {bounds: [0, 1], nominal: 0.9}
+quantities: {y: y}
+analysis: {type: optimize, minimize: [y], method: lbfgsb, step: 0.01}
+execution: {scheduler: sync}
+""")
+    studyrun.run(path, tmp_path / "out")
+    import csv
+
+    with open(tmp_path / "out" / "runs.csv") as handle:
+        values = [float(row["x"]) for row in csv.DictReader(handle)]
+    assert len(values) > 3 and max(values) <= 1.0

@@ -461,7 +461,7 @@ parameters:
   a: {bounds: [0, 1]}
 analysis: {type: montecarlo, samples: 2}
 execution: {scheduler: sync}
-"""
+"""  # noqa: E501 (a YAML line)
 
 
 @pytest.mark.parametrize("max_output, size, message", [

@@ -2,13 +2,14 @@
 
 Fits the study's varied parameters to observed data by minimising FME's modCost (Soetaert &
 Petzoldt, Inverse modelling, sensitivity and Monte Carlo analysis in R using package FME, J. Stat.
-Softw. 33, 2010; docs/methods.md section 1), starting from the parameters' nominal values within
-their bounds. Every model evaluation goes through the study's executor and run store, batched:
-whole Jacobians, whole populations and the starts of a multistart fit run as one batch each.
+Softw. 33, 2010; docs/methods.md, "The cost of a model against data"), starting from the
+parameters' nominal values within their bounds. Every model evaluation goes through the study's
+executor and run store, batched: whole Jacobians, whole populations and the starts of a
+multistart fit run as one batch each.
 
 Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
 batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
-(gradient matching, docs/methods.md), mcmc.py (adaptive Metropolis with delayed rejection,
+(docs/methods.md, "Gradient matching"), mcmc.py (adaptive Metropolis with delayed rejection,
 FME's modMCMC), calibration.py (the workflow and the results block), report.py.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,

@@ -11,6 +11,8 @@ start, adapted every `update_cov` iterations to 2.4^2 / m times the covariance o
 far (Haario's adaptive Metropolis); after a rejection a second proposal, dr_scale times shorter,
 is accepted with Mira's delayed-rejection probability. The chains advance side by side, and
 each iteration's first and second proposals of every chain go out as one batch.
+
+Formulas, defaults and edge cases: docs/methods.md, "Bayesian calibration".
 """
 
 from __future__ import annotations

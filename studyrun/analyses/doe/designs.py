@@ -4,6 +4,9 @@ Factorials, fractions (user generators, a requested resolution, or minimum aberr
 Plackett–Burman, central composite, Box–Behnken and maximin Latin hypercubes follow pydoe
 (the pyDOE/pyDOE2/pyDOE3 line, after Montgomery's Design and Analysis of Experiments). Coded
 units are x = (p - center) / half_range over each parameter's bounds, so ±1 are the bounds.
+
+Formulas, defaults and edge cases: docs/methods.md,
+"Designed experiments and fractional factorials".
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Factors are lettered a, b, c, ... in parameter order, as in pydoe's generator st
 a set of factors whose column product is constant (±1) over the runs; the words span the
 defining relation I = ..., whose shortest word length is the resolution (Box, Hunter & Hunter,
 Statistics for Experimenters, ch. 6; Montgomery, Design and Analysis of Experiments, ch. 8).
+
+Formulas, defaults and edge cases: docs/methods.md,
+"Designed experiments and fractional factorials".
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ partial (extra) sums of squares per term and per order, lack of fit splits the r
 pure error from replicated points (Montgomery, Design and Analysis of Experiments, ch. 10-11;
 Myers, Montgomery & Anderson-Cook, Response Surface Methodology, ch. 2, 6). `predict` gives
 confidence and prediction intervals from the stored coefficients and covariance.
+
+Formulas, defaults and edge cases: docs/methods.md, "Response surfaces".
 """
 
 from __future__ import annotations

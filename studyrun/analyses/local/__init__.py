@@ -1,6 +1,7 @@
 """Local sensitivity and identifiability of dynamic models (plan and analyse steps): FME's
-sensFun and collin (Soetaert and Petzoldt 2010; Brun et al. 2001) and the sensitivity-function
-methods of methods.md sections 2 to 4.
+sensFun and collin (Soetaert and Petzoldt 2010; Brun et al. 2001), reduced-partition
+coefficients and the agreement of rankings (docs/methods.md, "Local sensitivity functions" and
+the four sections after it).
 
 Design: the nominal point (each parameter's `nominal`, else the model's own value, else its
 median), then p + h_j e_j for every parameter, then p - h_j e_j for central differences
@@ -52,7 +53,8 @@ RTOL_FLOOR = 1e-13
 
 
 class PartitionSpec(BaseModel):
-    """Coefficients on fewer trajectory points (methods.md section 4)."""
+    """Coefficients on fewer trajectory points (docs/methods.md,
+    "Reduced-partition sensitivity coefficients")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

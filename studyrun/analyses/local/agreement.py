@@ -1,4 +1,5 @@
-"""Agreement of two rankings of the parameters (the dissertation, ch. 2; methods.md section 4).
+"""Agreement of two rankings of the parameters (the dissertation, ch. 2; docs/methods.md,
+"Agreement of two rankings").
 
 Interval coincidence M: the percentage of the top-k parameters of one ranking that are also among
 the top k of the other. Order preservation Tr: the percentage of parameter pairs that stand in the

@@ -1,5 +1,5 @@
 """Collinearity and identifiability of parameter subsets, as FME's collin computes them
-(Brun et al. 2001; methods.md section 3).
+(Brun et al. 2001; docs/methods.md, "Collinearity and identifiable subsets").
 
 The normalised sensitivity columns of every output and time are stacked, each column scaled to
 unit length, and for a subset K the index is gamma_K = 1 / sqrt(lambda_min(S_K^T S_K)). We take

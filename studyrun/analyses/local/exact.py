@@ -1,4 +1,5 @@
-"""Exact sensitivity functions of `ode` and `stockflow` models (methods.md section 2).
+"""Exact sensitivity functions of `ode` and `stockflow` models (docs/methods.md,
+"Local sensitivity functions").
 
 The forward sensitivity equations ds_j/dt = (df/dx) s_j + df/dp_j, s_j(0) = dx0/dp_j are
 integrated together with the model; the Jacobians come from symbolic differentiation (sympy) of

@@ -1,5 +1,5 @@
 """Sensitivity coefficients on a reduced set of trajectory points (the dissertation, ch. 2;
-methods.md section 4), for `ode` and `stockflow` models.
+docs/methods.md, "Reduced-partition sensitivity coefficients"), for `ode` and `stockflow` models.
 
 The extended trajectory is the nominal run's points (x(t), u(t)) on the integration grid (every
 step of a fixed-step method; the output grid of an adaptive one), u the time-varying inputs:

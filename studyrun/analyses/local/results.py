@@ -78,7 +78,8 @@ def initial_state_note(name: str, states: list[str], results: dict[str, Any],
                    if results[o].get("L1", {}).get(name) is not None)
     return (f"partition: {name} only sets the initial value of {', '.join(states)}, so its "
             f"coefficients are 0: they measure the right-hand side's sensitivity df/dp "
-            f"(methods section 4), and f never reads {name}. Its effect on the trajectory is "
+            '(docs/methods.md, "Reduced-partition sensitivity coefficients"), and f never '
+            f"reads {name}. Its effect on the trajectory is "
             f"in the sensitivity functions' L1" + (f" ({l1})" if l1 else ""))
 
 

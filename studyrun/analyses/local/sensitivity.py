@@ -1,5 +1,6 @@
 """Sensitivity functions by differences, normalisation and summaries (FME's sensFun and its
-summary; methods.md section 2).
+summary; docs/methods.md, "Local sensitivity functions" and "Summaries of sensitivity
+functions").
 
 S_ij(t) = dy_i(t)/dp_j by central or forward differences with a relative step; normalised
 S~ = (p_j / y_i(t)) S_ij(t), or (p_j / scale_i) S_ij(t) with a fixed output scale (FME's

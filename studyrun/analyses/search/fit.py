@@ -8,6 +8,8 @@ for methods without bounds). `nelder-mead`, `lbfgsb` (gradient 2 J^T r from the 
 and `differential-evolution` (a whole population per batch; polished by `trf`) minimise the cost
 in unit-box coordinates. Standard errors follow FME's summary.modFit: s^2 (J^T J)^-1 with
 s^2 = cost / (N - m), t = estimate / std_error, two-sided p from Student's t with N - m degrees.
+
+Formulas, defaults and edge cases: docs/methods.md, "Calibration fits".
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ after a in study order, as SALib's upper triangle), effective_N and dropped_bloc
 with a failed run is dropped whole), `convergence` (point estimates from the first N/4, N/2 and
 N surviving base samples), and `warnings`. Series named in `outputs` get S1 and ST at every
 output time (`analyse_series`).
+
+Formulas, defaults and edge cases: docs/methods.md, "Sobol' indices".
 """
 
 from __future__ import annotations

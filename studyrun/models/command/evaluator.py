@@ -24,7 +24,7 @@ _STDERR_LINES = 20
 
 @dataclass(frozen=True)
 class CommandEvaluator:
-    """Runs a batch of runs one subprocess each; see the package docstring (studyrun.models.command) for the conventions."""
+    """Runs a batch of runs one subprocess each (the conventions: studyrun.models.command)."""
 
     argv: tuple[tuple[str, ...], ...]
     study_dir: str

@@ -17,6 +17,8 @@ Integration methods:
 
 A member whose integration fails (overflow, NaN, solver failure) gets a message in
 ``ModelOutput.errors``; the batch goes on.
+
+Formulas, defaults and edge cases: docs/methods.md, "Equation models: integration methods".
 """
 
 from .compiled import BoundSystem, CompiledSystem
