@@ -21,7 +21,7 @@ from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
 if TYPE_CHECKING:
     from ..core.errors import Problem
     from ..models.base import ModelSpec
-    from ..params import ParameterSpec
+    from ..params import ParameterBase, ParameterSpec
     from ..report.figures import Figures
 
 
@@ -45,7 +45,8 @@ class StudyContext:
 
     def nominal(self, name: str) -> float:
         """A parameter's nominal value: its `nominal`, else the model's own value, else its median."""
-        return self.parameters[name].nominal_value(self.defaults.get(name))
+        parameter: ParameterBase = self.parameters[name]
+        return parameter.nominal_value(self.defaults.get(name))
 
 
 def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
