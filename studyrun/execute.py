@@ -1,10 +1,10 @@
 """The execute step: send a plan's unfinished runs to an executor in batches, record each batch.
 
-A short pilot times the model (a python model in a process of its own, so that a crash costs only
-runs); the batch size follows from it, and a study that would finish before a cluster could start
-never starts one. Every finished batch is committed to the store as it arrives, so a killed study
-loses at most the batches in flight. A batch lost with the process running it is run again in
-parts until the runs that crash are found (see Dispatch).
+A short pilot times the model (one that runs user code in a process of its own, so that a
+crash costs only runs); the batch size follows from it, and a study that would finish before a
+cluster could start never starts one. Every finished batch is committed to the store as it
+arrives, so a killed study loses at most the batches in flight. A batch lost with the process
+running it is run again in parts until the runs that crash are found (see Dispatch).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from .executors import (
 )
 from .interrupts import fails_the_run, noting_interrupts
 from .isolated import IsolatedExecutor, Loss
-from .models.python import PythonEvaluator, import_function
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
@@ -332,19 +331,17 @@ class Runner:
         """Where the pilot and studies too short for a cluster run: this process for sync and
         threads, or a model that runs no user code; else a spawned process that a crash of
         the model ends instead of the driver."""
-        if self.settings.scheduler in ("sync", "threads") or not isinstance(self.job.evaluator,
-                                                                            PythonEvaluator):
+        if self.settings.scheduler in ("sync", "threads") or not self.job.evaluator.runs_user_code:
             return SyncExecutor()
         if self.isolated is None:
             self.isolated = IsolatedExecutor()  # its process starts with its first batch
         return self.isolated
 
 
-def import_model(job: Job) -> None:
-    """Import a python model's function (where the pilot runs, before it: it times runs, not
+def prepare_model(job: Job) -> None:
+    """Import what the model's runs need (where the pilot runs, before it: it times runs, not
     imports)."""
-    model = job.evaluator
-    import_function(model.function, Path(model.study_dir), model.code, model.modules)
+    job.evaluator.prepare()
 
 
 def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, executor,
@@ -353,7 +350,7 @@ def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, exe
     rows used. A batch lost with its process is sent again in parts, as on any executor."""
     if isinstance(executor, IsolatedExecutor):
         try:
-            executor.result(executor.submit(import_model, job))
+            executor.result(executor.submit(prepare_model, job))
         except Exception:
             pass  # the pilot's runs meet the same failure and record it
     used, size, spent, per_run = 0, 1, 0.0, 0.0

@@ -15,7 +15,6 @@ Values are float64 throughout: integer literals become floats, so ``2 ** -1`` is
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import re
 import threading
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .core.text import suggest
 
 # CPython 3.11 keeps ast.parse's recursion count in module state: two threads parsing at once (the
 # threads scheduler, a worker's task beside the driver's) fail with "AST constructor recursion
@@ -264,7 +265,7 @@ class _Checker:
                 raise self.fail("starred arguments are not allowed", arg)
         fdef = self.functions.get(name)
         if fdef is None:
-            raise self.fail(f"unknown function {name!r}{_did_you_mean(name, self.functions)}",
+            raise self.fail(f"unknown function {name!r}{suggest(name, self.functions)}",
                             node)
         if not fdef.min_args <= len(node.args) <= fdef.max_args:
             raise self.fail(f"{name}() takes {fdef.describe_arity()}; got {len(node.args)}", node)
@@ -273,11 +274,6 @@ class _Checker:
             self.names.add(TIME)
         for arg in node.args:
             self.visit(arg)
-
-
-def _did_you_mean(name: str, candidates: Collection[str]) -> str:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 # ---------------------------------------------------------------- compiling to closures
@@ -482,7 +478,7 @@ def check_names(expr: Expr, known: Collection[str]) -> list[str]:
     known_set = set(known) | {TIME}
     messages = []
     for name in sorted(expr.names - known_set):
-        messages.append(f"unknown name {name!r} in {expr.text!r}{_did_you_mean(name, known_set)}")
+        messages.append(f"unknown name {name!r} in {expr.text!r}{suggest(name, known_set)}")
     return messages
 
 

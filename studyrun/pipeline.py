@@ -6,9 +6,7 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,11 +16,14 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
 from .execute import Job, Runner, Settings
 from .loading import Loaded, load_study
+from .models.base import HasEquations
 from .plan import make_plan
+from .plan.identity import Occurrences
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
 from .plan.study import identity_context, identity_record
 from .provenance import collect, now
@@ -46,14 +47,12 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     """What each batch needs on a worker."""
     study = loaded.study
     model = loaded.context.model
-    if study.execution.timeout is not None and getattr(model, "timeout", "absent") is None:
-        model = model.model_copy(update={"timeout": study.execution.timeout})
+    if study.execution.timeout is not None:
+        model = model.with_timeout(study.execution.timeout)
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
             or bool(study.analysis.needs_series(loaded.context)))
-    evaluator = model.build(loaded.folder)
-    if hasattr(evaluator, "code"):  # it imports the user's modules afresh when any file changed
-        evaluator = dataclasses.replace(evaluator, code=code_digest(loaded.dependencies()))
+    evaluator = model.build(loaded.folder).with_code(code_digest(loaded.dependencies()))
     return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
 
@@ -93,7 +92,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
     from .stepcheck import LIMIT, check_step
 
     warnings = []
-    if loaded.study.model.type in ("ode", "stockflow"):
+    if isinstance(loaded.study.model, HasEquations):
         result = check_step(loaded.context)
         name, worst = result.worst
         if worst > LIMIT:
@@ -112,10 +111,11 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     runs = PlannedRuns(store, list(context.varied),
                        series_wanted(job.quantities, study.analysis, context),
                        study.analysis.series_grid(context))
+    earlier = Occurrences()  # repeated rows are numbered across the design's slices
     with Runner(store, job, settings) as runner:
         for design in study.analysis.design_chunks(context, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
-            plan = make_plan(design, context.fixed, identity)
+            plan = make_plan(design, context.fixed, identity, earlier)
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
     results = study.analysis.analyse_runs(runs, context)
@@ -188,8 +188,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
+        return finite_or_none(value)
     if isinstance(value, np.bool_):
         return bool(value)
     return value

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .models.base import HasEquations
 from .models.equations import FIXED_METHODS, normalize_method
 
 LIMIT = 0.01  # the largest relative difference `studyrun run` accepts without a warning
@@ -38,9 +39,9 @@ class StepCheck:
 def check_step(context) -> StepCheck | None:
     """Run the check for an equation model (as the study's analysis runs it, every parameter at
     its nominal value); None for other model types."""
-    evaluator = context.model.build(context.folder)
-    if not hasattr(evaluator, "integrate"):
+    if not isinstance(context.model, HasEquations):
         return None
+    evaluator = context.model.build(context.folder)
     inputs = {name: np.array([context.nominal(name)]) for name in context.parameters}
     system = evaluator.system
     method = normalize_method(system.method)

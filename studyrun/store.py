@@ -333,7 +333,7 @@ class RunStore:
 
     def add_planned(self, start: int, run_ids: np.ndarray) -> None:
         """Register a slice of the study's plan (positions start, start+1, ...) for the reads
-        that span a plan too big for memory: chunks, order statistics and ranks."""
+        that span a plan too big for memory: chunks and streams of columns."""
         seq, _ = self.locate(run_ids)
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS planned "
                         "(position INTEGER PRIMARY KEY, seq INTEGER)")
@@ -363,33 +363,20 @@ class RunStore:
         return self.db.execute("SELECT count(*) FROM planned JOIN runs ON runs.seq = planned.seq "
                                "WHERE runs.status = 'ok'").fetchone()[0]
 
-    def sorted_planned(self, quantity: str) -> Iterator[float]:
-        """The finite values of a quantity over the planned, succeeded runs, in increasing order."""
-        column = f"runs.{self.column(quantity)}"
-        cursor = self.db.execute(f"SELECT {column} FROM planned JOIN runs ON runs.seq = planned.seq "
-                                 f"WHERE runs.status = 'ok' AND {column} IS NOT NULL ORDER BY {column}")
-        while rows := cursor.fetchmany(65536):
-            for (value,) in rows:
-                yield value
-
-    def rank_sums(self, quantity: str, parameters: list[str]) -> dict[str, tuple[float, ...]]:
-        """Per parameter (n, sum rx, sum ry, sum rx^2, sum ry^2, sum rx*ry) of average ranks over
-        the planned, succeeded runs: what Spearman's correlation needs, sorted by SQLite."""
-        def rank(column: str) -> str:
-            c = f"runs.{self.column(column)}"
-            # the first and (counting peers) last rank of a tie share one sort: their mean
-            return f"((rank() OVER (ORDER BY {c}) + count(*) OVER (ORDER BY {c})) / 2.0)"
-
-        ranks = ", ".join(f"{rank(p)} AS r{j}" for j, p in enumerate(parameters))
-        sums = ", ".join(f"sum(r{j}), sum(r{j} * r{j}), sum(r{j} * ry)" for j in range(len(parameters)))
-        column = f"runs.{self.column(quantity)}"
-        row = self.db.execute(
-            f"SELECT count(*), sum(ry), sum(ry * ry), {sums} FROM (SELECT {rank(quantity)} AS ry, "
-            f"{ranks} FROM planned JOIN runs ON runs.seq = planned.seq WHERE runs.status = 'ok' "
-            f"AND {column} IS NOT NULL)").fetchone()
-        n, sy, syy = row[:3]
-        return {p: (n, row[3 + 3 * j], sy, row[4 + 3 * j], syy, row[5 + 3 * j])
-                for j, p in enumerate(parameters)}
+    def stream_planned(self, names: list[str], order_by: str | None = None,
+                       rows: int = 65536) -> Iterator[np.ndarray]:
+        """Columns of the planned runs the store holds, `rows` runs at a time, each time as an
+        array of floats with a row per name (NaN for NULL: a failed run's quantities): in plan
+        order, or in increasing order of the named column `order_by` (NaN first). A name is a
+        parameter, a quantity, or as in runs.csv `run` (the position in the plan) or `status` (1
+        for a run that succeeded, 0 for one that failed)."""
+        fixed = {"run": "planned.position", "status": "runs.status = 'ok'"}
+        selected = [fixed.get(name) or f"runs.{self.column(name)}" for name in names]
+        order = "planned.position" if order_by is None else selected[names.index(order_by)]
+        cursor = self.db.execute(f"SELECT {', '.join(selected)} FROM planned JOIN runs "
+                                 f"ON runs.seq = planned.seq ORDER BY {order}")
+        while chunk := cursor.fetchmany(rows):
+            yield np.array(chunk, dtype=float).reshape(len(chunk), len(names)).T
 
     def read_series(self, run_id: int) -> dict[str, np.ndarray] | None:
         row = self.db.execute("SELECT data FROM series WHERE id = ?", (int(run_id),)).fetchone()

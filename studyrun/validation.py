@@ -7,7 +7,6 @@ union collapse into one problem per mistake.
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -17,6 +16,7 @@ from typing import Any, Sequence
 from pydantic import BaseModel
 
 from .core.errors import Problem
+from .core.text import closest
 from .source import ABSENT, VALUE, Source, describe, one_line, sort_key
 
 
@@ -232,8 +232,7 @@ def _suggest(word: Any, choices: Sequence[str]) -> str | None:
     if not isinstance(word, str):
         return None
     by_case = [c for c in choices if c.lower() == word.lower()]
-    close = by_case or difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return close[0] if close else None
+    return by_case[0] if by_case else closest(word, choices)
 
 
 # ---------------------------------------------------------------------------------- messages

@@ -254,7 +254,7 @@ def test_batches_shrink_towards_the_end_so_workers_finish_together():
 def test_rank_correlations_match_scipy_and_known_answers():
     from scipy.stats import spearmanr
 
-    from studyrun.analyses.montecarlo import Ranks
+    from studyrun.analyses.montecarlo.ranks import Ranks
 
     rng = np.random.default_rng(3)
     inputs = np.column_stack([rng.uniform(size=500), rng.integers(0, 4, 500), np.full(500, 2.0)])

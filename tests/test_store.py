@@ -118,3 +118,27 @@ def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
         assert (table.found == np.r_[np.ones(n, bool), False]).all()
         assert (table.values[:-1, 0] == 2.0 * order).all() and (table.inputs[:-1, 0] == order).all()
         assert (table.ok[:-1] == (order % 3 > 0)).all()
+
+
+def test_planned_runs_stream_in_plan_order_or_sorted_by_a_column(tmp_path):
+    from studyrun.store import Batch, RunStore
+
+    ids = np.arange(100, 110)
+    a, y = np.arange(10.0)[::-1], np.array([3, 1, np.nan, 2, 1, 0, np.nan, 5, 4, 1.5])
+    with RunStore.open(tmp_path / "runs.sqlite") as store:
+        store.prepare(["a"], ["y"])
+        recorded = np.arange(10) != 4  # position 4 never ran
+        store.write(Batch(ids=ids[recorded], ok=np.isfinite(y[recorded]), errors=[None] * 9,
+                          inputs=a[recorded, None], values=y[recorded, None], duration=0.1,
+                          worker="w"))
+        store.add_planned(0, ids[:6])
+        store.add_planned(6, ids[6:])
+        chunks = list(store.stream_planned(["run", "status", "a", "y"], rows=4))
+        assert [c.shape for c in chunks] == [(4, 4), (4, 4), (4, 1)]
+        position, ok, got_a, got_y = np.hstack(chunks)
+        assert position.tolist() == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+        assert (ok == np.isfinite(y[recorded])).all() and (got_a == a[recorded]).all()
+        assert np.array_equal(got_y, y[recorded], equal_nan=True)
+        position, got_y = np.hstack(list(store.stream_planned(["run", "y"], order_by="y", rows=3)))
+        assert np.isnan(got_y[:2]).all() and (np.diff(got_y[2:]) >= 0).all()  # NULL first
+        assert sorted(position[:2]) == [2, 6] and position[-1] == 7

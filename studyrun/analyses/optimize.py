@@ -18,7 +18,6 @@ Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -32,6 +31,8 @@ from pydantic import (
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
+from ..core.numbers import finite_or_none
+from ..core.text import suggest
 from ..params import sample_unit
 from ..report.markdown import table
 from .base import AnalysisSpec, search_runs
@@ -86,10 +87,7 @@ class Optimize(AnalysisSpec):
         problems = []
         for kind, name, _ in self.terms():
             if known is not None and name not in known:
-                import difflib
-
-                close = difflib.get_close_matches(name, sorted(known), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = suggest(name, known)
                 where = f"target.{name}" if kind == "target" else kind
                 problems.append(Problem(f"{name!r} is not a quantity of the study{hint} "
                                         f"(quantities: {', '.join(sorted(known)) or 'none'})", where))
@@ -138,9 +136,10 @@ class Optimize(AnalysisSpec):
             "method": self.method,
             "parameters": {n: {"initial": float(box.start[j]), "optimum": float(best.estimate[j])}
                            for j, n in enumerate(box.names)},
-            "objective": {"initial": finite(first["cost"][0]), "final": finite(last["cost"][0])},
-            "quantities": {q: {"initial": finite(first["values"][0][i]),
-                               "final": finite(last["values"][0][i])}
+            "objective": {"initial": finite_or_none(first["cost"][0]),
+                          "final": finite_or_none(last["cost"][0])},
+            "quantities": {q: {"initial": finite_or_none(first["values"][0][i]),
+                               "final": finite_or_none(last["values"][0][i])}
                            for i, q in enumerate(quantities)},
             "evaluations": evaluations.runs,
             "batches": evaluations.calls,
@@ -148,7 +147,7 @@ class Optimize(AnalysisSpec):
             "message": best.message,
             "terms": [{"kind": k, "quantity": q, "value": v, "weight": self.weights.get(q, 1.0)}
                       for k, q, v in self.terms()],
-            "progress": [finite(p) for p in best.progress],
+            "progress": [finite_or_none(p) for p in best.progress],
         }
 
     def optimise(self, ask, start, box, settings, seed, fit):
@@ -200,11 +199,6 @@ def describe_objective(spec: Optimize) -> str:
         parts.append(f"+ {scale}{q}" if kind == "minimize" else f"- {scale}{q}"
                      if kind == "maximize" else f"+ {scale}({q} - {v:g})^2")
     return "minimise " + " ".join(parts).lstrip("+ ")
-
-
-def finite(value: Any) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def minimise_by_differences(ask, start, box, settings):

@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
 from ..core.design import Design, Outcome
+from ..core.numbers import finite_or_none
 from ..report.markdown import table
 from .base import AnalysisSpec
 
@@ -64,7 +65,7 @@ class Sweep(AnalysisSpec):
         return Design(names, matrix.reshape(-1, len(names)), {"cases": len(self.cases)})
 
     def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
-        return {name: {"values": [float(v) if ok and np.isfinite(v) else None
+        return {name: {"values": [finite_or_none(v) if ok else None
                                   for v, ok in zip(values, outcome.ok)]}
                 for name, values in outcome.values.items()}
 

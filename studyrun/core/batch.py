@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Iterable
 
 import numpy as np
 
@@ -81,7 +81,19 @@ class RunContext:
     workdir: Path | None = None  # results/<name>/work, or None when runs need no files
 
 
-class Evaluator(Protocol):
-    """A picklable callable built in the driver and shipped to workers."""
+class Evaluator:
+    """Base of a model's batch evaluator: a picklable callable built in the driver and shipped
+    to workers. Its hooks tell the executor what the model needs without probing its type."""
 
-    def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput: ...
+    runs_user_code = False  # True when a crash of the user's code could end the calling process
+
+    def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Import what the runs need, in the process where they run (before a pilot times runs)."""
+
+    def with_code(self, digest: str) -> "Evaluator":
+        """This evaluator for the user's files at `digest` (a new digest makes a long-lived
+        worker import them afresh); itself when it imports none."""
+        return self

@@ -76,7 +76,13 @@ def cut_values(message: str) -> str:
     return _WORD.sub(lambda m: shorten(m[0], WORD_LIMIT), message)
 
 
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice most like `word` (difflib's similarity at least `cutoff`), or None."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
 def suggest(word: str, choices: Iterable[str]) -> str:
-    """' ; did you mean 'x'?' when a close choice exists, else ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    """'; did you mean 'x'?' when a close choice exists, else ''."""
+    match = closest(word, choices)
+    return "" if match is None else f"; did you mean {match!r}?"

@@ -8,11 +8,15 @@ travel on the hot path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from ..core.batch import Evaluator
 from ..core.errors import Problem
+
+if TYPE_CHECKING:
+    from .equations.system import EquationSystem
 
 
 class ModelSpec(BaseModel):
@@ -44,6 +48,23 @@ class ModelSpec(BaseModel):
         is part of every run's identity, so editing one re-runs the study."""
         return {}
 
+    def with_timeout(self, seconds: float) -> "ModelSpec":
+        """The model with `execution.timeout` as its time limit per run where it sets none of
+        its own; itself when it has no time limit."""
+        return self
+
     def build(self, study_dir: Path) -> Evaluator:
         """The evaluator for this model; cheap, picklable, imports lazily where it runs."""
         raise NotImplementedError
+
+
+@runtime_checkable
+class HasEquations(Protocol):
+    """A model given by equations (`ode`, `stockflow`): analyses that differentiate or integrate
+    it themselves read its system, its method and tolerances. Test with isinstance."""
+
+    method: str
+    rtol: float
+    atol: float
+
+    def to_system(self) -> "EquationSystem": ...

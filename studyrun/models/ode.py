@@ -10,12 +10,12 @@ of constants.
 
 from __future__ import annotations
 
-import difflib
 from typing import Literal
 
 from pydantic import Field
 
 from ..core.errors import Problem
+from ..core.text import suggest
 from .equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
 
 
@@ -38,7 +38,7 @@ class Ode(EquationModel):
                                                    "states")]
         for name in self.rates:
             if name not in self.states:
-                hint = check_names_hint(name, list(self.states))
+                hint = suggest(name, self.states)
                 problems.append(Problem(f"rate of {name!r}, which is not a state{hint}",
                                         f"rates.{name}"))
         for name in self.states:
@@ -62,9 +62,3 @@ class Ode(EquationModel):
             constants=dict(self.constants),
             grid=grid, method=self.method, rtol=self.rtol, atol=self.atol, paths=paths,
         )
-
-
-def check_names_hint(name: str, candidates: list[str]) -> str:
-    """"; did you mean 'x'?" when a candidate is close, else ""."""
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.batch import ModelOutput, RunContext
+from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, StudyError
 from ..dependencies import file_name
 from .base import ModelSpec
@@ -171,7 +171,7 @@ def plain_name(column: str) -> str:
     return f"v_{name}" if not name or name[0].isdigit() else name
 
 
-class PysdEvaluator:
+class PysdEvaluator(Evaluator):
     """Runs each member of a batch with a freshly loaded PySD model."""
 
     def __init__(self, translated: str, outputs: list[str] | None, time: dict[str, float]):

@@ -8,6 +8,7 @@ once per batch with arrays and returns arrays on one grid.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.machinery
 import re
@@ -20,7 +21,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..core.batch import ModelOutput, RunContext
+from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, describe
 from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
@@ -130,8 +131,10 @@ class Python(ModelSpec):
 
 
 @dataclass(frozen=True)
-class PythonEvaluator:
+class PythonEvaluator(Evaluator):
     """Calls the user's function per run (or once per batch when vectorized)."""
+
+    runs_user_code = True
 
     function: str
     vectorized: bool
@@ -148,6 +151,12 @@ class PythonEvaluator:
         if self.vectorized:
             return call_vectorized(function, inputs, n)
         return call_per_run(function, inputs, n)
+
+    def prepare(self) -> None:
+        import_function(self.function, Path(self.study_dir), self.code, self.modules)
+
+    def with_code(self, digest: str) -> "PythonEvaluator":
+        return dataclasses.replace(self, code=digest)
 
 
 def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:

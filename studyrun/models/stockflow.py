@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..core.errors import Problem
+from ..core.text import suggest
 from .equations import (
     EquationModel,
     EquationSystem,
@@ -23,7 +24,6 @@ from .equations import (
     TimeGrid,
     TimeSpan,
 )
-from .ode import check_names_hint
 
 
 class Stock(BaseModel):
@@ -61,7 +61,7 @@ class Stockflow(EquationModel):
             for key in ("inflows", "outflows"):
                 for i, flow in enumerate(getattr(stock, key)):
                     if flow not in self.flows:
-                        hint = check_names_hint(flow, list(self.flows))
+                        hint = suggest(flow, self.flows)
                         problems.append(Problem(f"{flow!r} is not a flow{hint}",
                                                 f"stocks.{stock_name}.{key}[{i}]"))
         return problems

@@ -3,13 +3,13 @@ what fits no kind."""
 
 from __future__ import annotations
 
-import difflib
 import numbers
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeAlias, Union
 
 from pydantic import BeforeValidator, Discriminator, Tag
 
+from ..core.text import closest
 from .base import DISTRIBUTIONS, ParameterBase
 from .continuous import (
     Beta,
@@ -47,8 +47,7 @@ def _suggest(name: Any) -> str:
     key = str(name).strip().lower().replace("-", "_").replace(" ", "_")
     if key in _SPECIAL:
         return f" ({_SPECIAL[key]})"
-    close = difflib.get_close_matches(key, DISTRIBUTIONS, n=1, cutoff=0.6)
-    match = _ALIASES.get(key) or (close[0] if close else None)
+    match = _ALIASES.get(key) or closest(key, DISTRIBUTIONS)
     return f" (did you mean {match!r}?)" if match else ""
 
 

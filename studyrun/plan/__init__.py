@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.design import Design
-from .identity import context_bytes, hash_rows
+from .identity import Occurrences, context_bytes, hash_rows
 
 
 @dataclass
@@ -37,9 +37,12 @@ class Plan:
         return inputs
 
 
-def make_plan(design: Design, fixed: dict[str, float], context: dict) -> Plan:
-    """A plan from an analysis's design, the study's fixed inputs and its run context."""
+def make_plan(design: Design, fixed: dict[str, float], context: dict,
+              earlier: Occurrences | None = None) -> Plan:
+    """A plan from an analysis's design, the study's fixed inputs and its run context; `earlier`
+    counts the rows of the design's slices planned before this one."""
     matrix = np.asarray(design.matrix, dtype=float).reshape(-1, len(design.names))
     design.matrix = matrix
-    run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}))
+    run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}),
+                        earlier)
     return Plan(design=design, fixed=fixed, run_ids=run_ids)

@@ -31,28 +31,66 @@ def canonical_bits(matrix: np.ndarray) -> np.ndarray:
     return values.view(np.uint64)
 
 
-def hash_rows(matrix: np.ndarray, context: bytes) -> np.ndarray:
-    """One int64 identity per row: the context's hash folded with each value of the row."""
+def hash_rows(matrix: np.ndarray, context: bytes, earlier: Occurrences | None = None) -> np.ndarray:
+    """One int64 identity per row: the context's hash folded with each value of the row; repeats
+    are numbered after those of the design's `earlier` slices, so a design's identities are the
+    same whether it is planned whole or slice by slice."""
     seed = np.uint64(int.from_bytes(hashlib.sha256(context).digest()[:8], "little"))
     bits = canonical_bits(matrix.reshape(len(matrix), -1))
     with np.errstate(over="ignore"):
         h = np.full(len(bits), seed, dtype=np.uint64)
         for column in bits.T:
             h = mix(h + _GOLDEN + column)
-        h = separate_replicates(h)
+        h = separate_replicates(h, earlier)
     return h.view(np.int64)
 
 
-def separate_replicates(h: np.ndarray) -> np.ndarray:
-    """Give the k-th repeat of an identical row its own identity (k folded into the hash)."""
+class Occurrences:
+    """How often each row hash appeared in the slices of a design planned so far (sorted keys and
+    their counts: 12 bytes a distinct row)."""
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(0, np.uint64)
+        self.counts = np.zeros(0, np.uint32)
+
+    def before(self, h: np.ndarray) -> np.ndarray:
+        """The number of earlier occurrences of each hash."""
+        if not len(self.keys):
+            return np.zeros(len(h), np.uint64)
+        at = np.minimum(np.searchsorted(self.keys, h), len(self.keys) - 1)
+        return np.where(self.keys[at] == h, self.counts[at], 0).astype(np.uint64)
+
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        """Count a slice's distinct hashes (sorted) and how often each occurred in it."""
+        if not len(self.keys):
+            self.keys, self.counts = keys, counts.astype(np.uint32)
+            return
+        merged = np.union1d(self.keys, keys)
+        total = np.zeros(len(merged), np.uint32)
+        total[np.searchsorted(merged, self.keys)] += self.counts
+        total[np.searchsorted(merged, keys)] += counts.astype(np.uint32)
+        self.keys, self.counts = merged, total
+
+
+def separate_replicates(h: np.ndarray, earlier: Occurrences | None = None) -> np.ndarray:
+    """Give the k-th repeat of an identical row its own identity (k folded into the hash), k
+    counting the repeats in `earlier` slices of the design too."""
     order = np.argsort(h, kind="stable")
     sorted_h = h[order]
-    repeat = np.zeros(len(h), dtype=np.uint64)
     starts = np.r_[True, sorted_h[1:] != sorted_h[:-1]]
-    if starts.all():
+    if earlier is not None:
+        positions = np.flatnonzero(starts)
+        earlier_counts = earlier.before(h)
+        earlier.add(sorted_h[positions], np.diff(np.r_[positions, len(h)]))
+    else:
+        earlier_counts = None
+    if starts.all() and (earlier_counts is None or not earlier_counts.any()):
         return h
     group_start = np.maximum.accumulate(np.where(starts, np.arange(len(h)), 0))
+    repeat = np.zeros(len(h), dtype=np.uint64)
     repeat[order] = (np.arange(len(h)) - group_start).astype(np.uint64)
+    if earlier_counts is not None:
+        repeat += earlier_counts
     out = h.copy()
     again = repeat > 0
     out[again] = mix(h[again] ^ mix(repeat[again] * _GOLDEN))

@@ -22,6 +22,7 @@ from ..store import RunStore
 from . import Plan
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
+STREAM_ROWS = 1 << 16  # runs per slice of a column streamed from the store
 
 
 class PlannedRuns:
@@ -100,11 +101,10 @@ class PlannedRuns:
     def succeeded(self) -> int:
         return int(self._table.ok.sum()) if not self.chunked else self.store.planned_succeeded()
 
-    def sorted_values(self, quantity: str) -> Iterator[float]:
-        return self.store.sorted_planned(quantity)
-
-    def rank_sums(self, quantity: str) -> dict[str, tuple[float, ...]]:
-        return self.store.rank_sums(quantity, self.names)
+    def stream(self, names: list[str], order_by: str | None = None) -> Iterator[np.ndarray]:
+        """Columns of a chunked design's runs, a slice at a time, in plan order or ordered by one
+        of them (see RunStore.stream_planned)."""
+        return self.store.stream_planned(names, order_by, rows=min(CHUNK_ROWS, STREAM_ROWS))
 
     def write_csv(self, path: Path) -> None:
         write_csv(path, self.names, self.store.quantities, self.tables())

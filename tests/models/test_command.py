@@ -392,6 +392,12 @@ def test_defaults():
     assert (model.keep_workdirs, model.env, model.memory_limit) == ("failed", {}, None)
 
 
+def test_execution_timeout_applies_where_the_model_sets_none():
+    assert command(run=["sim"]).with_timeout(1.5).timeout == 1.5
+    assert command(run=["sim"], timeout=5).with_timeout(1.5).timeout == 5
+    assert not command(run=["sim"]).build(PROGRAMS).runs_user_code  # a crash ends only its subprocess
+
+
 @pytest.mark.parametrize("text, size", [("512MB", 512 * 10**6), ("2GiB", 2 * 2**30),
                                         ("1.5 gb", 1_500_000_000), (4096, 4096), ("100k", 10**5)])
 def test_parse_bytes(text, size):

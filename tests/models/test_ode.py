@@ -14,7 +14,10 @@ from pydantic import ValidationError
 
 from studyrun.core.batch import RunContext
 from studyrun.core.errors import StudyError
+from studyrun.models.base import HasEquations
+from studyrun.models.command import Command
 from studyrun.models.ode import Ode
+from studyrun.models.python import Python
 
 MODELS = Path(__file__).resolve().parents[2] / "studies" / "models"
 
@@ -329,3 +332,9 @@ def test_fixed_steps_equal_the_plain_loop_with_states_as_rates_and_constant_auxi
     np.testing.assert_array_equal(out.series["c"], np.repeat((k * k)[:, None], 5, axis=1))
     np.testing.assert_array_equal(out.series["energy"],
                                   (saved[:, 1] ** 2 + k * k * saved[:, 0] ** 2).T)
+
+
+def test_equation_models_and_only_they_have_equations():
+    assert isinstance(spec(states={"x": 1}, rates={"x": "-x"}), HasEquations)
+    assert not isinstance(Python(type="python", function="m:f"), HasEquations)
+    assert not isinstance(Command(type="command", run=["sim"]), HasEquations)

@@ -141,3 +141,16 @@ def test_whole_number_constants_and_fixed_parameters_arrive_as_ints(tmp_path):
         runs = result.runs
         assert result.analysis["runs"]["failed"] == 0, runs.get("error")
         assert sorted(runs["value"]) == [158.0, 308.0]  # x * 50 * 3 + 2.0 * 4.0
+
+
+def test_a_new_code_digest_makes_a_prepared_evaluator_import_the_edited_module(tmp_path):
+    (tmp_path / "edited.py").write_text("def f(x):\n    return 1.0\n")
+    evaluator = Python(type="python", function="edited:f").build(tmp_path)
+    assert evaluator.runs_user_code
+    evaluator.prepare()
+    (tmp_path / "edited.py").write_text("def f(x):\n    return 22.0\n")
+    context = RunContext(run_ids=np.arange(1))
+    assert evaluator({"x": np.zeros(1)}, context).scalars["value"][0] == 1.0  # imported once
+    fresh = evaluator.with_code("another digest")
+    assert fresh.code == "another digest" and evaluator.code != fresh.code
+    assert fresh({"x": np.zeros(1)}, context).scalars["value"][0] == 22.0

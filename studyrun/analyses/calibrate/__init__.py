@@ -151,7 +151,9 @@ class Calibrate(AnalysisSpec):
 
     def state_names(self, context: StudyContext) -> list[str]:
         """The states of an equation model that gradient matching fits (none otherwise)."""
-        if self.method != "gradient-matching" or not hasattr(context.model, "to_system"):
+        from ...models.base import HasEquations
+
+        if self.method != "gradient-matching" or not isinstance(context.model, HasEquations):
             return []
         try:
             return list(context.model.to_system().initial)
@@ -195,9 +197,10 @@ class Calibrate(AnalysisSpec):
     def gradient_problems(self, context: StudyContext) -> list[Problem]:
         """Gradient matching reads an equation model's right-hand side, and takes the parameters
         that only set initial states from the data at the model's start."""
+        from ...models.base import HasEquations
         from .gradient import initial_state_problems
 
-        if not hasattr(context.model, "to_system"):
+        if not isinstance(context.model, HasEquations):
             return [Problem("gradient matching evaluates the model's right-hand side: it needs an "
                             "ode or stockflow model (use lm or trf)", "method")]
         try:

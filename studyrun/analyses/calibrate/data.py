@@ -11,7 +11,6 @@ file, line and column of the offending cell.
 from __future__ import annotations
 
 import csv
-import difflib
 import json
 import math
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...core.errors import Problem, StudyError
+from ...core.text import suggest
 
 MISSING = {"", "na", "nan", "null", "n/a", "none"}
 
@@ -164,10 +164,9 @@ class Table:
         """The index of a named column, or a StudyError at the header naming the choices."""
         if name in self.header:
             return self.header.index(name)
-        close = difflib.get_close_matches(name, self.header, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise StudyError(f"no column {name!r} (data.{key}) in the header; columns: "
-                         f"{', '.join(self.header)}{hint}", file=self.path, line=self.header_line, col=1)
+                         f"{', '.join(self.header)}{suggest(name, self.header)}",
+                         file=self.path, line=self.header_line, col=1)
 
     def fail(self, line: int, col: int, message: str) -> StudyError:
         return StudyError(message, file=self.path, line=line, col=col)
@@ -328,8 +327,7 @@ def check_against_model(data: list[Observations], outputs: set[str] | None,
         for v in obs.variables:
             line, col = v.where
             if outputs is not None and v.output not in outputs:
-                close = difflib.get_close_matches(v.output, sorted(outputs), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else " (use map: to name it)"
+                hint = suggest(v.output, outputs) or " (use map: to name it)"
                 what = f"{v.label!r} (mapped to {v.output!r})" if v.output != v.label else repr(v.label)
                 problems.append(Problem(f"observed variable {what} is not an output of the model"
                                         f"{hint}; outputs: {', '.join(sorted(outputs))}",

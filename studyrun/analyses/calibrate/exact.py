@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...models.base import HasEquations
 from ..search.fit import Box
 from .cost import CostFunction
 
@@ -23,7 +24,7 @@ def exact_jacobian(context, costs: CostFunction, box: Box) -> tuple[Callable | N
     from ..local.exact import NotDifferentiable, exact_functions, symbolic_model
 
     model = context.model
-    if not hasattr(model, "to_system"):
+    if not isinstance(model, HasEquations):
         return None, "exact Jacobians need an ode or stockflow model; used forward differences"
     system = model.to_system()
     try:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import Problem, StudyError
+from ...models.base import HasEquations
 from ..initial_states import initial_only
 from ..search.batching import Evaluations
 from ..search.fit import Box, FitResult, Settings, fit, steps
@@ -56,7 +57,7 @@ class DirectionField:
         from ...models.equations import CompiledSystem
 
         model = context.model
-        if not hasattr(model, "to_system"):
+        if not isinstance(model, HasEquations):
             raise StudyError("gradient matching evaluates the model's right-hand side: it needs "
                              "an ode or stockflow model", path="analysis.method")
         system = model.to_system()

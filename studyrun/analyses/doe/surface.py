@@ -17,16 +17,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core.errors import StudyError
+from ...core.numbers import finite_or_none
 from .terms import Term, build_matrix, find_estimable, name_term, order_of
 
 NO_DF_NOTE = ("no residual degrees of freedom: the surface passes through every run, so "
               "standard errors, t and p are undefined (add runs or use a smaller response)")
-
-
-def finite(value: Any) -> float | None:
-    """A float for JSON, or None for NaN and infinities."""
-    value = float(value)
-    return value if np.isfinite(value) else None
 
 
 def fit_surface(coded: np.ndarray, y: np.ndarray, terms: Sequence[Term]) -> dict[str, Any]:
@@ -85,8 +80,8 @@ def describe_coefficients(model: Any, names: list[str], df_resid: int) -> dict[s
     for i, name in enumerate(names):
         entry = {"estimate": float(model.params[i]), "std_error": None, "t": None, "p": None}
         if df_resid > 0:
-            entry |= {"std_error": finite(model.bse[i]), "t": finite(model.tvalues[i]),
-                      "p": finite(model.pvalues[i])}
+            entry |= {"std_error": finite_or_none(model.bse[i]),
+                      "t": finite_or_none(model.tvalues[i]), "p": finite_or_none(model.pvalues[i])}
         out[name] = entry
     return out
 
@@ -112,7 +107,7 @@ def build_anova(X: np.ndarray, y: np.ndarray, terms: list[Term], names: list[str
         row: dict[str, Any] = {"df": df, "ss": ss, "ms": ss / df, "F": None, "p": None}
         if scale:
             row["F"] = row["ms"] / scale
-            row["p"] = finite(stats.f.sf(row["F"], df, df_resid))
+            row["p"] = finite_or_none(stats.f.sf(row["F"], df, df_resid))
         return row
 
     effects = [j for j, t in enumerate(terms) if sum(t) > 0]
@@ -150,7 +145,7 @@ def test_lack_of_fit(coded: np.ndarray, y: np.ndarray, ssr: float, df_resid: int
         out["note"] = "replicates agree exactly (a deterministic model): the F test does not apply"
     else:
         out["F"] = (out["ss_lack_of_fit"] / df_lof) / (ss_pe / df_pe)
-        out["p"] = finite(stats.f.sf(out["F"], df_lof, df_pe))
+        out["p"] = finite_or_none(stats.f.sf(out["F"], df_lof, df_pe))
     return out
 
 

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 Method = Literal["central", "forward", "exact"]
 RESERVED = ("ranking", "collinearity", "partition", "agreement", "quantities", "notes")
-EQUATION_MODELS = ("ode", "stockflow")
 RTOL_PER_DELTA = 1e-6  # auto solver rtol = delta * this
 RTOL_FLOOR = 1e-13
 
@@ -182,9 +181,10 @@ class Local(AnalysisSpec):
 
 def tighten(model: Any, delta: float, solver_rtol: float | str) -> tuple[Any, str | None]:
     """The model with an adaptive solver's tolerances fit for differences, and a note."""
+    from ...models.base import HasEquations
     from ...models.equations import FIXED_METHODS
 
-    if getattr(model, "type", None) not in EQUATION_MODELS:
+    if not isinstance(model, HasEquations):
         return model, (f"differences of a {getattr(model, 'type', '')} model are only as "
                        f"accurate as its own computation: an adaptive solver inside it needs a "
                        f"relative tolerance far below delta ({delta:g})")
@@ -221,7 +221,9 @@ def find_exact_status(model: Any, names: list[str], outputs: list[str]
                       ) -> tuple[bool, str, Any]:
     """(True, '', the differentiated model) when the model's equations can be differentiated
     exactly, else (False, the reason, None)."""
-    if getattr(model, "type", None) not in EQUATION_MODELS:
+    from ...models.base import HasEquations
+
+    if not isinstance(model, HasEquations):
         kind = getattr(model, "type", "unknown")
         return False, f"they need an ode or stockflow model; this one is {kind}", None
     from .exact import NotDifferentiable, symbolic_model

@@ -26,7 +26,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ...expr import ExprError, parse, to_sympy
-from ...models.equations import FIXED_METHODS, EquationSystem, topological_order
+from ...models.equations import (
+    FIXED_METHODS,
+    EquationSystem,
+    fixed_steps,
+    topological_order,
+)
 
 
 class NotDifferentiable(Exception):
@@ -171,23 +176,15 @@ def integrate(fun: Callable, z0: np.ndarray, system: EquationSystem, times: np.n
 
 
 def integrate_fixed(fun: Callable, z0: np.ndarray, system: EquationSystem) -> np.ndarray:
-    """Euler or classical RK4 at the model's step, saved on the output grid (as the model is)."""
+    """Euler or classical RK4 at the model's step, saved on the output grid (as the model is):
+    the augmented states as one row of the models' own scheme."""
     grid = system.grid
-    dt, stride, steps = grid.dt, grid.stride, grid.n_steps
-    out = np.empty((steps // stride + 1, len(z0)))
-    z = z0.copy()
-    for k in range(steps + 1):
-        t = grid.start + k * dt
-        if k % stride == 0:
-            out[k // stride] = z
-        if k == steps:
-            break
-        d1 = fun(t, z)
-        if system.method == "euler":
-            z = z + dt * d1
-            continue
-        d2 = fun(t + dt / 2, z + dt / 2 * d1)
-        d3 = fun(t + dt / 2, z + dt / 2 * d2)
-        d4 = fun(t + dt, z + dt * d3)
-        z = z + dt / 6 * (d1 + 2 * (d2 + d3) + d4)
+    out = np.empty((grid.n_steps // grid.stride + 1, len(z0)))
+    z = z0.copy()  # updated in place
+
+    def rates(t: float, rows: list[np.ndarray]) -> tuple[list[np.ndarray], None]:
+        return [fun(t, rows[0])], None
+
+    for j, _ in fixed_steps(rates, [z], grid, system.method):
+        out[j] = z
     return out

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...core.design import Outcome
+from ...core.numbers import finite_or_none
 from .agreement import compare_rankings, rank
 from .collinearity import analyse_collinearity
 from .sensitivity import (
@@ -124,17 +125,13 @@ def quantity_sensitivities(outcome: Outcome, methods: list[str], nominal: np.nda
         value = float(column[0, 0])
         with np.errstate(invalid="ignore", divide="ignore"):
             scaled = slope * nominal / value if value != 0 else np.full(len(steps), np.nan)
-        normalised = {p: to_number(v) for p, v in zip(design.names, scaled)}
-        found[name] = {"value": to_number(value), "method": scheme,
-                       "derivative": {p: to_number(v) for p, v in zip(design.names, slope)},
+        normalised = {p: finite_or_none(v) for p, v in zip(design.names, scaled)}
+        found[name] = {"value": finite_or_none(value), "method": scheme,
+                       "derivative": {p: finite_or_none(v) for p, v in zip(design.names, slope)},
                        "normalised": normalised,
                        "ranking": rank({p: None if v is None else abs(v)
                                         for p, v in normalised.items()})}
     return found
-
-
-def to_number(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
 
 
 def functions_by(method: str, spec, outcome: Outcome, notes: list[str], model: Any,
@@ -204,7 +201,9 @@ def compare_methods(spec, computed: dict, scaled: dict, names: list[str]
 def partition_results(spec, names: list[str], notes: list[str], model: Any,
                       values: dict[str, float]) -> dict | None:
     """Coefficients on fewer trajectory points, for equation models when asked."""
-    if spec.partition is False or getattr(model, "type", None) not in ("ode", "stockflow"):
+    from ...models.base import HasEquations
+
+    if spec.partition is False or not isinstance(model, HasEquations):
         return None
     from .partition import analyse_partition
 

@@ -29,6 +29,7 @@ from pydantic import AfterValidator, Field
 
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
+from ...core.numbers import finite_or_none
 from ..base import AnalysisSpec, StudyContext
 
 if TYPE_CHECKING:
@@ -125,15 +126,9 @@ def unique_labels(names: Sequence[str], groups: Sequence[str] | None) -> list[st
     return list(dict.fromkeys(groups)) if groups else list(names)
 
 
-def to_float(value: Any) -> float | None:
-    """A plain JSON number; NaN and infinities become None."""
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def by_factor(labels: Sequence[str], values: Iterable[Any]) -> dict[str, float | None]:
     """A map from factor name to a JSON-safe float."""
-    return {label: to_float(v) for label, v in zip(labels, values)}
+    return {label: finite_or_none(v) for label, v in zip(labels, values)}
 
 
 def convert_indices(result: Mapping[str, Any], labels: Sequence[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from pydantic import Field, field_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
+from ...core.numbers import finite_or_none
 from ..base import AnalysisSpec, StudyContext
 from ..salib import (
     MIN_BLOCKS,
@@ -42,7 +43,6 @@ from ..salib import (
     keep_whole_blocks,
     map_to_natural,
     missing_series,
-    to_float,
     unique_labels,
     unit_problem,
     unknown_outputs,
@@ -171,7 +171,7 @@ class Sobol(AnalysisSpec):
         entry = {key: by_factor(factors, si[key]) for key in ("S1", "S1_conf", "ST", "ST_conf")}
         if self.second_order:
             for key in ("S2", "S2_conf"):
-                entry[key] = {a: {b: to_float(si[key][i, k])
+                entry[key] = {a: {b: finite_or_none(si[key][i, k])
                                   for k, b in enumerate(factors) if k > i}
                               for i, a in enumerate(factors[:-1])}
         return entry
@@ -212,8 +212,8 @@ def convergence_table(blocks: np.ndarray, factors: list[str]) -> dict[str, Any]:
     for size in sizes:
         s1, st = estimate_indices(blocks[:size], len(factors))
         for j, factor in enumerate(factors):
-            table["S1"][factor].append(to_float(s1[j]))
-            table["ST"][factor].append(to_float(st[j]))
+            table["S1"][factor].append(finite_or_none(s1[j]))
+            table["ST"][factor].append(finite_or_none(st[j]))
     return table
 
 
@@ -240,8 +240,8 @@ def analyse_series(series: np.ndarray, time: np.ndarray | None, bad: np.ndarray,
                  for t in range(0, blocks.shape[2], width)]
     s1, st = (np.concatenate([part[i] for part in parts], axis=-1) for i in (0, 1))
     return {"time": [float(t) for t in steps],
-            "S1": {f: [to_float(v) for v in s1[j]] for j, f in enumerate(factors)},
-            "ST": {f: [to_float(v) for v in st[j]] for j, f in enumerate(factors)},
+            "S1": {f: [finite_or_none(v) for v in s1[j]] for j, f in enumerate(factors)},
+            "ST": {f: [finite_or_none(v) for v in st[j]] for j, f in enumerate(factors)},
             **facts,
             "warnings": [dropped_warning(dropped, "blocks of base samples", kept)] if dropped else []}
 

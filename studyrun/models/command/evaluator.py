@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.batch import ModelOutput, RunContext
+from ...core.batch import Evaluator, ModelOutput, RunContext
 from .placeholders import PLACEHOLDERS, render
 from .processes import MARK, BatchProcesses, end_group, kill_marked
 from .results import RunFailed, assemble, read_results
@@ -23,7 +23,7 @@ _STDERR_LINES = 20
 
 
 @dataclass(frozen=True)
-class CommandEvaluator:
+class CommandEvaluator(Evaluator):
     """Runs a batch of runs one subprocess each (the conventions: studyrun.models.command)."""
 
     argv: tuple[tuple[str, ...], ...]

@@ -167,6 +167,9 @@ class Command(ModelSpec):
             files += [Path(c) for c in (text, text.partition("=")[2]) if c and Path(c).is_absolute()]
         return {file_name(f, study_dir): f for f in files if f is not None and _is_file(f)}
 
+    def with_timeout(self, seconds: float) -> "Command":
+        return self if self.timeout is not None else self.model_copy(update={"timeout": seconds})
+
     def build(self, study_dir: Path) -> CommandEvaluator:
         """A picklable evaluator holding the resolved argv, template text and options."""
         study_dir = Path(study_dir).resolve()

@@ -28,7 +28,7 @@ from .evaluator import (
     evaluate_variables,
     transposed_all,
 )
-from .fixed import integrate_fixed, nonfinite_errors
+from .fixed import fixed_steps, integrate_fixed, nonfinite_errors
 from .lookups import Lookup, LookupSpec
 from .methods import (
     FIXED_METHODS,
@@ -47,7 +47,7 @@ __all__ = [
     "BoundSystem", "CompiledSystem", "EquationEvaluator", "EquationModel", "EquationSystem",
     "Expression", "FIXED_METHODS", "Lookup", "LookupSpec", "MAX_EVALUATIONS", "MAX_STEPS",
     "METHODS", "Method", "PER_MEMBER_METHODS", "RESERVED", "TimeGrid", "TimeSpan",
-    "batch_constants", "evaluate_variables", "integrate_each", "integrate_fixed",
+    "batch_constants", "evaluate_variables", "fixed_steps", "integrate_each", "integrate_fixed",
     "integrate_rk45", "nonfinite_errors", "normalize_method", "topological_order",
     "transposed_all",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.batch import ModelOutput, RunContext
+from ...core.batch import Evaluator, ModelOutput, RunContext
 from .compiled import CompiledSystem
 from .fixed import integrate_fixed, nonfinite_errors
 from .methods import FIXED_METHODS, METHODS, PER_MEMBER_METHODS, normalize_method
@@ -17,7 +17,7 @@ from .rk45 import integrate_rk45
 from .system import EquationSystem
 
 
-class EquationEvaluator:
+class EquationEvaluator(Evaluator):
     """A picklable batch evaluator: inputs override constants per run; see the module doc."""
 
     def __init__(self, system: EquationSystem):

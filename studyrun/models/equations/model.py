@@ -17,7 +17,8 @@ from .system import EquationSystem, Expression
 
 
 class EquationModel(ModelSpec):
-    """What `ode` and `stockflow` share: auxiliaries, lookups, constants, method and tolerances."""
+    """What `ode` and `stockflow` share: auxiliaries, lookups, constants, method and tolerances
+    (so every equation model is a `HasEquations`)."""
 
     auxiliaries: dict[str, Expression] = {}
     lookups: dict[str, LookupSpec] = {}

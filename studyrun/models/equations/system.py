@@ -3,13 +3,13 @@ unknown references, missing initial values and circular definitions."""
 
 from __future__ import annotations
 
-import difflib
 import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.errors import Problem
+from ...core.text import suggest
 from ...expr import BUILTINS, ExprError, FunctionDef, parse
 from .lookups import Lookup
 from .timegrid import TimeGrid
@@ -80,9 +80,8 @@ class EquationSystem:
                 messages.append(f"an initial value may use only constants (and study "
                                 f"parameters); {name!r} is not a constant")
             else:
-                close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                messages.append(f"unknown name {name!r} in {expr.text!r}{hint}")
+                messages.append(f"unknown name {name!r} in {expr.text!r}"
+                                f"{suggest(name, known)}")
         return messages
 
     def _name_problems(self) -> list[Problem]:

@@ -11,11 +11,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt
 
-from ..core.design import Design, Outcome
-from ..params import map_unit, sample_unit, sample_unit_chunks
-from ..report.figures import shown_rows
-from ..report.markdown import table
-from .base import AnalysisSpec
+from ...core.design import Design, Outcome
+from ...params import map_unit, sample_unit, sample_unit_chunks
+from ...report.figures import shown_rows
+from ...report.markdown import table
+from ..base import AnalysisSpec
+from .ranks import Ranks, StreamedSpearman
 
 
 class Montecarlo(AnalysisSpec):
@@ -48,7 +49,8 @@ class Montecarlo(AnalysisSpec):
 
     def analyse_runs(self, runs, context) -> dict[str, Any]:
         """In memory for a design of one chunk; otherwise streamed: moments merged chunk by
-        chunk, percentiles from one sorted pass and rank correlations computed by SQLite."""
+        chunk, then for each quantity one pass in its order (percentiles, its ranks) and one in
+        each parameter's order (rank correlations)."""
         if not runs.chunked:
             return self.analyse(runs.whole(), context)
         moments: dict[str, Moments] = {}
@@ -56,9 +58,18 @@ class Montecarlo(AnalysisSpec):
             for name, values in outcome.values.items():
                 kept = values[outcome.ok & np.isfinite(values)]
                 moments.setdefault(name, Moments()).add(kept)
-        return {name: m.summary(runs.sorted_values(name), self.percentiles, runs.rank_sums(name),
-                                runs.names)
-                for name, m in moments.items()}
+        results = {}
+        for name, m in moments.items():
+            if not m.n:
+                results[name] = no_runs(self.percentiles)
+                continue
+            ordered, spearman = OrderStatistics(m.n, self.percentiles), StreamedSpearman(runs.size)
+            for positions, ok, values in runs.stream(["run", "status", name], order_by=name):
+                kept = (ok == 1) & np.isfinite(values)
+                ordered.add(values[kept])
+                spearman.add(positions[kept], values[kept])
+            results[name] = m.summary(ordered.percentiles(), spearman.correlations(runs))
+        return results
 
     def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
         results, ranked = {}, {}
@@ -93,11 +104,10 @@ def label(p: float) -> str:
     return f"{p:g}"
 
 
-def summarise(values: np.ndarray, inputs: "Ranks", names: list[str], percentiles) -> dict[str, Any]:
+def summarise(values: np.ndarray, inputs: Ranks, names: list[str], percentiles) -> dict[str, Any]:
     """Moments, extremes, percentiles and Spearman correlations of one quantity."""
     if not len(values):
-        return {"n": 0, "mean": None, "std": None, "min": None, "max": None,
-                "percentiles": {label(p): None for p in percentiles}, "correlations": {}}
+        return no_runs(percentiles)
     return {
         "n": int(len(values)),
         "mean": float(np.mean(values)),
@@ -109,26 +119,10 @@ def summarise(values: np.ndarray, inputs: "Ranks", names: list[str], percentiles
     }
 
 
-class Ranks:
-    """The ranks of each input column, computed once for every quantity they are compared with."""
-
-    def __init__(self, inputs: np.ndarray) -> None:
-        from scipy.stats import rankdata
-
-        self.n, self.columns = inputs.shape
-        self.ranks = rankdata(inputs, axis=0) if self.n >= 3 else None
-        self.constant = np.ptp(inputs, axis=0) == 0 if self.n else np.ones(self.columns, bool)
-
-    def spearman(self, values: np.ndarray) -> list[float | None]:
-        """Spearman's rank correlation of each input with the values; None where either side
-        is constant (or there are fewer than 3 runs)."""
-        from scipy.stats import rankdata
-
-        if self.ranks is None or np.ptp(values) == 0:
-            return [None] * self.columns
-        ry = rankdata(values)
-        return [None if self.constant[j] else float(np.corrcoef(self.ranks[:, j], ry)[0, 1])
-                for j in range(self.columns)]
+def no_runs(percentiles) -> dict[str, Any]:
+    """The summary of a quantity no run gave."""
+    return {"n": 0, "mean": None, "std": None, "min": None, "max": None,
+            "percentiles": {label(p): None for p in percentiles}, "correlations": {}}
 
 
 class Moments:
@@ -151,46 +145,39 @@ class Moments:
         self.n = total
         self.low, self.high = min(self.low, float(values.min())), max(self.high, float(values.max()))
 
-    def summary(self, ordered, percentiles, rank_sums, names) -> dict[str, Any]:
-        if not self.n:
-            return summarise(np.zeros(0), Ranks(np.zeros((0, len(names)))), names, percentiles)
+    def summary(self, percentiles: dict[str, float], correlations: dict) -> dict[str, Any]:
         return {"n": self.n, "mean": self.mean,
                 "std": float(np.sqrt(self.m2 / (self.n - 1))) if self.n > 1 else 0.0,
-                "min": self.low, "max": self.high,
-                "percentiles": dict(zip(map(label, percentiles),
-                                        order_percentiles(ordered, self.n, percentiles))),
-                "correlations": {p: spearman_from_sums(*rank_sums[p]) for p in names}}
+                "min": self.low, "max": self.high, "percentiles": percentiles,
+                "correlations": correlations}
 
 
-def order_percentiles(ordered, n: int, percentiles) -> list[float]:
-    """numpy's default (linear) percentiles from values streamed in increasing order."""
-    wanted = {}
-    for p in percentiles:
-        index = p / 100 * (n - 1)
-        low = int(np.floor(index))
-        wanted[p] = (low, min(low + 1, n - 1), index - low)
-    needed = {i for low, high, _ in wanted.values() for i in (low, high)}
-    found = {}
-    for i, value in enumerate(ordered):
-        if i in needed:
-            found[i] = value
-            if len(found) == len(needed):
-                break
-    out = []
-    for p in percentiles:
-        low, high, t = wanted[p]
-        a, b = found[low], found[high]
-        out.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))
-    return out
+class OrderStatistics:
+    """numpy's default (linear) percentiles of n values that arrive in increasing order, chunk
+    by chunk."""
 
+    def __init__(self, n: int, percentiles) -> None:
+        self.labels, self.wanted = list(map(label, percentiles)), []
+        for p in percentiles:
+            index = p / 100 * (n - 1)
+            low = int(np.floor(index))
+            self.wanted.append((low, min(low + 1, n - 1), index - low))
+        self.needed = {i for low, high, _ in self.wanted for i in (low, high)}
+        self.found: dict[int, float] = {}
+        self.seen = 0
 
-def spearman_from_sums(n, sx, sy, sxx, syy, sxy) -> float | None:
-    """Pearson's correlation of ranks from their sums; None when either side is constant."""
-    if not n or n < 3:
-        return None
-    covariance = sxy - sx * sy / n
-    spread = (sxx - sx * sx / n) * (syy - sy * sy / n)
-    return float(covariance / np.sqrt(spread)) if spread > 0 else None
+    def add(self, ordered: np.ndarray) -> None:
+        for i in self.needed:
+            if self.seen <= i < self.seen + len(ordered):
+                self.found[i] = float(ordered[i - self.seen])
+        self.seen += len(ordered)
+
+    def percentiles(self) -> dict[str, float]:
+        values = []
+        for low, high, t in self.wanted:
+            a, b = self.found[low], self.found[high]
+            values.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))
+        return dict(zip(self.labels, values))
 
 
 def draw_distributions(outcome: Outcome, figures) -> list[str]:
