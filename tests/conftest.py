@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -119,3 +120,26 @@ def dask_scheduler():
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def can_mount() -> bool:
+    return os.geteuid() == 0 and shutil.which("mount") is not None and sys.platform == "linux"
+
+
+@pytest.fixture
+def mount_tmpfs():
+    """Mount small tmpfs file systems (root only); unmounted afterwards."""
+    mounted = []
+
+    def mount(where: Path, options: str) -> Path:
+        where.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounted):
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)

@@ -191,6 +191,7 @@ def jobs_ended(folder: Path, timeout: float = 10) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, block", [
     ("slurm", {"cores": 2, "memory": "1GB", "jobs": 1}),
     ("pbs", {"cores": 1, "memory": "1GB", "minimum_jobs": 0, "maximum_jobs": 2}),
@@ -210,6 +211,7 @@ def test_whole_study_on_a_batch_system(study_dir, batch_system, kind, block):
     assert result.results == reference.results
 
 
+@pytest.mark.slow
 def test_cluster_flag_on_the_command_line(study_dir, batch_system, capsys):
     fake = batch_system("slurm")
     block = json.dumps({"cluster": "pbs", "cores": 1, "memory": "1GB", "interface": "lo"})
@@ -222,6 +224,7 @@ def test_cluster_flag_on_the_command_line(study_dir, batch_system, capsys):
     assert (fake / "submitted").is_file() and jobs_ended(fake)
 
 
+@pytest.mark.slow
 def test_a_job_that_ends_early_is_replaced(study_dir, batch_system):
     """Guarantee: a batch job killed mid-study (walltime, a lost node, qdel) is replaced by a new
     job, even with a fixed number of jobs, and the study completes with nothing lost."""

@@ -309,6 +309,7 @@ def test_a_number_beyond_float64_is_an_error_at_its_column(literal, shown):
                                   "about 1.8e308")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("literal", ["0x" + "f" * 4000, "9" * 5000, "1" * 4000 + ".0"])
 @pytest.mark.parametrize("where", ["quantities", "model"])
 def test_a_huge_literal_is_located_by_the_cli(tmp_path, literal, where):

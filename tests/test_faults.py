@@ -17,10 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DASK, REPO, count_runs, free_port, run_cli, write_study
+from conftest import DASK, REPO, can_mount, count_runs, free_port, run_cli, write_study
 
 import studyrun
 from studyrun.cli import main
+
+pytestmark = pytest.mark.slow  # fault injection: killed processes, Dask clusters, full disks
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:
@@ -478,29 +480,6 @@ quantities: {y: y, a2: a_squared}
 analysis: {type: montecarlo, samples: RUNS}
 execution: {scheduler: sync, batch_size: 500}
 """
-
-
-def can_mount() -> bool:
-    return os.geteuid() == 0 and shutil.which("mount") is not None and sys.platform == "linux"
-
-
-@pytest.fixture
-def mount_tmpfs():
-    """Mount small tmpfs file systems (root only); unmounted afterwards."""
-    mounted = []
-
-    def mount(where: Path, options: str) -> Path:
-        where.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-        mounted.append(where)
-        return where
-
-    yield mount
-    for where in reversed(mounted):
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 def test_an_unwritable_results_folder_is_a_clear_error(study_dir, mount_tmpfs, capsys):

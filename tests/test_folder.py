@@ -15,10 +15,11 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_study
-from test_faults import can_mount, mount_tmpfs  # noqa: F401 (a fixture)
+from conftest import can_mount, run_cli, write_study
 
 import studyrun
+
+pytestmark = pytest.mark.slow  # the studyrun CLI in subprocesses
 
 MODEL = '''
 import numpy as np

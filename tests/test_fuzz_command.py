@@ -74,6 +74,7 @@ def sandbox(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_shell_syntax_everywhere_reaches_no_shell(sandbox):
     study, marker, results = sandbox / "study", sandbox / "pwned", sandbox / "results"
     args = [a for a in hostile(marker) + hostile(SENTINEL) if "{x}" not in a]
@@ -124,6 +125,7 @@ def _inside(name: str, workdir: Path) -> bool:
     return target == workdir or workdir in target.parents
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(400))
 @given(key=st.sampled_from(["params_file", "results_file", "template_file"]), name=FILE_NAMES)
 def test_file_names_stay_inside_the_run_folder(key, name):
@@ -178,6 +180,7 @@ def test_parameter_names_with_shell_syntax_are_refused(sandbox, name):
     assert "cannot name a parameter" in str(caught.value)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(40))
 @given(template=st.lists(st.one_of(st.sampled_from(hostile(SENTINEL) + [
     "{x}", "{workdir}", "{run_id}", "{params_file}", "{", "}", "{{", "}}", "{x", "x}", "$x",
@@ -266,6 +269,7 @@ json.dump({{**json.load(open(sys.argv[1])), **{outputs}}}, open(sys.argv[2], "w"
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outputs, succeeded", [
     ({"y": 1.0}, 4),  # the parameter x is echoed back: not a quantity, the runs succeed
     ({"y": 1.0, "status": 2.0}, 0),  # crashed the store: duplicate column name: status

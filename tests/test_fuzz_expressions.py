@@ -269,6 +269,7 @@ def evaluate_cleanly(expr: Expr) -> None:
     assert array.ndim <= 1 and array.size in (1, 3)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(600))
 @given(text=st.one_of(EXPRESSIONS, st.sampled_from(HOSTILE + BLOW_UPS)))
 def test_random_expressions_parse_or_are_refused(text):
@@ -277,6 +278,7 @@ def test_random_expressions_parse_or_are_refused(text):
         evaluate_cleanly(expr)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(300))
 @given(text=EXPRESSIONS)
 def test_random_quantities_evaluate_or_fail_the_runs(text):
@@ -333,6 +335,7 @@ def folder(tmp_path_factory):
     return target
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(300))
 @given(place=st.sampled_from(PLACES), text=st.one_of(EXPRESSIONS, st.sampled_from(HOSTILE + BLOW_UPS)))
 def test_random_expressions_in_studies_end_in_a_located_error(folder, place, text):

@@ -129,6 +129,7 @@ def test_a_study_name_too_long_for_a_folder_is_located(tmp_path):
         "must be at most 200 characters long, got 300 characters")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantity, message", [
     ("final(value) + sin(x9)", "quantity 'y': 'x9' is neither an output of the model (outputs: "
                                "value) nor a parameter; check the name in 'final(value) + sin(x9)'"),

@@ -283,6 +283,7 @@ def test_every_example_study_loads(folder):
         assert load_cleanly(folder / name) == "valid", name
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(400))
 @given(name=st.sampled_from(study_files()), count=st.integers(1, 3), draw=st.data())
 def test_mutated_studies_end_in_a_located_error(folder, name, count, draw):
@@ -294,6 +295,7 @@ def test_mutated_studies_end_in_a_located_error(folder, name, count, draw):
     load_cleanly(path)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(250))
 @given(name=st.sampled_from(study_files()), count=st.integers(1, 3), draw=st.data())
 def test_edited_study_text_ends_in_a_located_error(folder, name, count, draw):
@@ -317,6 +319,7 @@ YAMLISH = st.lists(st.one_of(
     TEXT), max_size=60).map("".join)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(250))
 @given(text=st.one_of(YAMLISH, st.text(max_size=300)))
 def test_random_yaml_text_ends_in_a_located_error(folder, text):
@@ -325,6 +328,7 @@ def test_random_yaml_text_ends_in_a_located_error(folder, text):
     load_cleanly(path)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=examples(150))
 @given(raw=st.one_of(st.binary(max_size=300),
                      st.builds(lambda head, tail: head + tail,

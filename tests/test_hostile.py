@@ -78,6 +78,7 @@ def run_in(repo: Path) -> dict:
     return json.loads((out / "analysis.json").read_text())["provenance"]["git"]
 
 
+@pytest.mark.slow
 def test_a_hostile_git_config_runs_nothing_and_commit_and_dirty_are_right(tmp_path):
     repo, traps = hostile_repo(tmp_path)
     head = git(repo, "rev-parse", "HEAD")
@@ -101,6 +102,7 @@ def test_the_traps_do_fire_under_a_plain_git_status(tmp_path):
     assert {"fsmonitor", "clean", "included", "process"} <= fired, fired
 
 
+@pytest.mark.slow
 def test_outside_a_repository_the_report_says_so(tmp_path):
     write_study(tmp_path, ODE_STUDY)
     done = run_cli("run", tmp_path / "study.yaml", "--out", tmp_path / "results", "--quiet",
@@ -126,6 +128,7 @@ MODELS = {"command": '{type: command, run: [python3, "{study_dir}/evil.py"], '
           "python": "{type: python, function: evil:model}"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, on_failure", [("command", "abort"), ("command", "continue"),
                                                ("python", "abort"), ("python", "continue")])
 def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_failure):
@@ -144,6 +147,7 @@ def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_
         assert "boom \\x1b[2J" in outputs[2].stdout
 
 
+@pytest.mark.slow
 def test_a_model_file_that_is_not_yaml_is_named_not_quoted(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
@@ -156,6 +160,7 @@ def test_a_model_file_that_is_not_yaml_is_named_not_quoted(tmp_path):
         assert done.stderr.startswith(f"{study}:2:")
 
 
+@pytest.mark.slow
 def test_a_5000_digit_number_is_cut_in_the_message(tmp_path):
     huge = "1" + "0" * 4999
     bounds = [huge, f"'{huge}'", huge[:4000]]  # beyond int-from-text, text, beyond a float
@@ -181,6 +186,7 @@ def test_cut_values_cuts_values_and_leaves_prose_alone():
     assert terminal_safe("a\x1b[2J\tb\r\nc\x9b\u202e") == "a\\x1b[2J\tb\\r\nc\\x9b\\u202e"
 
 
+@pytest.mark.slow
 def test_a_template_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
     (tmp_path / "evil.py").write_text(EVIL_COMMAND)
     (tmp_path / "in.tmpl").write_bytes(b"\xff\xfe\x00k={k}")

@@ -474,6 +474,7 @@ yamlish = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.one_of(st.text(max_size=300), yamlish))
 def test_random_text_ends_in_a_value_or_a_study_error(tmp_path, text):
@@ -482,6 +483,7 @@ def test_random_text_ends_in_a_value_or_a_study_error(tmp_path, text):
     check_ends_cleanly(path)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=st.binary(max_size=300))
 def test_random_bytes_end_in_a_value_or_a_study_error(tmp_path, raw):
@@ -652,6 +654,7 @@ analysis: {{type: montecarlo, samples: 2}}
 """
 
 
+@pytest.mark.slow
 def test_aliases_repeating_a_long_value_are_refused_at_its_anchor(tmp_path):
     """99,000 aliases of a 10 KB string: 400 KB on disk, 1 GB once expanded (fewer values than
     the alias-growth limit); refused at the anchor, by the real CLI, for validate and plan."""
@@ -673,6 +676,7 @@ def test_a_short_value_may_be_repeated_often(tmp_path):
     assert len(source.data["b"]) == 50_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("written, digits", [("0x" + "f" * 4000, "4,000"), ("9" * 5000, "5,000"),
                                              ("-" + "1" * 400, "400")])
 def test_an_integer_beyond_float64_is_located_wherever_it_stands(tmp_path, written, digits):

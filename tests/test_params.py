@@ -356,6 +356,7 @@ def bounded_kinds(draw):
     return {"distribution": "discrete", "values": values, "weights": weights}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(raw=bounded_kinds(), u=st.lists(st.floats(0, 1), min_size=1, max_size=30))
 def test_ppf_is_monotone_and_within_bounds(raw, u):
@@ -370,6 +371,7 @@ def test_ppf_is_monotone_and_within_bounds(raw, u):
     assert np.all((x >= lo) & (x <= hi))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(mean=finite, std=positive, u=st.lists(st.floats(1e-12, 1 - 1e-12), min_size=2, max_size=30))
 def test_unbounded_ppf_is_monotone(mean, std, u):
@@ -425,6 +427,7 @@ def test_distributions_near_the_float_limit_but_finite_are_accepted(raw):
     assert np.isfinite(load(raw).bounds()).all()
 
 
+@pytest.mark.slow
 def test_a_lognormal_that_overflows_is_located_by_the_cli(tmp_path):
     """`mu: 1000` validated, then raised OverflowError when sampled."""
     from conftest import run_cli

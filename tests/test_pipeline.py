@@ -24,6 +24,7 @@ analysis: {type: montecarlo, samples: 20000, sampling: sobol}
 """
 
 
+@pytest.mark.slow
 def test_montecarlo_of_a_linear_model_matches_its_moments(study_dir):
     result = studyrun.run(write_study(study_dir, LINEAR_MC), study_dir / "out")
     y = result.results["y"]
@@ -38,6 +39,7 @@ def test_montecarlo_of_a_linear_model_matches_its_moments(study_dir):
     assert (study_dir / "out" / "report.md").read_text().count("figures/") >= 2
 
 
+@pytest.mark.slow
 def test_rerun_reuses_every_run_and_fresh_starts_over(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "500"))
     first = studyrun.run(path, study_dir / "out")
@@ -48,6 +50,7 @@ def test_rerun_reuses_every_run_and_fresh_starts_over(study_dir):
     assert fresh.analysis["runs"]["reused"] == 0 and fresh.results == first.results
 
 
+@pytest.mark.slow
 def test_more_samples_reuse_the_runs_already_made(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "256").replace("sobol", "random"))
     studyrun.run(path, study_dir / "out")
@@ -74,6 +77,7 @@ def run_scalar(study_dir, scheduler, batch, out):
     return studyrun.run(write_study(study_dir, text, f"{out}.yaml"), study_dir / out)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_scheduler_or_batch_size(study_dir, dask_scheduler):
     reference = run_scalar(study_dir, "sync", "auto", "sync")
     for scheduler, batch in [("threads", 7), ("local", 50), (dask_scheduler, 13)]:
@@ -84,6 +88,7 @@ def test_results_do_not_depend_on_scheduler_or_batch_size(study_dir, dask_schedu
         assert ids == reference.runs.sort_values("run")["id"].tolist()
 
 
+@pytest.mark.slow
 def test_vectorized_model_receives_whole_batches(study_dir):
     text = LINEAR_MC.replace("20000", "1000") + "execution: {batch_size: 250, scheduler: sync}\n"
     result = studyrun.run(write_study(study_dir, text), study_dir / "out")
@@ -116,6 +121,7 @@ def test_failed_runs_are_recorded_and_the_study_goes_on(study_dir):
     assert result.analysis["runs"]["failed"] == int(expected_failed.sum())
 
 
+@pytest.mark.slow
 def test_abort_stops_cleanly_with_the_failed_run(study_dir):
     path = write_study(study_dir, FLAKY.replace("ON_FAILURE", "abort"))
     done = run_cli("run", path, "--out", study_dir / "out", "--quiet")
@@ -134,6 +140,7 @@ def test_second_process_on_the_same_folder_gets_a_clear_error(study_dir):
             studyrun.run(path, study_dir / "out")
 
 
+@pytest.mark.slow
 def test_analysis_json_has_the_contracted_keys(study_dir):
     result = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
     data = json.loads((study_dir / "out" / "analysis.json").read_text())
@@ -147,6 +154,7 @@ def test_analysis_json_has_the_contracted_keys(study_dir):
     assert result.analysis["results"] == data["results"]
 
 
+@pytest.mark.slow
 def test_report_rebuilds_from_the_results_folder(study_dir):
     studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
     report = study_dir / "out" / "report.md"
@@ -156,6 +164,7 @@ def test_report_rebuilds_from_the_results_folder(study_dir):
     assert "Monte Carlo" in report.read_text()
 
 
+@pytest.mark.slow
 def test_plan_shows_runs_and_writes_a_csv(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "64"))
     done = run_cli("plan", path, "--csv", study_dir / "design.csv")
@@ -166,6 +175,7 @@ def test_plan_shows_runs_and_writes_a_csv(study_dir):
     assert not (study_dir / "results").exists()
 
 
+@pytest.mark.slow
 def test_open_results_reads_a_folder_back(study_dir):
     studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
     results = studyrun.open_results(study_dir / "out")
@@ -173,6 +183,7 @@ def test_open_results_reads_a_folder_back(study_dir):
     assert isinstance(studyrun.load(study_dir / "study.yaml").seed, int)
 
 
+@pytest.mark.slow
 def test_quantities_reduce_series(study_dir):
     (study_dir / "decay.py").write_text(
         "import numpy as np\nT = np.linspace(0, 10, 101)\n"
@@ -206,6 +217,7 @@ def test_quantities_reduce_series(study_dir):
     assert r["average"] == pytest.approx(np.mean(100 * np.exp(-0.5 * np.linspace(0, 10, 101))))
 
 
+@pytest.mark.slow
 def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypatch):
     import studyrun.pipeline
     import studyrun.plan.runs
@@ -267,6 +279,7 @@ def test_rank_correlations_match_scipy_and_known_answers():
         assert rho == pytest.approx(spearmanr(inputs[:, j], noisy).statistic, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_the_runs_error_column_is_text_whether_or_not_a_run_failed(study_dir):
     flaky = LINEAR_MC.replace("linear:linear", "linear:flaky").replace(", vectorized: true", "")
     flaky = flaky.replace("  c: 4\n", "").replace("{y: y, a2: a_squared}", "{y: value}")

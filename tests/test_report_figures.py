@@ -116,6 +116,7 @@ def tight_params(make, tmp_path):
     return {k: getattr(fig.subplotpars, k) for k in PARAMS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", PLAIN)
 def test_plain_grids_are_laid_out_as_tight_layout_lays_them_out_bit_for_bit(make, tmp_path):
     fig = make(Figures(tmp_path))
@@ -123,6 +124,7 @@ def test_plain_grids_are_laid_out_as_tight_layout_lays_them_out_bit_for_bit(make
     assert {k: getattr(fig.subplotpars, k) for k in PARAMS} == tight_params(make, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", OTHER)
 def test_other_figures_are_laid_out_by_tight_layout(make, tmp_path):
     fig = make(Figures(tmp_path))
@@ -212,6 +214,7 @@ def test_sweep_draws_one_line_per_combination_of_the_other_parameters(tmp_path):
     assert np.isnan(lines[1].get_ydata()[0])
 
 
+@pytest.mark.slow
 def test_the_report_never_imports_pyplot_and_validation_never_imports_matplotlib(tmp_path):
     code = f"""
 import sys
@@ -240,6 +243,7 @@ execution: {scheduler: sync}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parameter, output, analysis, drawn", [
     ("{bounds: [1e308, 1.7e308]}", "b", "{type: montecarlo, samples: 10}", "scatter-y"),
     ("{bounds: [1e308, 1.7e308]}", "b", "{type: doe, design: ccd}", "doe_y_contour"),

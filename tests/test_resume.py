@@ -8,9 +8,12 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import count_runs, write_study
 
 import studyrun
+
+pytestmark = pytest.mark.slow  # drivers killed with SIGKILL, a LocalCluster
 
 SLOW = """
 name: slow

@@ -56,6 +56,7 @@ def the_programs_own_flights():
     return module
 
 
+@pytest.mark.slow
 def test_projectile_quantities_are_the_programs_own_whatever_the_batching(tmp_path):
     """Batch size 1, automatic and 64; one and two workers; threads, sync and a LocalCluster;
     a different hash seed each: the same bytes, and each run's apex, flight time and range are
@@ -103,6 +104,7 @@ execution: {scheduler: sync}
 """
 
 
+@pytest.mark.slow
 def test_series_quantity_results_do_not_depend_on_the_hash_seed(tmp_path):
     (tmp_path / "line.py").write_text(LINE)
     path = write_study(tmp_path, LINE_SOBOL)
@@ -145,6 +147,7 @@ def test_a_window_or_time_outside_one_runs_grid_fails_that_run_alone():
     assert np.isnan(values["q"][0]) and values["q"][1] == pytest.approx(7 - 6 * 4 / 5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text, message", [
     ("time", "'time' is the time axis, a series like any other output: reduce it"),
     ("2 * time + final(y)", "'time' is the time axis"),
@@ -160,6 +163,7 @@ def test_time_or_series_misused_is_refused_at_validate_with_its_place(tmp_path, 
     assert line.startswith(f"{path}:9:") and message in line
 
 
+@pytest.mark.slow
 def test_final_and_max_of_time_validate(tmp_path):
     (tmp_path / "line.py").write_text(LINE)
     study = LINE_SOBOL.replace("  trajectory: series(y)\n",
@@ -179,6 +183,7 @@ def stretched(a, b):
 """
 
 
+@pytest.mark.slow
 def test_time_resolved_sobol_names_the_runs_that_stop_before_the_common_grid(tmp_path):
     (tmp_path / "stretched.py").write_text(STRETCHED)
     text = LINE_SOBOL.replace("line:line", "stretched:stretched").replace(

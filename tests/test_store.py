@@ -5,12 +5,19 @@ a failed run's quantities empty)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
 
 import numpy as np
 import pytest
-from conftest import write_study
+from conftest import REPO, write_study
 
 import studyrun
 
@@ -45,6 +52,7 @@ def rows(path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp_path):
     (tmp_path / "broken").write_text("")
     first = studyrun.run(moody, tmp_path / "out", quiet=True)
@@ -83,6 +91,7 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path):
     assert result.runs["y"].isna().sum() == len(failed) == result.analysis["runs"]["failed"]
 
 
+@pytest.mark.slow
 def test_a_store_of_format_1_is_upgraded_and_its_runs_reused(moody, tmp_path):
     studyrun.run(moody, tmp_path / "out", quiet=True)
     path = tmp_path / "out" / "runs.sqlite"
@@ -100,6 +109,7 @@ def test_a_store_of_format_1_is_upgraded_and_its_runs_reused(moody, tmp_path):
         assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 300
 
 
+@pytest.mark.slow
 def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
     from studyrun.store import Batch, RunStore
 
@@ -118,6 +128,387 @@ def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
         assert (table.found == np.r_[np.ones(n, bool), False]).all()
         assert (table.values[:-1, 0] == 2.0 * order).all() and (table.inputs[:-1, 0] == order).all()
         assert (table.ok[:-1] == (order % 3 > 0)).all()
+
+
+# --- RunStore on its own: real SQLite files in tmp_path ---------------------------------------
+
+def batch(ids, *, ok=None, errors=None, inputs=None, values=None, duration=0.5, worker="w1",
+          series=None):
+    """A Batch of runs over parameters (a, b) and quantities (y, z), derived from the ids."""
+    from studyrun.store import Batch
+
+    ids = np.asarray(ids, dtype=np.int64)
+    ok = np.ones(len(ids), bool) if ok is None else np.asarray(ok, dtype=bool)
+    if inputs is None:
+        inputs = np.c_[ids * 1.0, ids * -0.5]
+    if values is None:
+        values = np.where(ok[:, None], np.c_[ids * 2.0, ids + 0.25], np.nan)
+    if errors is None:
+        errors = [None if good else f"ValueError: run {i} failed" for i, good in zip(ids, ok)]
+    return Batch(ids=ids, ok=ok, errors=errors, inputs=inputs, values=values, duration=duration,
+                 worker=worker, series=series)
+
+
+def prepared(path):
+    """A store of parameters (a, b) and quantities (y, z), open."""
+    from studyrun.store import RunStore
+
+    store = RunStore.open(path)
+    store.prepare(["a", "b"], ["y", "z"])
+    return store
+
+
+def test_open_creates_the_store_and_holds_its_lock_until_closed(tmp_path):
+    from studyrun.store import RunStore
+
+    path = tmp_path / "deep" / "folder" / "runs.sqlite"
+    store = RunStore.open(path)
+    assert path.is_file()
+    lock = path.with_name("runs.sqlite.lock")
+    assert lock.read_text() == f"pid {os.getpid()}"  # `studyrun status` names the holder
+    store.close()
+    assert lock.read_text() == ""
+    with RunStore.open(path) as again:  # released: it opens again
+        assert again.parameters == [] and again.meta("format") is None
+
+
+def test_open_where_the_folder_cannot_be_made_is_a_store_error(tmp_path):
+    from studyrun.store import RunStore, StoreError
+
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot write the results folder"):
+        RunStore.open(tmp_path / "file" / "runs.sqlite")
+
+
+HOLDER = """
+import sys
+from studyrun.store import RunStore
+
+store = RunStore.open(sys.argv[1])
+print("holding", flush=True)
+sys.stdin.read()  # until the test closes our stdin or kills us
+store.close()
+"""
+
+
+def start_python(script: str, *args) -> subprocess.Popen:
+    """A real Python process running `script` with this checkout's studyrun."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.slow
+def test_a_store_open_in_another_process_is_refused_until_that_process_ends(tmp_path):
+    from studyrun.store import RunStore, StoreError
+
+    path = tmp_path / "runs.sqlite"
+    holder = start_python(HOLDER, path)
+    try:
+        assert holder.stdout.readline() == "holding\n", holder.stderr.read()
+        with pytest.raises(StoreError, match=f"another studyrun \\(pid {holder.pid}\\)"):
+            RunStore.open(path)
+        with pytest.raises(StoreError):
+            RunStore.open(path, fresh=True)  # the lock comes before anything is deleted
+        assert path.is_file()
+    finally:
+        holder.kill()  # SIGKILL: the operating system releases the lock, not the holder
+        holder.wait(10)
+    with RunStore.open(path) as store:
+        assert store.meta("format") is None
+
+
+@pytest.mark.slow
+def test_a_store_held_here_is_refused_to_another_process(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    prepared(path).close()
+    script = ("import sys\nfrom studyrun.store import RunStore, StoreError\n"
+              "try:\n    RunStore.open(sys.argv[1])\nexcept StoreError as e:\n    print(e)\n"
+              "else:\n    print('opened')\n")
+    with prepared(path):
+        child = start_python(script, path)
+        out, err = child.communicate(timeout=60)
+        assert f"another studyrun (pid {os.getpid()})" in out, err
+    child = start_python(script, path)
+    assert child.communicate(timeout=60)[0] == "opened\n"
+
+
+def test_fresh_deletes_the_runs_of_before(tmp_path):
+    from studyrun.store import RunStore
+
+    with prepared(tmp_path / "runs.sqlite") as store:
+        store.write(batch([1, 2, 3]))
+    with RunStore.open(tmp_path / "runs.sqlite", fresh=True) as store:
+        assert store.meta("format") is None and store.parameters == []
+        store.prepare(["c"], ["w"])
+        assert not store.succeeded_among(np.array([1, 2, 3])).any()
+
+
+def test_prepare_records_the_columns_and_check_refuses_another_study(tmp_path):
+    from studyrun.store import RunStore, StoreError
+
+    path = tmp_path / "runs.sqlite"
+    with RunStore.open(path) as store:
+        store.check(["anything"], None)  # an empty store holds no study yet
+        store.prepare(["a", "b"], ["y", "z"])
+        store.prepare(["a", "b"], ["y", "z"])  # the same study again: nothing to do
+    with RunStore.open(path) as store:
+        assert (store.parameters, store.quantities) == (["a", "b"], ["y", "z"])
+        store.check(["a", "b"], ["y", "z"])
+        store.check(["a", "b"], None)  # quantities not known yet (named by the model's outputs)
+        for parameters, quantities in [(["b", "a"], ["y", "z"]), (["a"], ["y", "z"]),
+                                       (["a", "b"], ["y"]), (["a", "b"], ["z", "y"])]:
+            with pytest.raises(StoreError, match="holds runs of a study with parameters") as error:
+                store.check(parameters, quantities)
+            assert "--fresh" in str(error.value)
+        with pytest.raises(StoreError):
+            store.check(["c", "b"], None)
+        with pytest.raises(StoreError):
+            store.prepare(["a", "b"], ["y", "w"])
+        assert (store.parameters, store.quantities) == (["a", "b"], ["y", "z"])
+
+
+def test_column_names_tell_apart_names_sqlite_confuses():
+    from studyrun.store import column_names
+
+    assert column_names(["a", "Duration", "k", "K", "seq", "SEQ"]) == [
+        "a", "Duration:2", "k", "K:2", "seq:2", "SEQ:3"]
+
+
+def test_names_that_clash_in_sqlite_are_written_and_read_back_apart(tmp_path):
+    from studyrun.store import Batch, RunStore
+
+    path = tmp_path / "runs.sqlite"
+    with RunStore.open(path) as store:
+        store.prepare(["k", "K", "ID"], ["Duration", "seq"])
+        store.write(Batch(ids=np.array([5]), ok=np.array([True]), errors=[None],
+                          inputs=np.array([[1.0, 2.0, 3.0]]), values=np.array([[4.0, 5.0]]),
+                          duration=9.0, worker="w"))
+    with RunStore.open(path) as store:
+        table = store.read(np.array([5]))
+        assert table.inputs.tolist() == [[1.0, 2.0, 3.0]] and table.values.tolist() == [[4.0, 5.0]]
+        assert table.duration.tolist() == [9.0]
+
+
+def test_a_batch_is_read_back_in_the_order_asked_with_absent_runs_not_found(tmp_path):
+    with prepared(tmp_path / "runs.sqlite") as store:
+        ids = np.array([40, -7, 2**62, 13, -2**63], dtype=np.int64)
+        store.write(batch(ids, duration=0.25, worker="tcp://10.0.0.1:9000"))
+        store.write(batch([8, 9], duration=1.5, worker="w2"))
+        asked = np.array([13, 99, -2**63, 9, 40, -1, 2**62, -7, 8], dtype=np.int64)
+        table = store.read(asked)
+        present = np.isin(asked, [40, -7, 2**62, 13, -2**63, 8, 9])
+        assert table.ids.dtype == np.int64 and (table.ids == asked).all()
+        assert (table.found == present).all() and (table.ok == present).all()
+        expected_inputs = np.c_[asked * 1.0, asked * -0.5]
+        assert (table.inputs[present] == expected_inputs[present]).all()
+        assert np.isnan(table.inputs[~present]).all()  # absent: no stored inputs
+        assert (table.values[present] == np.c_[asked * 2.0, asked + 0.25][present]).all()
+        assert np.isnan(table.values[~present]).all()
+        assert table.errors.tolist() == [None] * len(asked)
+        assert table.duration[present].tolist() == [0.25, 0.25, 1.5, 0.25, 0.25, 0.25, 1.5]
+        assert np.isnan(table.duration[~present]).all()
+        assert table.worker.tolist() == ["tcp://10.0.0.1:9000", None, "tcp://10.0.0.1:9000",
+                                         "w2", "tcp://10.0.0.1:9000", None,
+                                         "tcp://10.0.0.1:9000", "tcp://10.0.0.1:9000", "w2"]
+        given = np.arange(len(asked) * 2, dtype=float).reshape(-1, 2)
+        assert (store.read(asked, inputs=given).inputs == given).all()  # the plan's own inputs
+        assert len(store.read(np.zeros(0, np.int64))) == 0
+        assert store.counts() == {"ok": 7}
+
+
+def test_a_failed_run_keeps_its_error_and_gives_way_when_run_again(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    error = 'KeyError: "x", line 1\nline 2, ü, \x00 and ,;'
+    with prepared(path) as store:
+        store.write(batch([1, 2, 3], ok=[True, False, False],
+                          errors=[None, error, "ValueError: three"]))
+        table = store.read(np.array([2, 1, 3]))
+        assert table.found.all() and table.ok.tolist() == [False, True, False]
+        assert table.errors.tolist() == [error, None, "ValueError: three"]
+        assert np.isnan(table.values[[0, 2]]).all() and table.inputs[0].tolist() == [2.0, -1.0]
+        assert store.counts() == {"ok": 1, "failed": 2}
+        store.write(batch([2], ok=[False], errors=["RuntimeError: again"]))  # fails again
+        assert store.read(np.array([2])).errors.tolist() == ["RuntimeError: again"]
+        assert store.counts() == {"ok": 1, "failed": 2}
+    with prepared(path) as store:  # the failures are found again after a reopen
+        store.write(batch([2, 3, 4]))
+        assert store.counts() == {"ok": 4}
+        table = store.read(np.array([1, 2, 3, 4]))
+        assert table.ok.all() and table.errors.tolist() == [None] * 4
+        assert store.db.execute("SELECT count(*), count(DISTINCT id) FROM runs").fetchone() == (4, 4)
+
+
+def npz(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def test_series_are_kept_per_run_and_read_back(tmp_path):
+    t = np.linspace(0, 1, 11)
+    with prepared(tmp_path / "runs.sqlite") as store:
+        store.write(batch([1, 2], series=[npz(time=t, x=t**2), npz()]))
+        store.write(batch([3]))  # a batch that keeps no series
+        first = store.read_series(1)
+        assert sorted(first) == ["time", "x"]
+        assert (first["time"] == t).all() and (first["x"] == t**2).all()
+        assert store.read_series(2) == {}
+        assert store.read_series(3) is None and store.read_series(99) is None
+        store.write(batch([1], series=[npz(time=t, x=-t)]))  # run again: the new series
+        assert (store.read_series(np.int64(1))["x"] == -t).all()
+
+
+def test_succeeded_among_answers_in_the_order_asked(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    with prepared(path) as store:
+        assert not store.succeeded_among(np.array([1, 2])).any()
+        store.write(batch([1, 2, 3], ok=[True, False, True]))
+        asked = np.array([3, 4, 2, 1, 1, 3])
+        assert store.succeeded_among(asked).tolist() == [True, False, False, True, True, True]
+        store.write(batch([2]))
+        assert store.succeeded_among(asked).tolist() == [True, False, True, True, True, True]
+    with prepared(path) as store:
+        assert store.succeeded_among(np.array([2, 4, 1])).tolist() == [True, False, True]
+        assert store.succeeded_among(np.zeros(0, np.int64)).tolist() == []
+
+
+def test_planned_runs_are_read_in_plan_order_slice_by_slice(tmp_path):
+    with prepared(tmp_path / "runs.sqlite") as store:
+        store.write(batch([10, 11, 12, 13], ok=[True, False, True, True]))
+        plan = np.array([13, 99, 11, 10, 12, 98, 10], dtype=np.int64)  # 99, 98: not run yet
+        store.add_planned(0, plan[:3])
+        store.add_planned(3, plan[3:])
+        assert store.planned_succeeded() == 4  # 13, 10, 12, 10 (a position each)
+        table = store.read_planned(0, len(plan))
+        recorded = np.isin(plan, [10, 11, 12, 13])
+        assert (table.found == recorded).all()
+        assert table.ok.tolist() == [True, False, False, True, True, False, True]
+        assert (table.ids[recorded] == plan[recorded]).all()
+        assert (table.inputs[recorded, 0] == plan[recorded]).all()
+        assert np.isnan(table.inputs[~recorded]).all() and np.isnan(table.values[~recorded]).all()
+        assert table.errors.tolist()[2] == "ValueError: run 11 failed"
+        middle = store.read_planned(2, 5)
+        assert middle.ok.tolist() == [False, True, True] and middle.ids.tolist() == [11, 10, 12]
+        store.add_planned(0, np.array([99, 12]))  # a new plan from position 0 replaces the old
+        assert store.planned_succeeded() == 1
+        assert store.read_planned(0, 2).found.tolist() == [False, True]
+
+
+def test_the_latest_identity_is_the_last_recorded(tmp_path):
+    from studyrun.store import RunStore, connect_readonly, latest_identity
+
+    path = tmp_path / "runs.sqlite"
+    with RunStore.open(path) as store:
+        assert latest_identity(store.db) is None  # a store that never recorded one
+        store.record_identity({"code": "abc", "model": {"type": "python"}})
+        store.record_identity({"code": "def", "model": {"type": "python"}})
+        assert latest_identity(store.db) == {"code": "def", "model": {"type": "python"}}
+        store.record_identity({"model": {"type": "python"}, "code": "abc"})  # back to the first
+        assert latest_identity(store.db) == {"code": "abc", "model": {"type": "python"}}
+        assert store.db.execute("SELECT count(*) FROM identities").fetchone()[0] == 2
+    with closing(connect_readonly(path)) as db:
+        assert latest_identity(db) == {"code": "abc", "model": {"type": "python"}}
+
+
+def test_a_read_only_connection_sees_committed_runs_while_the_store_is_held(tmp_path):
+    from studyrun.store import RunStore, StoreError, connect_readonly
+
+    path = tmp_path / "runs.sqlite"
+    with pytest.raises(StoreError, match="no runs.sqlite here"):
+        connect_readonly(path)
+    with prepared(path) as store:
+        store.write(batch([1, 2], ok=[True, False]))
+        with closing(connect_readonly(path)) as db:
+            assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+            store.write(batch([3]))  # a later commit is seen by the next read
+            assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 3
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                db.execute("DELETE FROM runs")
+        reader = RunStore.open_readonly(path)  # no lock: the store is in use
+        try:
+            assert (reader.parameters, reader.quantities) == (["a", "b"], ["y", "z"])
+            table = reader.read(np.array([3, 2, 1, 4]))
+            assert table.found.tolist() == [True, True, True, False]
+            assert table.ok.tolist() == [True, False, True, False]
+        finally:
+            reader.close()
+        store.write(batch([4]))  # the reader took no lock and left none
+    assert path.with_name("runs.sqlite.lock").read_text() == ""
+
+
+def test_a_file_that_is_no_store_is_refused(tmp_path):
+    from studyrun.store import RunStore, StoreError
+
+    path = tmp_path / "runs.sqlite"
+    path.write_bytes(b"this is not an SQLite database, " * 200)
+    with pytest.raises(StoreError, match="corrupted or not a run store"):
+        RunStore.open(path)
+    with pytest.raises(StoreError, match="corrupted or not a run store"):
+        RunStore.open_readonly(path)
+    assert path.read_bytes().startswith(b"this is not")  # left as it was
+
+
+WRITER = """
+import sys
+import numpy as np
+from studyrun.store import Batch, RunStore
+
+store = RunStore.open(sys.argv[1])
+store.prepare(["a", "b"], ["y"])
+size = int(sys.argv[2])
+for k in range(100000):
+    ids = np.arange(k * size, (k + 1) * size, dtype=np.int64)
+    ok = ids % 7 != 0
+    store.write(Batch(ids=ids, ok=ok, errors=[None if good else f"run {i} failed"
+                                              for i, good in zip(ids.tolist(), ok)],
+                      inputs=np.c_[ids * 1.0, ids * -1.0],
+                      values=np.where(ok, ids * 0.5, np.nan)[:, None],
+                      duration=0.1, worker=f"batch {k}"))
+    print(k, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.0, 0.013, 0.037])
+def test_every_batch_committed_before_a_sigkill_is_there_after_a_reopen(tmp_path, delay):
+    from studyrun.store import Batch, RunStore
+
+    path, size = tmp_path / "runs.sqlite", 20_000
+    writer = start_python(WRITER, path, size)
+    reported = []
+    try:
+        while len(reported) < 4:
+            line = writer.stdout.readline()
+            assert line, writer.stderr.read()
+            reported.append(int(line))
+        time.sleep(delay)  # somewhere within the next batch's write
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(10)
+    finally:
+        writer.kill()
+    reported += [int(line) for line in writer.stdout.read().split()]
+    assert reported == list(range(len(reported)))
+    with RunStore.open(path) as store:  # the writer's lock went with it; the store checks intact
+        workers = [row[0] for row in store.db.execute("SELECT DISTINCT worker FROM runs")]
+        batches = len(workers)
+        assert sorted(workers) == sorted(f"batch {k}" for k in range(batches))
+        assert batches in (len(reported), len(reported) + 1)  # the last may commit unreported
+        assert store.counts() == {"ok": sum(i % 7 != 0 for i in range(batches * size)),
+                                  "failed": sum(i % 7 == 0 for i in range(batches * size))}
+        ids = np.arange((batches + 1) * size, dtype=np.int64)
+        table = store.read(ids)
+        done = ids < batches * size
+        assert (table.found == done).all()
+        assert (table.ok == (done & (ids % 7 != 0))).all()
+        assert (table.values[table.ok, 0] == ids[table.ok] * 0.5).all()
+        assert (table.inputs[done, 1] == -ids[done]).all()
+        assert table.errors[done & ~table.ok].tolist() == [
+            f"run {i} failed" for i in ids[done & ~table.ok].tolist()]
+        more = np.array([-1, -2], dtype=np.int64)  # and it takes more runs
+        store.write(Batch(ids=more, ok=np.array([True, True]), errors=[None, None],
+                          inputs=np.zeros((2, 2)), values=np.ones((2, 1)), duration=0, worker="w"))
+        assert store.succeeded_among(more).all()
 
 
 def test_planned_runs_stream_in_plan_order_or_sorted_by_a_column(tmp_path):

@@ -14,6 +14,7 @@ SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montec
          "tank-inflow"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_study_validates_and_plans(path):
     assert path.read_text().startswith("# yaml-language-server: $schema=../schemas/study.schema.json")
@@ -22,6 +23,7 @@ def test_study_validates_and_plans(path):
     assert "runs:" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
 def test_small_study_runs(tmp_path, name):
     done = run_cli("run", STUDIES / f"{name}.yaml", "--out", tmp_path / name, "--quiet")
@@ -31,6 +33,7 @@ def test_small_study_runs(tmp_path, name):
     assert (tmp_path / name / "report.md").exists() and (tmp_path / name / "runs.csv").exists()
 
 
+@pytest.mark.slow
 def test_command_study_gives_the_simulators_exact_answers(tmp_path):
     import math
 
@@ -50,6 +53,7 @@ def test_schema_file_is_current():
     assert committed == study_schema(), "regenerate: studyrun schema > schemas/study.schema.json"
 
 
+@pytest.mark.slow
 def test_step_check_compares_the_step_with_half_of_it(tmp_path):
     done = run_cli("check", STUDIES / "flowers-sobol.yaml")
     assert "euler with step 0.125 against 0.0625" in done.stdout
@@ -64,6 +68,7 @@ def test_step_check_compares_the_step_with_half_of_it(tmp_path):
     assert done.returncode == 0 and "ok: largest difference" in done.stdout
 
 
+@pytest.mark.slow
 def test_run_warns_when_the_step_is_too_coarse(tmp_path):
     done = run_cli("run", STUDIES / "flowers-morris.yaml", "--out", tmp_path, "--quiet")
     assert done.returncode == 0
@@ -79,6 +84,7 @@ def doe_results(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_predict_from_a_doe_results_folder(doe_results):
     # the surface is exactly quadratic: 80 - 4(0.5)^2 - 3(0.2)^2 + 1.5(0.5)(0.2) + 2(0.5) + 0.2
     centre = run_cli("predict", doe_results, "--at", "temperature=170,pressure=3.2,hold_time=30",
@@ -92,6 +98,7 @@ def test_predict_from_a_doe_results_folder(doe_results):
     assert repeated.stdout.startswith("process_yield: 77.73 ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (["--at", "temperature=hot"], "NAME=VALUE"),
     (["--at", "temperature=170,pressure=3.2"], "no value for 'hold_time'"),

@@ -7,6 +7,8 @@ import re
 import pytest
 from conftest import run_cli, write_study
 
+pytestmark = pytest.mark.slow  # the studyrun CLI in subprocesses
+
 GOOD = """
 name: good
 model: {type: python, function: "linear:linear", vectorized: true}

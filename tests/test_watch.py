@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import run_cli, write_study
 
 import studyrun
@@ -65,6 +66,7 @@ def test_status_and_failed_runs_of_a_finished_study(study_dir, capsys):
     assert len(re.findall(r"^run ", some, re.MULTILINE)) == 3
 
 
+@pytest.mark.slow
 def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
     (study_dir / "slow.py").write_text(
         "import time\ndef model(a):\n    time.sleep(0.01)\n    return {'y': a}\n")
@@ -91,6 +93,7 @@ def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
     assert status == 0 and "state: stopped before finishing" in text
 
 
+@pytest.mark.slow
 def test_status_reports_the_workers_the_study_ran_on(study_dir):
     """The driver times the model on a few runs before the LocalCluster starts; those runs do
     not make a third worker of `workers: 2`."""

@@ -36,6 +36,8 @@ def hash_rows(matrix: np.ndarray, context: bytes, earlier: Occurrences | None = 
     are numbered after those of the design's `earlier` slices, so a design's identities are the
     same whether it is planned whole or slice by slice."""
     seed = np.uint64(int.from_bytes(hashlib.sha256(context).digest()[:8], "little"))
+    if not len(matrix):
+        return np.zeros(0, np.int64)
     bits = canonical_bits(matrix.reshape(len(matrix), -1))
     with np.errstate(over="ignore"):
         h = np.full(len(bits), seed, dtype=np.uint64)

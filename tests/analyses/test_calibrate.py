@@ -10,6 +10,8 @@ from conftest import STUDIES, run_cli, write_study
 
 import studyrun
 
+pytestmark = pytest.mark.slow  # calibration fits of ODE models, the CLI in subprocesses
+
 LOGISTIC = """
 name: logistic-fit
 seed: 3

@@ -127,6 +127,7 @@ execution: {scheduler: sync}
 """
 
 
+@pytest.mark.slow
 def test_initial_cost_through_the_pipeline_matches_the_hand_computation(tmp_path):
     (tmp_path / "handmade.py").write_text(MODEL)
     (tmp_path / "obs.csv").write_text(LONG)
@@ -142,6 +143,7 @@ def test_initial_cost_through_the_pipeline_matches_the_hand_computation(tmp_path
     assert result["parameters"]["b"]["estimate"] == pytest.approx(b, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change, where, message", [
     ("data: {file: obs.csv, err: sd}", "obs.csv:2:1", "observed variable 'C' is not an output"),
     ("data: {file: obs.csv, err: sd}", "obs.csv:3:3", "x = 9 of 'C' lies outside the model's time span"),
@@ -161,6 +163,7 @@ def test_data_against_the_model_from_the_command_line(tmp_path, change, where, m
     assert where in done.stderr and message in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_a_python_models_time_span_is_checked_after_its_first_run(tmp_path):
     (tmp_path / "handmade.py").write_text(MODEL)
     (tmp_path / "obs.csv").write_text("name,time,value\nA,1,1\nA,9,2\n")
@@ -181,6 +184,7 @@ def series(a=1.0, b=1.0):
 '''
 
 
+@pytest.mark.slow
 def test_failed_runs_count_as_an_infinite_cost_when_the_study_continues(tmp_path):
     (tmp_path / "handmade.py").write_text(FLAKY)
     (tmp_path / "obs.csv").write_text(LONG)
@@ -192,6 +196,7 @@ def test_failed_runs_count_as_an_infinite_cost_when_the_study_continues(tmp_path
     assert result.results["parameters"]["a"]["estimate"] == pytest.approx(a, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_a_missing_data_file_is_located_in_the_study(tmp_path):
     (tmp_path / "handmade.py").write_text(MODEL)
     text = STUDY.replace("data: {file: obs.csv, err: sd}", "data:\n    file: nothere.csv\n    err: sd")

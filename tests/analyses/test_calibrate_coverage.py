@@ -44,6 +44,7 @@ def fitted_interval(data, method="lm"):
     return result.estimate, result.estimate - half, result.estimate + half, evaluations
 
 
+@pytest.mark.slow
 def test_95_percent_intervals_cover_the_truth_at_about_95_percent():
     seeds = 300
     covered = np.zeros(2)

@@ -11,6 +11,8 @@ from conftest import STUDIES, run_cli, write_study
 
 import studyrun
 
+pytestmark = pytest.mark.slow  # calibration fits, the CLI in a subprocess
+
 TIMES = np.arange(0, 31, 1.0)
 STUDY = """
 name: logistic-gm

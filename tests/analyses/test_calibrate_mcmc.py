@@ -10,6 +10,8 @@ from conftest import write_study
 
 import studyrun
 
+pytestmark = pytest.mark.slow  # MCMC chains (a module fixture of seconds)
+
 MODEL = '''
 import numpy as np
 

@@ -127,6 +127,7 @@ execution: {scheduler: sync}
 """
 
 
+@pytest.mark.slow
 def test_from_the_command_line_and_refused_without_a_constant(tmp_path):
     (tmp_path / "quadratic.py").write_text(MODEL)
     path = write_study(tmp_path, STUDY.replace("X2", f"{{distribution: uniform, low: {LOW}, "

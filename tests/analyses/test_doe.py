@@ -253,6 +253,7 @@ def test_interaction_response_on_a_fraction_drops_aliased_interactions():
     assert len(fit["terms"]) == 8  # 8 runs estimate 8 terms at most
 
 
+@pytest.mark.slow
 def test_confidence_intervals_cover_at_their_nominal_rate():
     from scipy import stats
 
@@ -420,6 +421,7 @@ def test_describe_design_lists_coded_and_natural_units():
     assert "| 0 | -1 | -1 | -1 | 0 | 10 | -1 |" in text
 
 
+@pytest.mark.slow
 def test_report_has_tables_and_figures(tmp_path):
     from studyrun.report.figures import Figures
 

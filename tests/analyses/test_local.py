@@ -39,6 +39,7 @@ def functions(entry):
     return {p: np.array(v, dtype=float) for p, v in entry["functions"]["normalised"].items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, tolerance", [("central", 1e-6), ("forward", 1e-3),
                                                ("exact", 1e-7)])
 def test_exponential_decay_has_sensitivities_minus_k_t_and_one(tmp_path, method, tolerance):
@@ -128,6 +129,7 @@ def spring_position(t, k, c, x0, m=1.0):
     return np.exp(-zeta * w0 * t) * (x0 * np.cos(wd * t) + zeta * w0 * x0 / wd * np.sin(wd * t))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["exact", "central"])
 def test_damped_mass_spring_against_analytic_sensitivities(tmp_path, method):
     result = run(tmp_path, SPRING.replace("METHOD", method))
@@ -147,6 +149,7 @@ LIBRARY = ["logistic", "lotka_volterra", "mass_spring", "sir", "flowers", "sales
            "daisyworld"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LIBRARY)
 def test_exact_agrees_with_central_differences_on_the_model_library(tmp_path, name):
     spec = yaml.safe_load((STUDIES / "models" / f"{name}.yaml").read_text())
@@ -190,6 +193,7 @@ execution: {scheduler: sync, batch_size: 16}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["euler", "rk4"])
 def test_exact_sensitivities_of_a_fixed_step_stockflow_are_those_of_its_discrete_solution(
         tmp_path, method):
@@ -216,6 +220,7 @@ execution: {scheduler: sync, batch_size: 16}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["exact", "central"])
 def test_parameters_entering_only_as_a_product_are_not_identifiable(tmp_path, method):
     product = run(tmp_path, PRODUCT.replace("OUTPUTS", "[y]").replace("METHOD", method), "y.yaml")
@@ -249,6 +254,7 @@ execution: {scheduler: sync, on_failure: continue}
 """
 
 
+@pytest.mark.slow
 def test_python_model_falls_back_to_differences_and_a_failed_run_leaves_a_gap(tmp_path):
     (tmp_path / "growthmodel.py").write_text(PYTHON)
     result = run(tmp_path, PYTHON_STUDY)
@@ -281,6 +287,7 @@ def test_mistakes_are_reported_where_they_are(tmp_path, analysis, message):
     assert message in str(error.value) and "analysis" in str(error.value)
 
 
+@pytest.mark.slow
 def test_example_study_runs_from_the_command_line_and_resumes(tmp_path):
     out = tmp_path / "out"
     done = run_cli("run", STUDIES / "logistic-local.yaml", "--out", out, "--quiet")

@@ -32,6 +32,7 @@ execution: {scheduler: sync, on_failure: continue}
 """
 
 
+@pytest.mark.slow
 def test_spearman_streamed_and_in_memory_match_scipy_with_ties_and_failed_runs(study_dir,
                                                                                 monkeypatch):
     import studyrun

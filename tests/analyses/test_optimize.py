@@ -26,6 +26,7 @@ def flowers(folder, analysis):
                        .replace("METHOD", analysis))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["nelder-mead", "lbfgsb", "differential-evolution"])
 def test_optimize_finds_the_decay_rate_of_a_target_area(tmp_path, method):
     path = flowers(tmp_path, f"target: {{final_area: 600}}, method: {method}, generations: 30")
@@ -47,6 +48,7 @@ def test_minimize_and_maximize_end_at_the_bounds(tmp_path):
     assert high["objective"]["final"] == pytest.approx(-high["quantities"]["final_area"]["final"])
 
 
+@pytest.mark.slow
 def test_an_unknown_quantity_is_a_located_error(tmp_path):
     path = flowers(tmp_path, "target: {final_aera: 600}")
     done = run_cli("validate", path)
@@ -62,6 +64,7 @@ def test_rerun_reuses_every_run_and_gives_the_same_numbers(tmp_path):
     assert again.results == first.results
 
 
+@pytest.mark.slow
 def test_example_study_runs_from_the_command_line(tmp_path):
     done = run_cli("run", STUDIES / "flowers-optimize.yaml", "--out", tmp_path, "--quiet")
     assert done.returncode == 0, done.stderr

@@ -76,6 +76,7 @@ def test_rbd_fast_ishigami_with_failed_runs_left_out():
     assert any("left out" in w for w in result["warnings"])
 
 
+@pytest.mark.slow
 def test_delta_ranks_a_linear_model_and_keeps_global_state():
     parameters = {name: Uniform(low=0.0, high=1.0) for name in ("a", "b", "c")}
     c = np.array([3.0, 2.0, 0.5])
@@ -162,6 +163,7 @@ def test_dgsm_linear_model_and_bound_on_total_indices():
         assert ishigami_result["dgsm"][name] >= st - 0.02
 
 
+@pytest.mark.slow
 def test_delta_report_shows_every_index_salib_gives(tmp_path):
     """SALib 1.6's delta_step is in analysis.json and in the report's table; a parameter whose
     name SALib refuses (ending in _step) is analysed, and its notes carry its name."""
@@ -183,6 +185,7 @@ def test_delta_report_shows_every_index_salib_gives(tmp_path):
     assert "delta_step" in header and "| delta |" not in text
 
 
+@pytest.mark.slow
 def test_a_delta_above_one_is_flagged():
     """A very skewed quantity defeats SALib's density estimate: a delta (at most 1) comes out
     far above 1, and the result says so."""

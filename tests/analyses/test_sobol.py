@@ -185,6 +185,7 @@ def test_constant_quantity_has_zero_indices_and_a_warning():
     assert "same in every run" in result["warnings"][0]
 
 
+@pytest.mark.slow
 def test_an_unknown_output_is_refused_at_validate_where_the_model_declares_its_outputs(tmp_path):
     from conftest import STUDIES, run_cli
 

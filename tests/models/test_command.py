@@ -223,6 +223,7 @@ def test_run_missing_an_output_the_others_have_fails(tmp_path):
     assert out.scalars["x"][0] == 1.0 and np.isnan(out.scalars["x"][1])
 
 
+@pytest.mark.slow
 def test_hanging_program_is_killed_with_its_group_at_the_timeout(tmp_path):
     model = command(run=[PY, "{study_dir}/hang.py", "{workdir}/child.pid"], timeout=1)
     started = time.monotonic()
@@ -237,6 +238,7 @@ def test_hanging_program_is_killed_with_its_group_at_the_timeout(tmp_path):
     assert not _alive(child), "the grandchild survived the timeout"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds processes via /proc")
 @pytest.mark.parametrize("ending", ["hang", "exit"])
 def test_a_grandchild_in_a_new_session_is_killed_when_its_run_ends(tmp_path, ending):
@@ -470,6 +472,7 @@ execution: {scheduler: sync}
 """  # noqa: E501 (a YAML line)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_output, size, message", [
     ("max_output: 1MB", 1_000_001, "results.json is 1,000,001 bytes, more than max_output (1MB)"),
     ("", 100_000_001, "results.json is 100,000,001 bytes, more than max_output (100MB)"),
@@ -488,6 +491,7 @@ def test_a_results_file_beyond_max_output_fails_its_run_unread(tmp_path, max_out
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_max_output_is_checked_at_validate(tmp_path):
     from conftest import run_cli, write_study
 

@@ -118,6 +118,7 @@ def test_rk45_agrees_with_scipy_solve_ivp():
 # ---------------------------------------------------------------- ensembles
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["RK45", "euler", "rk4", "LSODA"])
 def test_ensemble_results_equal_one_at_a_time(method):
     model = load("logistic", method=method, time={"start": 0, "stop": 20, "step": 0.5})
@@ -152,6 +153,7 @@ def test_ensemble_of_a_large_system_equals_one_at_a_time():
             np.testing.assert_array_equal(whole.series[name][m], alone.series[name][0])
 
 
+@pytest.mark.slow
 def test_a_failing_member_does_not_fail_the_batch():
     model = spec(states={"x": "x0"}, rates={"x": "x ** 2"}, constants={"x0": 1.0},
                  time={"start": 0, "stop": 2, "step": 0.5})

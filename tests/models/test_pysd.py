@@ -41,6 +41,7 @@ def euler_teacup(tau: float, steps: int, dt: float = 0.125) -> np.ndarray:
     return 70 + 110 * (1 - dt / tau) ** np.arange(steps + 1)
 
 
+@pytest.mark.slow
 def test_runs_give_the_models_series_under_plain_names(model_dir):
     spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl",
                                 "time": {"final_time": 5, "saveper": 0.125}})
@@ -112,6 +113,7 @@ execution: {scheduler: sync}
 """
 
 
+@pytest.mark.slow
 def test_cli_locates_a_parameter_the_model_lacks_and_runs_without_writing_beside_it(model_dir):
     typo = write_study(model_dir, STUDY.replace("  characteristic_time", "  charactristic_time"),
                        "typo.yaml")

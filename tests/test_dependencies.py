@@ -10,9 +10,12 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import run_cli, write_study
 
 import studyrun
+
+pytestmark = pytest.mark.slow  # the studyrun CLI in subprocesses, a Dask worker
 
 HELPED = """
 name: helped
