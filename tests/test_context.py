@@ -20,6 +20,7 @@ def as_validated(path) -> dict:
     return validate(Study, include_files(read_yaml(path))).model_dump()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["logistic-calibrate", "logistic-local", "flowers-optimize"])
 def test_loading_checking_planning_and_running_leave_the_study_as_validated(name, tmp_path,
                                                                            monkeypatch):
