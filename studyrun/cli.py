@@ -235,7 +235,7 @@ def command_check(args) -> int:
     from .stepcheck import LIMIT, check_step
 
     loaded = load_study(args.study)
-    result = check_step(loaded.study, loaded.folder)
+    result = check_step(loaded.context)
     if result is None:
         raise StudyError(f"{args.study}: the step check applies to ode and stockflow models; this "
                          f"study's model is {loaded.study.model.type}")

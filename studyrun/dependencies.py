@@ -97,10 +97,11 @@ def code_digest(digests: dict[str, str]) -> str:
     return hashlib.sha256(text_digest(digests).encode() if digests else b"").hexdigest()
 
 
-def identity_parts(study, fixed: dict[str, float], digests: dict[str, str]) -> dict:
+def identity_parts(model, quantities: dict[str, str] | None, fixed: dict[str, float],
+                   digests: dict[str, str]) -> dict:
     """What a store remembers of the context its runs were made in, to say later what changed."""
-    return {"model": text_digest(study.model.model_dump(mode="json")),
-            "quantities": text_digest(study.quantities), "fixed": fixed, "files": digests}
+    return {"model": text_digest(model.model_dump(mode="json")),
+            "quantities": text_digest(quantities), "fixed": fixed, "files": digests}
 
 
 def describe_changes(before: dict, now: dict) -> list[str]:

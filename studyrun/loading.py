@@ -2,6 +2,8 @@
 
 `load_study` reads, validates and cross-checks a study file into a `Loaded` study.
 
+`study_context` builds what the analysis may know of the study beyond its own block.
+
 `read_yaml` (in `source`) keeps FILE:LINE:COL for every key and value; `include_files` splices
 `model: {file: ...}` in with the included file's own positions; `validate` runs a pydantic model
 and reports all its errors at once, each at its line (mapping in `validation`).
@@ -10,12 +12,15 @@ and reports all its errors at once, each at its line (mapping in `validation`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from .analyses.base import StudyContext
 from .core.errors import StudyError
 from .dependencies import dependency_digests
+from .params import varied
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from .spec import Study
 from .spec.checks import check_study
@@ -23,7 +28,7 @@ from .validation import problems_from
 
 YAML_SUFFIXES = (".yaml", ".yml")
 __all__ = ["VALUE", "Loaded", "Source", "format_path", "format_problems", "include_files",
-           "load_study", "read_yaml", "validate"]
+           "load_study", "read_yaml", "study_context", "validate"]
 
 
 def include_files(source: Source, key: str = "model") -> Source:
@@ -67,9 +72,22 @@ def validate(model_cls: type[BaseModel], source: Source, context: dict | None = 
     raise StudyError(problems)
 
 
+def study_context(study: Study, folder: Path) -> StudyContext:
+    """What the study's analysis may know of it beyond its own block: the model as the analysis
+    runs it, the parameters, the fixed inputs' values, the model's defaults and the folder."""
+    model, notes = study.analysis.model_for(study.model)
+    defaults = model.defaults()
+    vary = varied(study.parameters)
+    fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
+             if name not in vary}
+    return StudyContext(model=model, parameters=dict(study.parameters), varied=vary, fixed=fixed,
+                        defaults=defaults, folder=folder, quantities=study.quantities,
+                        notes=tuple(notes))
+
+
 @dataclass
 class Loaded:
-    """A validated study and where it came from."""
+    """A validated study, where it came from, and its context (built once, when first asked)."""
 
     study: Study
     path: Path
@@ -80,6 +98,10 @@ class Loaded:
     def folder(self) -> Path:
         return self.path.resolve().parent
 
+    @cached_property
+    def context(self) -> StudyContext:
+        return study_context(self.study, self.folder)
+
     def dependencies(self) -> dict[str, str]:
         """name -> SHA-256 of every file the runs depend on, hashed once per load."""
         if self.digests is None:
@@ -87,17 +109,14 @@ class Loaded:
         return self.digests
 
 
-def load_study(path: str | Path, *, check: bool = True, study_dir: Path | None = None) -> Loaded:
+def load_study(path: str | Path, *, check: bool = True) -> Loaded:
     """Read, validate and cross-check a study file; every problem is in one StudyError."""
     path = Path(path)
     source = include_files(read_yaml(path))
-    study = validate(Study, source)
-    loaded = Loaded(study, path, source)
-    study.analysis.resolve_paths(loaded.folder)
-    loaded.study = study = study.analysis.prepare(study)
+    loaded = Loaded(validate(Study, source), path, source)
     if check:
         problems = [source.problem(where, message)
-                    for where, message in check_study(study, study_dir or loaded.folder)]
+                    for where, message in check_study(loaded.study, loaded.context)]
         if problems:
             raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
     return loaded

@@ -22,11 +22,10 @@ from .dependencies import code_digest
 from .execute import Job, Runner, Settings
 from .loading import Loaded, load_study
 from .models.base import HasEquations
-from .params import varied
 from .plan import make_plan
 from .plan.identity import Occurrences
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
-from .plan.study import identity_record, plan_parts
+from .plan.study import identity_context, identity_record
 from .provenance import collect, now
 from .quantities import Quantities
 from .report.build import write_report
@@ -47,12 +46,12 @@ def settings_for(study: Study, scheduler: str | None = None, workers: int | None
 def make_job(loaded: Loaded, folder: Path) -> Job:
     """What each batch needs on a worker."""
     study = loaded.study
-    model = study.model
+    model = loaded.context.model
     if study.execution.timeout is not None:
         model = model.with_timeout(study.execution.timeout)
     quantities = Quantities(study.quantities)
     keep = (study.execution.keep == "series" or bool(quantities.series_names)
-            or bool(study.analysis.needs_series()))
+            or bool(study.analysis.needs_series(loaded.context)))
     evaluator = model.build(loaded.folder).with_code(code_digest(loaded.dependencies()))
     return Job(evaluator=evaluator, quantities=quantities,
                workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
@@ -67,7 +66,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     folder = Path(out) if out else Path("results") / loaded.study.name
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
-    parameters = list(varied(loaded.study.parameters))
+    parameters = list(loaded.context.varied)
     quantities = None if loaded.study.quantities is None else job.quantities.names()
     copy = study_copy(loaded)
     with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:  # held until all is written
@@ -94,7 +93,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
 
     warnings = []
     if isinstance(loaded.study.model, HasEquations):
-        result = check_step(loaded.study, loaded.folder)
+        result = check_step(loaded.context)
         name, worst = result.worst
         if worst > LIMIT:
             warnings.append(f"the integration step may be too coarse: halving it changes {name!r} "
@@ -107,18 +106,19 @@ def study_warnings(loaded: Loaded) -> list[str]:
 def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
               folder: Path) -> tuple[dict, Outcome]:
     """A fixed design: plan it slice by slice, execute each slice, then analyse all of it."""
-    study = loaded.study
-    parameters, fixed, context = plan_parts(loaded)
-    runs = PlannedRuns(store, list(parameters), series_wanted(job.quantities, study.analysis),
-                       study.analysis.series_grid())
+    study, context = loaded.study, loaded.context
+    identity = identity_context(loaded)
+    runs = PlannedRuns(store, list(context.varied),
+                       series_wanted(job.quantities, study.analysis, context),
+                       study.analysis.series_grid(context))
     earlier = Occurrences()  # repeated rows are numbered across the design's slices
     with Runner(store, job, settings) as runner:
-        for design in study.analysis.design_chunks(parameters, np.random.SeedSequence(study.seed),
+        for design in study.analysis.design_chunks(context, np.random.SeedSequence(study.seed),
                                                    CHUNK_ROWS):
-            plan = make_plan(design, fixed, context, earlier)
+            plan = make_plan(design, context.fixed, identity, earlier)
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
-    results = study.analysis.analyse_runs(runs, parameters)
+    results = study.analysis.analyse_runs(runs, context)
     runs.write_csv(folder / "runs.csv")
     totals, succeeded = runner.totals, runs.succeeded()
     analysis = {
@@ -136,29 +136,29 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                   folder: Path) -> tuple[dict, None]:
     """An iterative analysis: it asks for runs through `evaluate`, each batch cached in the store."""
-    study = loaded.study
-    parameters, fixed, context = plan_parts(loaded)
+    study, context = loaded.study, loaded.context
+    identity = identity_context(loaded)
     evaluated: list[np.ndarray] = []
     seen: set[int] = set()  # runs asked for so far this session
     from_earlier = 0  # of those, runs the store held as succeeded when first asked for
 
     def evaluate(matrix: np.ndarray) -> Outcome:
         nonlocal from_earlier
-        design = Design(list(parameters), np.atleast_2d(np.asarray(matrix, dtype=float)))
-        plan = make_plan(design, fixed, context)
+        design = Design(list(context.varied), np.atleast_2d(np.asarray(matrix, dtype=float)))
+        plan = make_plan(design, context.fixed, identity)
         new = np.array([i for i in np.unique(plan.run_ids).tolist() if i not in seen], np.int64)
         from_earlier += int(store.succeeded_among(new).sum())
         seen.update(new.tolist())
         runner.execute(plan, quiet=True)
         evaluated.append(plan.run_ids)
-        return read_outcome(plan, store, job.quantities, study.analysis)
+        return read_outcome(plan, store, job.quantities, study.analysis, context)
 
     with Runner(store, job, settings) as runner:
-        results = study.analysis.iterate(evaluate, parameters, np.random.SeedSequence(study.seed))
+        results = study.analysis.iterate(evaluate, context, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]
     table = store.read(ids)
-    write_csv(folder / "runs.csv", list(parameters), store.quantities, [(0, table)])
+    write_csv(folder / "runs.csv", list(context.varied), store.quantities, [(0, table)])
     totals, succeeded = runner.totals, int(table.ok.sum())
     analysis = {
         "study": study.name, "analysis": study.analysis.type,

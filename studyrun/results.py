@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,14 +55,14 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     results = open_results(folder)
     target = Path(out) if out is not None else folder
     origin = Path(results.analysis.get("provenance", {}).get("study_file", folder / "study.yaml"))
-    loaded = load_study(folder / "study.yaml", check=False)
-    loaded.path = origin if origin.exists() else folder / "study.yaml"
     with RunStore.open_readonly(folder / "runs.sqlite") as store:
-        recorded = latest_identity(store.db)
-        if recorded is not None:  # the runs' files as they were: since edited, or not here at all
-            loaded.digests = recorded["files"]
+        recorded = latest_identity(store.db)  # the runs' files as they were: edited since, or gone
+        loaded = dataclasses.replace(load_study(folder / "study.yaml", check=False),
+                                     path=origin if origin.exists() else folder / "study.yaml",
+                                     digests=None if recorded is None else recorded["files"])
         outcome = None if loaded.study.analysis.iterative else read_outcome(
-            plan_study(loaded), store, Quantities(loaded.study.quantities), loaded.study.analysis)
+            plan_study(loaded), store, Quantities(loaded.study.quantities),
+            loaded.study.analysis, loaded.context)
     try:
         target.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None

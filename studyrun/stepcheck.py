@@ -36,14 +36,13 @@ class StepCheck:
         return "\n".join(lines)
 
 
-def check_step(study, folder) -> StepCheck | None:
-    """Run the check for an equation model; None for other model types."""
-    if not isinstance(study.model, HasEquations):
+def check_step(context) -> StepCheck | None:
+    """Run the check for an equation model (as the study's analysis runs it, every parameter at
+    its nominal value); None for other model types."""
+    if not isinstance(context.model, HasEquations):
         return None
-    evaluator = study.model.build(folder)
-    defaults = study.model.defaults()
-    inputs = {name: np.array([p.nominal_value(defaults.get(name))])
-              for name, p in study.parameters.items()}
+    evaluator = context.model.build(context.folder)
+    inputs = {name: np.array([context.nominal(name)]) for name in context.parameters}
     system = evaluator.system
     method = normalize_method(system.method)
     coarse = evaluator.integrate(inputs, 1)

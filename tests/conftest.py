@@ -49,6 +49,21 @@ def write_study(folder: Path, text: str, name: str = "study.yaml") -> Path:
     return path
 
 
+def context_of(parameters: dict, model=None, folder: Path = Path("."), quantities=None):
+    """The StudyContext a study with these parameters gives its analysis (a python model unless
+    another is given), for calling an analysis's hooks directly."""
+    from studyrun.analyses.base import StudyContext
+    from studyrun.models.python import Python
+    from studyrun.params import varied
+
+    model = model or Python(type="python", function="model:f")
+    defaults = model.defaults()
+    vary = varied(parameters)
+    fixed = {n: p.nominal_value(defaults.get(n)) for n, p in parameters.items() if n not in vary}
+    return StudyContext(model=model, parameters=dict(parameters), varied=vary, fixed=fixed,
+                        defaults=defaults, folder=Path(folder), quantities=quantities)
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """`studyrun ARGS` as a user runs it: a real subprocess."""
     return subprocess.run([sys.executable, "-m", "studyrun", *map(str, args)], cwd=cwd,

@@ -3,11 +3,13 @@
 A fixed-design analysis implements `design()` and `analyse()`. Iterative analyses (calibrate,
 optimize) implement `iterate()` instead, asking for runs through an `evaluate` callback that goes
 through the same executor and store. `report()` turns the analysis results into Markdown and
-figures; it computes nothing new.
+figures; it computes nothing new. Every hook but `report()` is given the `StudyContext`: an
+analysis block is frozen and holds nothing but its own keys.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
@@ -18,8 +20,33 @@ from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
 
 if TYPE_CHECKING:
     from ..core.errors import Problem
-    from ..params import ParameterSpec
+    from ..models.base import ModelSpec
+    from ..params import ParameterBase, ParameterSpec
     from ..report.figures import Figures
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    """What an analysis may know of its study beyond its own block; built once, after validation
+    (`loading.study_context`), and never changed."""
+
+    model: "ModelSpec"  # the model as the analysis runs it (after model_for)
+    parameters: dict[str, "ParameterSpec"]  # every parameter, in study order
+    varied: dict[str, "ParameterSpec"]  # the varied ones (what design() varies)
+    fixed: dict[str, float]  # fixed inputs' values
+    defaults: dict[str, float]  # the model's own input values
+    folder: Path  # the study file's folder; relative paths resolve here
+    quantities: dict[str, str] | None
+    notes: tuple[str, ...] = ()  # what model_for changed, in words
+
+    def path(self, name: str) -> Path:
+        """A file the study names: relative to the study's folder unless absolute."""
+        return self.folder / name
+
+    def nominal(self, name: str) -> float:
+        """A parameter's nominal value: its `nominal`, else the model's own value, else its median."""
+        parameter: ParameterBase = self.parameters[name]
+        return parameter.nominal_value(self.defaults.get(name))
 
 
 def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
@@ -35,24 +62,29 @@ def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
 class AnalysisSpec(BaseModel):
     """Base of every `analysis:` block. Subclasses add `type: Literal[...]` and their own keys."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     iterative: ClassVar[bool] = False  # True for calibrate/optimize, which use iterate()
 
-    def check(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
-        """Problems that need the study's varied parameters (paths relative to `analysis`)."""
+    def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
+        """The model as this analysis runs it and what it changed, in words (local tightens an
+        adaptive solver); by default the model as given."""
+        return model, []
+
+    def check(self, context: StudyContext) -> list["Problem"]:
+        """Problems of the block against the rest of the study (paths relative to `analysis`)."""
         return []
 
-    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str] | None:
+    def run_count(self, context: StudyContext) -> tuple[int, str] | None:
         """The number of runs the design will have and the key that sets it, known before
         planning; None where it is small by construction or only planning can tell."""
         return None
 
-    def check_size(self, parameters: dict[str, "ParameterSpec"]) -> list["Problem"]:
+    def check_size(self, context: StudyContext) -> list["Problem"]:
         """A design beyond MAX_RUNS is refused at its key, before anything is allocated."""
         from ..core.errors import Problem
 
-        count = self.run_count(parameters)
+        count = self.run_count(context)
         if count is None or count[0] <= MAX_RUNS:
             return []
         runs, key = count
@@ -62,44 +94,37 @@ class AnalysisSpec(BaseModel):
                         "may have (its run store and runs.csv would pass 10 GB each); lower "
                         f"{key}, or split the study into several", path=key)]
 
-    def resolve_paths(self, folder: Path) -> None:
-        """Make the block's file names (a design or data file) relative to the study's folder."""
-        name = getattr(self, "file", None)
-        if isinstance(name, str) and not Path(name).is_absolute():
-            self.file = str(folder / name)
-
-    def prepare(self, study: Any) -> Any:
-        """The study as this analysis runs it, seen whole before planning (the model, its
-        defaults); most analyses return it unchanged. Called by load_study before the checks."""
-        return study
-
-    def needs_series(self) -> list[str]:
+    def needs_series(self, context: StudyContext) -> list[str]:
         """Model outputs whose whole time series the analysis needs from every run."""
         return []
 
-    def series_grid(self) -> np.ndarray | None:
+    def series_grid(self, context: StudyContext) -> np.ndarray | None:
         """The times at which to compare runs whose grids differ; None: the first run's."""
         return None
 
-    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
-        """The runs to make, derived only from the parameters and the seed."""
+    def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
+        """The runs to make, derived only from the study context and the seed."""
         raise NotImplementedError
 
-    def design_chunks(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence,
+    def design_chunks(self, context: StudyContext, seed: np.random.SeedSequence,
                       rows: int) -> Iterator[Design]:
         """The design in slices of at most `rows` runs (by default all of it at once), so a very
         large design never has to be held whole."""
-        yield self.design(parameters, seed)
+        yield self.design(context, seed)
 
-    def analyse_runs(self, runs: "PlannedRuns", parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def describe_design(self, design: Design, context: StudyContext) -> str:
+        """What `studyrun plan` says of the design; empty: it lists the first runs."""
+        return ""
+
+    def analyse_runs(self, runs: "PlannedRuns", context: StudyContext) -> dict[str, Any]:
         """Results from the planned runs in the store; by default read whole and `analyse()`d."""
-        return self.analyse(runs.whole(), parameters)
+        return self.analyse(runs.whole(), context)
 
-    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """The `results` block of analysis.json, keyed by quantity (see the study format)."""
         raise NotImplementedError
 
-    def iterate(self, evaluate: Evaluate, parameters: dict[str, "ParameterSpec"],
+    def iterate(self, evaluate: Evaluate, context: StudyContext,
                 seed: np.random.SeedSequence) -> dict[str, Any]:
         """Iterative analyses: ask for runs through `evaluate` and return the results block."""
         raise NotImplementedError

@@ -67,9 +67,9 @@ class Dgsm(SalibAnalysis):
     keys = ("vi", "vi_std", "vi_conf", "poincare", "dgsm", "dgsm_conf")
     bars = ("dgsm",)
 
-    def check(self, parameters) -> list[Problem]:
-        problems = check_varied(parameters, "dgsm")
-        for name, parameter in parameters.items():
+    def check(self, context) -> list[Problem]:
+        problems = check_varied(context.varied, "dgsm")
+        for name, parameter in context.varied.items():
             if poincare_constant(parameter) is None:
                 problems.append(Problem(
                     f"dgsm bounds each total index by C nu / V, C the Poincare constant of the "
@@ -86,11 +86,12 @@ class Dgsm(SalibAnalysis):
         design = finite_diff.sample(unit_problem(names), self.samples, delta=self.delta)
         return design[::dimensions + 1]
 
-    def run_count(self, parameters) -> tuple[int, str]:
-        return self.samples * (len(parameters) + 1), "samples"
+    def run_count(self, context) -> tuple[int, str]:
+        return self.samples * (len(context.varied) + 1), "samples"
 
-    def design(self, parameters, seed: np.random.SeedSequence) -> Design:
+    def design(self, context, seed: np.random.SeedSequence) -> Design:
         """Each base point, then the point moved by h_j in parameter j, for every j."""
+        parameters = context.varied
         names = list(parameters)
         base = map_to_natural(self.base_points(len(names)), parameters, names)
         width = np.array([np.subtract(*parameters[n].bounds()[::-1]) for n in names])

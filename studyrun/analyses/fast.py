@@ -49,12 +49,13 @@ class Fast(SalibAnalysis):
                              f"got {self.samples}")
         return self
 
-    def run_count(self, parameters) -> tuple[int, str]:
-        return self.samples * len(parameters), "samples"
+    def run_count(self, context) -> tuple[int, str]:
+        return self.samples * len(context.varied), "samples"
 
-    def design(self, parameters, seed: np.random.SeedSequence) -> Design:
+    def design(self, context, seed: np.random.SeedSequence) -> Design:
         from SALib.sample import fast_sampler
 
+        parameters = context.varied
         names = list(parameters)
         sample_seed, analysis_seed = (int(s) for s in seed.generate_state(2))
         unit = fast_sampler.sample(unit_problem(names), self.samples, M=self.M, seed=sample_seed)

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
-from .base import AnalysisSpec
+from .base import AnalysisSpec, StudyContext
 from .salib import (
     MIN_BLOCKS,
     Confidence,
@@ -42,7 +42,6 @@ from .salib import (
 from .salib.report import facts_line, figure_name, index_table, nan, warnings_block
 
 if TYPE_CHECKING:
-    from ..params import ParameterSpec
     from ..report.figures import Figures
 
 KEYS = ("mu", "mu_star", "sigma", "mu_star_conf")
@@ -75,16 +74,17 @@ class Morris(AnalysisSpec):
                              f"({self.trajectories - 1}); got {k}")
         return self
 
-    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
-        return check_varied(parameters, "morris")
+    def check(self, context: StudyContext) -> list[Problem]:
+        return check_varied(context.varied, "morris")
 
-    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
-        return self.trajectories * (len(parameters) + 1), "trajectories"
+    def run_count(self, context: StudyContext) -> tuple[int, str]:
+        return self.trajectories * (len(context.varied) + 1), "trajectories"
 
-    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+    def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """Morris trajectories on the unit grid, mapped through each parameter's ppf."""
         from SALib.sample import morris as morris_sample
 
+        parameters = context.varied
         names = list(parameters)
         sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
         unit = morris_sample.sample(unit_problem(names), self.trajectories,
@@ -98,7 +98,7 @@ class Morris(AnalysisSpec):
                 "bootstrap_seed": bootstrap_seed or 1}
         return Design(names, matrix, info)
 
-    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """mu, mu_star, sigma, mu_star_conf per quantity, on trajectories without failures."""
         return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
                                             outcome.design)

@@ -25,7 +25,6 @@ from pydantic import (
     Field,
     NonNegativeInt,
     PositiveInt,
-    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -61,10 +60,8 @@ class Optimize(AnalysisSpec):
     generations: PositiveInt = Field(100, description="differential-evolution: generations")
     population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
 
-    _defaults: dict[str, float] = PrivateAttr(default_factory=dict)
-
-    def run_count(self, parameters) -> tuple[int, str]:
-        return search_runs(self, len(parameters))
+    def run_count(self, context) -> tuple[int, str]:
+        return search_runs(self, len(context.varied))
 
     @field_validator("minimize", "maximize", mode="before")
     @classmethod
@@ -84,10 +81,9 @@ class Optimize(AnalysisSpec):
                 + [("maximize", q, None) for q in self.maximize]
                 + [("target", q, float(v)) for q, v in self.target.items()])
 
-    def check_study(self, study) -> list[Problem]:
-        """Each term names a quantity of the study; keeps the model's values for nominal starts."""
-        self._defaults = study.model.defaults()
-        known = set(study.quantities) if study.quantities is not None else None
+    def check(self, context) -> list[Problem]:
+        """Each term names a quantity of the study."""
+        known = set(context.quantities) if context.quantities is not None else None
         problems = []
         for kind, name, _ in self.terms():
             if known is not None and name not in known:
@@ -100,21 +96,21 @@ class Optimize(AnalysisSpec):
                 problems.append(Problem(f"{name!r} has a weight but no term", f"weights.{name}"))
         return problems
 
-    def design(self, parameters, seed) -> Design:
+    def design(self, context, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
-        box = make_box(parameters, self._defaults)
+        box = make_box(context.varied, context.defaults)
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
 
-    def describe_design(self, design: Design) -> str:
+    def describe_design(self, design: Design, context) -> str:
         start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
         return (f"iterative: {self.method} plans its runs as it goes, starting from {start}; "
                 f"objective {describe_objective(self)}")
 
-    def iterate(self, evaluate, parameters, seed) -> dict[str, Any]:
+    def iterate(self, evaluate, context, seed) -> dict[str, Any]:
         from .search.batching import Evaluations, lockstep
         from .search.fit import Settings, fit
 
-        box = make_box(parameters, self._defaults)
+        box = make_box(context.varied, context.defaults)
         names = [q for _, q, _ in self.terms()]
         quantities = list(dict.fromkeys(names))
         evaluations = Evaluations(evaluate, self.summariser(quantities))

@@ -31,17 +31,18 @@ class Sweep(AnalysisSpec):
             raise ValueError("cases is empty; list at least one case, or drop it to sweep a grid")
         return self
 
-    def run_count(self, parameters) -> tuple[int, str] | None:
+    def run_count(self, context) -> tuple[int, str] | None:
         """The grid's size (the product of each parameter's levels); cases are written out."""
         if self.cases is not None:
             return None
         size = 1
-        for name in parameters:
+        for name in context.varied:
             levels = self.levels.get(name, 5) if isinstance(self.levels, dict) else self.levels
             size *= len(levels) if isinstance(levels, list) else int(levels)
         return size, "levels"
 
-    def design(self, parameters, seed) -> Design:
+    def design(self, context, seed) -> Design:
+        parameters = context.varied
         names = list(parameters)
         if self.cases is not None:
             return self._design_cases(names, parameters)
@@ -63,7 +64,7 @@ class Sweep(AnalysisSpec):
         matrix = np.array([[case.get(n, medians[n]) for n in names] for case in self.cases], dtype=float)
         return Design(names, matrix.reshape(-1, len(names)), {"cases": len(self.cases)})
 
-    def analyse(self, outcome: Outcome, parameters) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
         return {name: {"values": [finite_or_none(v) if ok else None
                                   for v, ok in zip(values, outcome.ok)]}
                 for name, values in outcome.values.items()}

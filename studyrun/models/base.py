@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 class ModelSpec(BaseModel):
     """Base of every `model:` block. Subclasses add `type: Literal[...]` and their own keys."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     def defaults(self) -> dict[str, float]:
         """The model's own values of its inputs (constants), used when a study does not vary them."""
         return {}
 
-    def input_names(self) -> set[str] | None:
+    def input_names(self, study_dir: Path | None = None) -> set[str] | None:
         """The inputs the model accepts, or None when any name is allowed (python, command)."""
         return None
 

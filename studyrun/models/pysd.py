@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, StudyError
@@ -36,12 +36,13 @@ from .base import ModelSpec
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
              ".stmx": "read_xmile", ".py": None}
+_COMPONENTS: dict[tuple[str, int, int], set[str]] = {}  # model file's stamp -> its components
 
 
 class PysdTime(BaseModel):
     """Overrides of the model's own time settings (INITIAL TIME, FINAL TIME, TIME STEP, SAVEPER)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     initial_time: float | None = None
     final_time: float | None = None
@@ -58,7 +59,6 @@ class Pysd(ModelSpec):
     outputs: list[str] | None = Field(None, description="model variables to return (default: "
                                                         "all)")
     time: PysdTime = Field(default_factory=PysdTime)
-    _inputs: set[str] | None = PrivateAttr(None)  # the model's components, once check() read them
 
     def model_path(self, study_dir: Path) -> Path:
         path = Path(self.file)
@@ -77,14 +77,20 @@ class Pysd(ModelSpec):
                                     "'studyrun[pysd]'", "type"))
         if not problems:
             try:
-                self._inputs = component_names(translate(path))
+                _COMPONENTS[file_stamp(path)] = component_names(translate(path))
             except StudyError as error:
                 problems += [Problem(p.message, "file") for p in error.problems]
         return problems
 
-    def input_names(self) -> set[str] | None:
-        """The model's components a parameter may set (known once check() translated it)."""
-        return self._inputs
+    def input_names(self, study_dir: Path | None = None) -> set[str] | None:
+        """The model's components a parameter may set (known once check() translated the file
+        as it is now)."""
+        if study_dir is None:
+            return None
+        try:
+            return _COMPONENTS.get(file_stamp(self.model_path(study_dir)))
+        except OSError:
+            return None
 
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """Runs depend on the model file's content."""
@@ -97,6 +103,12 @@ class Pysd(ModelSpec):
             raise StudyError(problems)
         return PysdEvaluator(str(translate(self.model_path(study_dir))), self.outputs,
                              self.time.model_dump(exclude_none=True))
+
+
+def file_stamp(path: Path) -> tuple[str, int, int]:
+    """A file's path, modification time and size: what tells a changed model file."""
+    status = path.stat()
+    return str(path), status.st_mtime_ns, status.st_size
 
 
 def translate(path: Path) -> Path:

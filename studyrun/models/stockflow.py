@@ -27,7 +27,7 @@ from .equations import (
 
 
 class Stock(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     initial: Expression
     inflows: list[str] = []

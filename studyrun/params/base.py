@@ -69,7 +69,7 @@ def check_above_low(cls: type, high: float | None, info: ValidationInfo) -> floa
 class ParameterBase(BaseModel):
     """What every parameter kind offers: the inverse CDF, a box, a median and a nominal value."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     kind: ClassVar[str]
 
     nominal: Real | None = Field(None, description="value for local sensitivity and the start of a "

@@ -72,7 +72,7 @@ class Discrete(ParameterBase):
 class Bounds(ParameterBase):
     """`bounds: [lo, hi]` alone: uniform when sampled, the box for DOE designs and fits."""
 
-    model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True, frozen=True)
     kind: ClassVar[str] = "bounds"
     limits: tuple[Real, Real] = Field(alias="bounds", description="[low, high]")  # bounds(): method
 

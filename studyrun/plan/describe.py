@@ -28,9 +28,9 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     else:
         count = -(-plan.size // int(settings.batch_size))
         lines.append(f"batches: {count} of {settings.batch_size} runs; scheduler {settings.scheduler}")
-    describe = getattr(study.analysis, "describe_design", None)
-    if describe is not None:
-        lines.append(describe(plan.design))
+    described = study.analysis.describe_design(plan.design, loaded.context)
+    if described:
+        lines.append(described)
     else:
         shown = min(plan.size, 10)
         lines.append(f"first {shown} runs:")

@@ -132,14 +132,15 @@ def read_series(plan: Plan, store: RunStore, outcome: Outcome, wanted: dict[str,
     put_on_one_grid(outcome, stored, plan.run_ids, wanted, grid)
 
 
-def series_wanted(quantities: Quantities, analysis) -> dict[str, str]:
+def series_wanted(quantities: Quantities, analysis, context) -> dict[str, str]:
     """Series to read back per run: series() quantities and the outputs an analysis needs."""
     wanted = {name: series_output(quantities.compiled[name]) for name in quantities.series_names}
-    wanted.update({name: name for name in analysis.needs_series()})
+    wanted.update({name: name for name in analysis.needs_series(context)})
     return wanted
 
 
-def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis) -> Outcome:
+def read_outcome(plan: Plan, store: RunStore, quantities: Quantities, analysis,
+                 context) -> Outcome:
     """One plan's quantities from the store, in plan order, with the series asked for."""
     return plan_outcome(plan, store.read(plan.run_ids, plan.design.matrix), store,
-                        series_wanted(quantities, analysis), analysis.series_grid())
+                        series_wanted(quantities, analysis, context), analysis.series_grid(context))

@@ -4,30 +4,28 @@ against the parameters), as located problems."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from ..analyses.base import StudyContext
 from ..core.runtable import RESERVED
 from ..core.text import suggest
 from ..dependencies import check_depends_on
 from ..expr import ExprError
-from ..params import varied
 from ..quantities import parse_quantity, shape_problem
 from . import Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-def check_study(study: Study, study_dir: Path) -> list[tuple[tuple, str]]:
-    """Problems that span sections, as (key path, message) pairs."""
+def check_study(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
+    """Problems that span sections, as (key path, message) pairs; files are relative to the
+    context's folder."""
+    folder = context.folder
     problems: list[tuple[tuple, str]] = []
-    problems += checked("model", lambda: study.model.check(study_dir))
-    problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, study_dir))
-    problems += check_parameters(study)
+    problems += checked("model", lambda: study.model.check(folder))
+    problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, folder))
+    problems += check_parameters(study, context)
     problems += check_quantities(study)
-    problems += checked("analysis", lambda: study.analysis.check_size(dict(varied(study.parameters))))
-    problems += checked("analysis", lambda: study.analysis.check(dict(varied(study.parameters))))
-    check_whole = getattr(study.analysis, "check_study", None)  # analyses reading model or data
-    if check_whole is not None:
-        problems += checked("analysis", lambda: check_whole(study))
+    problems += checked("analysis", lambda: study.analysis.check_size(context))
+    problems += checked("analysis", lambda: study.analysis.check(context))
     return list(dict.fromkeys(problems))
 
 
@@ -52,9 +50,9 @@ def split_path(path: str) -> tuple:
     return tuple(parts)
 
 
-def check_parameters(study: Study) -> list[tuple[tuple, str]]:
+def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     problems = []
-    inputs = study.model.input_names()
+    inputs = study.model.input_names(context.folder)
     for name in study.parameters:
         if not _NAME.match(name) or name in RESERVED:
             problems.append((("parameters", name), f"{name!r} cannot name a parameter: use letters, "
@@ -62,7 +60,7 @@ def check_parameters(study: Study) -> list[tuple[tuple, str]]:
         elif inputs is not None and name not in inputs:
             problems.append((("parameters", name), f"the model has no input {name!r}"
                              f"{suggest(name, inputs)} (inputs: {', '.join(sorted(inputs)) or 'none'})"))
-    if not varied(study.parameters):
+    if not context.varied:
         problems.append((("parameters",), "no parameter is varied; give at least one a "
                          "distribution or bounds"))
     return problems

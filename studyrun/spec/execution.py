@@ -30,7 +30,7 @@ _WALLTIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
 class Cluster(BaseModel):
     """One batch system's jobs, each running Dask workers for this study."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     cluster: ClusterKind = Field(
         description="the batch system: slurm | pbs | sge | lsf | htcondor")
@@ -175,7 +175,7 @@ Scheduler = Annotated[Union[Annotated[str, Tag("name")], Annotated[Cluster, Tag(
 class Execution(BaseModel):
     """How the runs are executed; the command line overrides any of these."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     scheduler: Scheduler = Field(
         "local", description="local | threads | sync | tcp://host:port | a cluster block "

@@ -31,7 +31,7 @@ CASES = {  # weight -> (SSR_A, SSR_B, sum of log err)
 
 def cost_of(tmp_path, text, **block):
     (tmp_path / "obs.csv").write_text(text)
-    data = read_blocks([DataBlock(file=str(tmp_path / "obs.csv"), **block)])
+    data = read_blocks([DataBlock(file=str(tmp_path / "obs.csv"), **block)], tmp_path)
     costs = CostFunction(data)
     return costs, costs.compute(TIME, SERIES)
 
@@ -75,7 +75,7 @@ def test_map_window_and_two_files_add_up(tmp_path):
     (tmp_path / "two.csv").write_text("name,time,value\nA,1,2\nB,3,10\n")
     data = read_blocks([DataBlock(file=str(tmp_path / "one.csv"), format="wide", map={"a_obs": "A"},
                                   window=(0, 3)),
-                        DataBlock(file=str(tmp_path / "two.csv"))])
+                        DataBlock(file="two.csv")], tmp_path)
     costs = CostFunction(data)
     c = costs.compute(TIME, SERIES)
     assert [t.key for t in costs.terms] == ["a_obs", "A", "B"]
@@ -87,7 +87,7 @@ def test_map_window_and_two_files_add_up(tmp_path):
 def test_a_repeated_variable_gets_a_numbered_key(tmp_path):
     (tmp_path / "one.csv").write_text("name,time,value\nA,1,2\n")
     blocks = [DataBlock(file=str(tmp_path / "one.csv"))] * 2
-    assert [t.key for t in CostFunction(read_blocks(blocks)).terms] == ["A", "A[2]"]
+    assert [t.key for t in CostFunction(read_blocks(blocks, tmp_path)).terms] == ["A", "A[2]"]
 
 
 @pytest.mark.parametrize("text, block, where, message", [
@@ -102,7 +102,7 @@ def test_data_mistakes_are_located_in_the_csv(tmp_path, text, block, where, mess
     path = tmp_path / "obs.csv"
     path.write_text(text)
     with pytest.raises(StudyError) as error:
-        read_blocks([DataBlock(file=str(path), **block)])
+        read_blocks([DataBlock(file=str(path), **block)], tmp_path)
     assert f"obs.csv{where}: " in str(error.value) and message in str(error.value)
 
 

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import run_cli, write_study
+from conftest import context_of, run_cli, write_study
 
 from studyrun.analyses.dgsm import Dgsm, poincare_constant
 from studyrun.core.design import Outcome
@@ -34,9 +34,9 @@ def quadratic(x):
 
 def measures(parameters, samples, model=quadratic, delta=1e-4):
     spec = Dgsm(type="dgsm", samples=samples, delta=delta)
-    design = spec.design(parameters, np.random.SeedSequence(5))
+    design = spec.design(context_of(parameters), np.random.SeedSequence(5))
     y = model(design.matrix)
-    result = spec.analyse(Outcome(design, {"y": y}, np.ones(len(y), bool)), parameters)["y"]
+    result = spec.analyse(Outcome(design, {"y": y}, np.ones(len(y), bool)), context_of(parameters))["y"]
     json.dumps(result, allow_nan=False)
     return result, design
 

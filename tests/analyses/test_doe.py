@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.doe import Doe, describe_design, predict
@@ -46,10 +47,10 @@ def quadratic(x: np.ndarray, coefs: dict[str, float] = TRUE_QUADRATIC) -> np.nda
 def run(spec: dict, params: dict, function, seed: int = 1) -> tuple[Doe, Outcome, dict]:
     """Plan, evaluate `function` on the coded design, analyse; checks the results are strict JSON."""
     doe = Doe.model_validate({"type": "doe", **spec})
-    design = doe.design(params, np.random.SeedSequence(seed))
+    design = doe.design(context_of(params), np.random.SeedSequence(seed))
     y = function(coded_matrix(design))
     outcome = Outcome(design=design, values={"y": y}, ok=np.ones(len(y), bool))
-    results = doe.analyse(outcome, params)
+    results = doe.analyse(outcome, context_of(params))
     json.dumps(results, allow_nan=False)
     json.dumps(design.info, allow_nan=False)
     return doe, outcome, results
@@ -95,15 +96,15 @@ def test_formula_terms_are_named_as_in_the_contract():
 
 def test_check_reports_problems_that_need_the_parameters():
     two = {"a": Box(0, 1), "b": Box(0, 1)}
-    paths = {p.path for p in Doe(type="doe", design="bbd").check(two)}
+    paths = {p.path for p in Doe(type="doe", design="bbd").check(context_of(two))}
     assert paths == {"design"}
-    problems = Doe(type="doe", design="fractional", generators="a b ab").check(two)
+    problems = Doe(type="doe", design="fractional", generators="a b ab").check(context_of(two))
     assert [p.path for p in problems] == ["generators"]
-    assert Doe(type="doe", design="full", levels={"zz": 3}).check(two)[0].path == "levels"
-    assert Doe(type="doe", response="x1 + x3").check(two)[0].path == "response"
-    problem = Doe(type="doe").check({"a": Box(0, np.inf), "b": Box(0, 1)})[0]
+    assert Doe(type="doe", design="full", levels={"zz": 3}).check(context_of(two))[0].path == "levels"
+    assert Doe(type="doe", response="x1 + x3").check(context_of(two))[0].path == "response"
+    problem = Doe(type="doe").check(context_of({"a": Box(0, np.inf), "b": Box(0, 1)}))[0]
     assert problem.path == "design" and problem.message.startswith("a: doe needs finite bounds")
-    assert Doe(type="doe").check(PARAMS3) == []
+    assert Doe(type="doe").check(context_of(PARAMS3)) == []
 
 
 # ---- designs ----------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ def test_check_reports_problems_that_need_the_parameters():
 ])
 def test_designs_have_expected_runs_and_stay_in_bounds(spec, runs):
     doe = Doe.model_validate({"type": "doe", **spec})
-    design = doe.design(PARAMS3, np.random.SeedSequence(3))
+    design = doe.design(context_of(PARAMS3), np.random.SeedSequence(3))
     assert design.matrix.shape == (runs, 3) and design.info["runs"] == runs
     assert design.info["type"] == spec["design"]
     coded = coded_matrix(design)
@@ -128,19 +129,19 @@ def test_designs_have_expected_runs_and_stay_in_bounds(spec, runs):
 
 def test_lhs_is_reproducible_from_the_seed():
     doe = Doe(type="doe", design="lhs", samples=9)
-    one = doe.design(PARAMS3, np.random.SeedSequence(5)).matrix
-    two = doe.design(PARAMS3, np.random.SeedSequence(5)).matrix
-    other = doe.design(PARAMS3, np.random.SeedSequence(6)).matrix
+    one = doe.design(context_of(PARAMS3), np.random.SeedSequence(5)).matrix
+    two = doe.design(context_of(PARAMS3), np.random.SeedSequence(5)).matrix
+    other = doe.design(context_of(PARAMS3), np.random.SeedSequence(6)).matrix
     np.testing.assert_array_equal(one, two)
     assert not np.allclose(one, other)
     # Latin: each factor has one run in each of the 9 strata
-    coded = coded_matrix(doe.design(PARAMS3, np.random.SeedSequence(5)))
+    coded = coded_matrix(doe.design(context_of(PARAMS3), np.random.SeedSequence(5)))
     for column in coded.T:
         assert sorted(np.floor((column + 1) / 2 * 9).astype(int)) == list(range(9))
 
 
 def test_rotatable_ccd_is_inscribed_with_the_rotatable_ratio():
-    design = Doe(type="doe", design="ccd", alpha="rotatable").design(PARAMS3, None)
+    design = Doe(type="doe", design="ccd", alpha="rotatable").design(context_of(PARAMS3), None)
     coded = coded_matrix(design)
     factorial = np.abs(coded[:8]).max()
     assert np.isclose(1 / factorial, 8 ** 0.25)  # alpha = F^(1/4) for F = 2^3 factorial runs
@@ -150,23 +151,23 @@ def test_rotatable_ccd_is_inscribed_with_the_rotatable_ratio():
 def test_csv_design_reads_natural_units(tmp_path):
     path = tmp_path / "runs.csv"
     path.write_text("c,a,b\n0,1,15\n1,2,20\n-1,0,10\n")
-    design = Doe(type="doe", design="csv", file=str(path)).design(PARAMS3, None)
+    design = Doe(type="doe", design="csv", file=str(path)).design(context_of(PARAMS3), None)
     np.testing.assert_allclose(design.matrix, [[1, 15, 0], [2, 20, 1], [0, 10, -1]])
     with pytest.raises(StudyError, match="lacks columns"):
-        Doe(type="doe", design="csv", file=str(path)).design(PARAMS3 | {"d": Box(0, 1)}, None)
+        Doe(type="doe", design="csv", file=str(path)).design(context_of(PARAMS3 | {"d": Box(0, 1)}), None)
 
 
 def test_designs_that_need_more_factors_say_so():
     with pytest.raises(StudyError, match="at least 3"):
-        Doe(type="doe", design="bbd").design({"a": Box(0, 1), "b": Box(0, 1)}, None)
+        Doe(type="doe", design="bbd").design(context_of({"a": Box(0, 1), "b": Box(0, 1)}), None)
     with pytest.raises(StudyError, match="finite bounds"):
-        Doe(type="doe", design="ccd").design({"a": Box(0, np.inf), "b": Box(0, 1)}, None)
+        Doe(type="doe", design="ccd").design(context_of({"a": Box(0, np.inf), "b": Box(0, 1)}), None)
 
 
 def test_alias_structure_of_the_textbook_quarter_fraction():
     """Montgomery's 2^(5-2)_III with D = AB, E = AC: I = ABD = ACE = BCDE."""
     params = {n: Box(0, 1) for n in "ABCDE"}
-    design = Doe(type="doe", design="fractional", generators="a b c ab ac").design(params, None)
+    design = Doe(type="doe", design="fractional", generators="a b c ab ac").design(context_of(params), None)
     info = design.info
     assert info["runs"] == 8 and info["resolution"] == 3
     assert info["generators"] == ["d = ab", "e = ac"]
@@ -194,7 +195,7 @@ def test_signed_generators_and_full_factorial_aliases():
 @pytest.mark.parametrize("k, resolution, runs", [(5, 5, 16), (6, 4, 16), (7, 3, 8), (4, 4, 8)])
 def test_fraction_by_resolution_is_smallest_and_meets_it(k, resolution, runs):
     params = {f"p{i}": Box(0, 1) for i in range(k)}
-    info = Doe(type="doe", design="fractional", resolution=resolution).design(params, None).info
+    info = Doe(type="doe", design="fractional", resolution=resolution).design(context_of(params), None).info
     assert info["runs"] == runs and info["resolution"] >= resolution
 
 
@@ -257,7 +258,7 @@ def test_confidence_intervals_cover_at_their_nominal_rate():
     from scipy import stats
 
     doe = Doe(type="doe", design="ccd", alpha="face", center=6)
-    design = doe.design(PARAMS3, None)
+    design = doe.design(context_of(PARAMS3), None)
     coded = coded_matrix(design)
     terms = standard_terms(3, "quadratic")
     exact = quadratic(coded)
@@ -367,11 +368,11 @@ def test_main_effects_and_interaction_tables():
 
 def test_failed_runs_are_left_out():
     doe = Doe(type="doe", design="ccd")
-    design = doe.design(PARAMS3, None)
+    design = doe.design(context_of(PARAMS3), None)
     y = quadratic(coded_matrix(design))
     y[3] = np.nan
     ok = np.isfinite(y)
-    results = doe.analyse(Outcome(design=design, values={"y": y}, ok=ok), PARAMS3)
+    results = doe.analyse(Outcome(design=design, values={"y": y}, ok=ok), context_of(PARAMS3))
     assert results["y"]["n_runs"] == 14
     assert results["y"]["coefficients"]["x1^2"]["estimate"] == pytest.approx(3.0)
     assert any("failed" in note for note in results["y"]["notes"])
@@ -386,24 +387,24 @@ def test_pareto_front_of_a_known_set():
 
 def test_pareto_block_in_results():
     doe = Doe(type="doe", design="full", pareto={"y": "min", "z": "max"})
-    design = doe.design(PARAMS3, None)
+    design = doe.design(context_of(PARAMS3), None)
     x = coded_matrix(design)
     values = {"y": x[:, 0] + 0.1 * x[:, 2], "z": x[:, 0] + x[:, 1]}
-    results = doe.analyse(Outcome(design=design, values=values, ok=np.ones(8, bool)), PARAMS3)
+    results = doe.analyse(Outcome(design=design, values=values, ok=np.ones(8, bool)), context_of(PARAMS3))
     front = results["_pareto"]
     assert front["senses"] == {"y": "min", "z": "max"}
     assert all(x[i, 2] == -1 for i in front["runs"])  # x3 only costs, so the front has it low
     assert front["parameters"]["c"] == [-1.0] * len(front["runs"])
     with pytest.raises(StudyError, match="unknown quantities"):
         Doe(type="doe", design="full", pareto={"w": "min"}).analyse(
-            Outcome(design=design, values=values, ok=np.ones(8, bool)), PARAMS3)
+            Outcome(design=design, values=values, ok=np.ones(8, bool)), context_of(PARAMS3))
 
 
 def test_works_with_real_parameter_specs():
     from studyrun.params import Normal, Uniform
 
     params = {"a": Uniform(low=0, high=2), "b": Normal(mean=1, std=0.1), "c": Uniform(low=-1, high=1)}
-    design = Doe(type="doe", design="ccd").design(params, np.random.SeedSequence(0))
+    design = Doe(type="doe", design="ccd").design(context_of(params), np.random.SeedSequence(0))
     lo, hi = params["b"].bounds()
     assert design.matrix[:, 1].min() == pytest.approx(lo) and design.matrix[:, 1].max() == pytest.approx(hi)
 
@@ -412,7 +413,7 @@ def test_works_with_real_parameter_specs():
 
 
 def test_describe_design_lists_coded_and_natural_units():
-    design = Doe(type="doe", design="ccd").design(PARAMS3, None)
+    design = Doe(type="doe", design="ccd").design(context_of(PARAMS3), None)
     text = describe_design(design)
     assert "doe design: ccd, 15 runs, 3 factors" in text
     assert "x2 (b) = b: coded -1..1 = [10, 20]" in text
@@ -428,12 +429,12 @@ def test_report_has_tables_and_figures(tmp_path):
         return quadratic(x) + np.random.default_rng(4).normal(0, 0.1, len(x))
 
     doe = Doe(type="doe", design="ccd", center=4, pareto={"y": "min", "z": "max"})
-    design = doe.design(PARAMS3, None)
+    design = doe.design(context_of(PARAMS3), None)
     x = coded_matrix(design)
     outcome = Outcome(design=design, values={"y": noisy(x), "z": x[:, 1] - x[:, 0] ** 2},
                       ok=np.ones(len(x), bool))
     analysis = json.loads(json.dumps({"design": design.info,
-                                      "results": doe.analyse(outcome, PARAMS3)}, allow_nan=False))
+                                      "results": doe.analyse(outcome, context_of(PARAMS3))}, allow_nan=False))
     text = doe.report(analysis, outcome, Figures(tmp_path / "figures"))
     assert "| term | estimate | std error | t | p |" in text
     assert "| source | df | SS | MS | F | p |" in text and "pure error" in text

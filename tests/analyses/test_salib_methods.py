@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.delta import Delta
@@ -30,13 +31,13 @@ def ishigami_parameters():
 
 
 def run(spec, parameters, model, seed=11):
-    design = spec.design(parameters, np.random.SeedSequence(seed))
+    design = spec.design(context_of(parameters), np.random.SeedSequence(seed))
     y = model(design.matrix)
     return Outcome(design=design, values={"y": y}, ok=np.ones(len(y), bool))
 
 
 def analyse(spec, parameters, model):
-    result = spec.analyse(run(spec, parameters, model), parameters)["y"]
+    result = spec.analyse(run(spec, parameters, model), context_of(parameters))["y"]
     json.dumps(result, allow_nan=False)
     return result
 
@@ -56,7 +57,7 @@ def test_fast_refuses_incomplete_curves():
     spec = Fast(type="fast", samples=256)
     outcome = run(spec, parameters, ishigami)
     outcome.values["y"][5] = np.nan
-    result = spec.analyse(outcome, parameters)["y"]
+    result = spec.analyse(outcome, context_of(parameters))["y"]
     assert "error" in result and result["dropped_runs"] == 1
     with pytest.raises(ValidationError, match="must exceed 4 M"):
         Fast(type="fast", samples=64)
@@ -68,7 +69,7 @@ def test_rbd_fast_ishigami_with_failed_runs_left_out():
     outcome = run(spec, parameters, ishigami)
     outcome.values["y"][:100] = np.nan
     outcome.ok[200:250] = False
-    result = spec.analyse(outcome, parameters)["y"]
+    result = spec.analyse(outcome, context_of(parameters))["y"]
     assert result["dropped_runs"] == 150 and result["effective_N"] == 4096 - 150
     for name, s1 in zip(parameters, ISHIGAMI_S1):
         assert result["S1"][name] == pytest.approx(s1, abs=0.05)
@@ -104,7 +105,7 @@ def test_unbounded_parameters_give_finite_designs():
     parameters = {"a": Normal(mean=0.0, std=1.0), "b": Uniform(low=0.0, high=1.0)}
     for spec in (Sobol(type="sobol", samples=256), RbdFast(type="rbd_fast", samples=256),
                  Fast(type="fast", samples=128)):
-        matrix = spec.design(parameters, np.random.SeedSequence(2)).matrix
+        matrix = spec.design(context_of(parameters), np.random.SeedSequence(2)).matrix
         assert np.isfinite(matrix).all()
 
 
@@ -113,8 +114,8 @@ def test_designs_are_deterministic():
     for spec in (Fast(type="fast", samples=128), RbdFast(type="rbd_fast", samples=128),
                  Delta(type="delta", samples=128, sampling="sobol"), Pawn(type="pawn"),
                  Dgsm(type="dgsm", samples=64)):
-        first = spec.design(parameters, np.random.SeedSequence(9))
-        second = spec.design(parameters, np.random.SeedSequence(9))
+        first = spec.design(context_of(parameters), np.random.SeedSequence(9))
+        second = spec.design(context_of(parameters), np.random.SeedSequence(9))
         np.testing.assert_array_equal(first.matrix, second.matrix)
         json.dumps(first.info)
 
@@ -125,7 +126,7 @@ def test_generic_report(tmp_path):
     parameters = ishigami_parameters()
     spec = RbdFast(type="rbd_fast", samples=512)
     analysis = {"analysis": "rbd_fast", "results": spec.analyse(run(spec, parameters, ishigami),
-                                                                 parameters)}
+                                                                 context_of(parameters))}
     text = spec.report(analysis, None, Figures(tmp_path / "figures"))
     assert "| x2 |" in text and "figures/rbd_fast-y.png" in text
 
@@ -136,9 +137,9 @@ def test_every_method_needs_a_varied_parameter():
     for spec in (Sobol(type="sobol"), Morris(type="morris"), Fast(type="fast"),
                  RbdFast(type="rbd_fast"), Delta(type="delta"), Pawn(type="pawn"),
                  Dgsm(type="dgsm")):
-        problems = spec.check({})
+        problems = spec.check(context_of({}))
         assert problems and "at least one varied parameter" in problems[0].message
-        assert spec.check(ishigami_parameters()) == []
+        assert spec.check(context_of(ishigami_parameters())) == []
     with pytest.raises(ValidationError, match="strictly between 0 and 1"):
         RbdFast(type="rbd_fast", confidence=1.5)
 
@@ -150,7 +151,7 @@ def test_dgsm_linear_model_and_bound_on_total_indices():
     outcome = run(spec, parameters, lambda x: x @ c)
     assert outcome.design.matrix.shape == (1024 * 4, 3)
     outcome.values["y"][[1, 2, 10]] = np.nan  # base points 0 and 2
-    result = spec.analyse(outcome, parameters)["y"]
+    result = spec.analyse(outcome, context_of(parameters))["y"]
     json.dumps(result, allow_nan=False)
     assert result["dropped_blocks"] == 2 and result["effective_N"] == 1022
     for name, ci in zip(parameters, c):
@@ -171,7 +172,7 @@ def test_delta_report_shows_every_index_salib_gives(tmp_path):
     parameters = {"a_step": Uniform(low=-1.0, high=1.0), "b": Uniform(low=0.0, high=1.0)}
     spec = Delta(type="delta", samples=128, resamples=5)
     analysis = {"analysis": "delta", "results": spec.analyse(
-        run(spec, parameters, lambda x: 3 * x[:, 0] + x[:, 1]), parameters)}
+        run(spec, parameters, lambda x: 3 * x[:, 0] + x[:, 1]), context_of(parameters))}
     result = analysis["results"]["y"]
     indices = {k for k, v in result.items() if isinstance(v, dict)}
     assert indices == {"delta_balanced", "delta_balanced_conf", "delta_raw", "delta_raw_conf",

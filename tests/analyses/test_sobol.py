@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.sobol import Sobol
@@ -29,7 +30,7 @@ def ishigami_parameters():
 
 
 def run(spec, parameters, model, seed=20261202, **quantities):
-    design = spec.design(parameters, np.random.SeedSequence(seed))
+    design = spec.design(context_of(parameters), np.random.SeedSequence(seed))
     y = model(design.matrix)
     return Outcome(design=design, values={"y": y, **quantities}, ok=np.ones(len(y), bool))
 
@@ -38,7 +39,7 @@ def test_ishigami_indices_match_analytic_values():
     parameters = ishigami_parameters()
     outcome = run(Sobol(type="sobol", samples=8192), parameters, ishigami)
     assert outcome.design.matrix.shape == (8192 * 5, 3)
-    result = Sobol(type="sobol", samples=8192).analyse(outcome, parameters)["y"]
+    result = Sobol(type="sobol", samples=8192).analyse(outcome, context_of(parameters))["y"]
     for name, s1, st in zip(parameters, ISHIGAMI_S1, ISHIGAMI_ST):
         assert result["S1"][name] == pytest.approx(s1, abs=0.03)
         assert result["ST"][name] == pytest.approx(st, abs=0.03)
@@ -52,7 +53,7 @@ def test_linear_model_first_order_are_squared_normalised_coefficients():
     c = np.array([1.0, 2.0, 3.0, 0.5])
     parameters = {f"p{i}": uniform(0.0, 1.0) for i in range(len(c))}
     spec = Sobol(type="sobol", samples=4096)
-    result = spec.analyse(run(spec, parameters, lambda x: x @ c), parameters)["y"]
+    result = spec.analyse(run(spec, parameters, lambda x: x @ c), context_of(parameters))["y"]
     expected = c**2 / np.sum(c**2)
     for name, value in zip(parameters, expected):
         assert result["S1"][name] == pytest.approx(value, abs=0.02)
@@ -67,7 +68,7 @@ def test_failed_runs_drop_whole_blocks_and_indices_stay_close():
     failed = rng.choice(len(outcome.ok), size=300, replace=False)
     outcome.values["y"][failed] = np.nan
     outcome.ok[failed[:150]] = False
-    result = spec.analyse(outcome, parameters)["y"]
+    result = spec.analyse(outcome, context_of(parameters))["y"]
     blocks = len(np.unique(failed // 5))
     assert result["dropped_blocks"] == blocks
     assert result["effective_N"] == 8192 - blocks
@@ -82,7 +83,7 @@ def test_too_few_surviving_blocks_is_an_error_entry():
     spec = Sobol(type="sobol", samples=8)
     outcome = run(spec, parameters, ishigami)
     outcome.values["y"][::5] = np.nan
-    result = spec.analyse(outcome, parameters)["y"]
+    result = spec.analyse(outcome, context_of(parameters))["y"]
     assert "error" in result and result["effective_N"] == 0
 
 
@@ -97,15 +98,15 @@ def test_samples_must_be_a_power_of_two():
 
 def test_groups_must_name_varied_parameters():
     spec = Sobol(type="sobol", groups={"g": ["x1", "nope"]})
-    problems = spec.check(ishigami_parameters())
+    problems = spec.check(context_of(ishigami_parameters()))
     assert problems and problems[0].path == "groups" and "'nope'" in problems[0].message
 
 
 def test_design_is_deterministic_and_second_order_blocks():
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=256, second_order=True)
-    first = spec.design(parameters, np.random.SeedSequence(5))
-    second = spec.design(parameters, np.random.SeedSequence(5))
+    first = spec.design(context_of(parameters), np.random.SeedSequence(5))
+    second = spec.design(context_of(parameters), np.random.SeedSequence(5))
     np.testing.assert_array_equal(first.matrix, second.matrix)
     assert first.matrix.shape == (256 * 8, 3)
     json.dumps(first.info)
@@ -114,7 +115,7 @@ def test_design_is_deterministic_and_second_order_blocks():
 def test_second_order_ishigami_interaction():
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=4096, second_order=True)
-    result = spec.analyse(run(spec, parameters, ishigami), parameters)["y"]
+    result = spec.analyse(run(spec, parameters, ishigami), context_of(parameters))["y"]
     assert result["S2"]["x1"]["x3"] == pytest.approx(0.2437, abs=0.06)
     assert abs(result["S2"]["x1"]["x2"]) < 0.06
     assert set(result["S2_conf"]["x1"]) == {"x2", "x3"}
@@ -123,7 +124,7 @@ def test_second_order_ishigami_interaction():
 def test_groups_give_indices_per_group():
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=4096, groups={"g13": ["x1", "x3"]})
-    result = spec.analyse(run(spec, parameters, ishigami), parameters)["y"]
+    result = spec.analyse(run(spec, parameters, ishigami), context_of(parameters))["y"]
     assert set(result["S1"]) == {"g13", "x2"}
     assert result["S1"]["x2"] == pytest.approx(0.4424, abs=0.03)
     assert result["ST"]["g13"] == pytest.approx(1 - 0.4424, abs=0.03)
@@ -132,13 +133,13 @@ def test_groups_give_indices_per_group():
 def test_time_resolved_indices():
     parameters = {"a": uniform(0.0, 1.0), "b": uniform(0.0, 1.0)}
     spec = Sobol(type="sobol", samples=1024, outputs=["x"])
-    design = spec.design(parameters, np.random.SeedSequence(3))
+    design = spec.design(context_of(parameters), np.random.SeedSequence(3))
     time = np.linspace(0.0, 1.0, 5)
     # x(t) = a (1 - t) + b t: a alone at the start, b alone at the end, half each midway
     series = design.matrix[:, :1] * (1 - time) + design.matrix[:, 1:] * time
     outcome = Outcome(design=design, values={}, ok=np.ones(len(series), bool),
                       series={"x": series}, time=time)
-    result = spec.analyse(outcome, parameters)["x"]
+    result = spec.analyse(outcome, context_of(parameters))["x"]
     assert result["time"] == list(time)
     assert result["S1"]["a"][0] == pytest.approx(1.0, abs=0.03)
     assert result["S1"]["b"][-1] == pytest.approx(1.0, abs=0.03)
@@ -152,7 +153,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=512)
     outcome = run(spec, parameters, ishigami)
-    analysis = {"analysis": "sobol", "results": spec.analyse(outcome, parameters)}
+    analysis = {"analysis": "sobol", "results": spec.analyse(outcome, context_of(parameters))}
     text = spec.report(analysis, outcome, Figures(tmp_path / "figures"))
     assert "| x1 |" in text and "figures/" in text
     assert list((tmp_path / "figures").glob("*.png"))
@@ -163,12 +164,12 @@ def test_report_draws_time_resolved_indices(tmp_path):
 
     parameters = {"a": uniform(0.0, 1.0), "b": uniform(0.0, 1.0)}
     spec = Sobol(type="sobol", samples=64, outputs=["x"])
-    design = spec.design(parameters, np.random.SeedSequence(3))
+    design = spec.design(context_of(parameters), np.random.SeedSequence(3))
     time = np.linspace(0.0, 1.0, 4)
     series = (design.matrix[:, :1] + 2 * design.matrix[:, 1:]) * time  # zero at t = 0
     outcome = Outcome(design=design, values={"x_final": series[:, -1]},
                       ok=np.ones(len(series), bool), series={"x": series}, time=time)
-    analysis = {"analysis": "sobol", "results": spec.analyse(outcome, parameters)}
+    analysis = {"analysis": "sobol", "results": spec.analyse(outcome, context_of(parameters))}
     assert analysis["results"]["x"]["S1"]["a"][0] is None  # no variance at t = 0
     assert analysis["results"]["x"]["S1"]["b"][-1] == pytest.approx(0.8, abs=0.1)
     text = spec.report(analysis, outcome, Figures(tmp_path / "figures"))
@@ -178,7 +179,7 @@ def test_report_draws_time_resolved_indices(tmp_path):
 def test_constant_quantity_has_zero_indices_and_a_warning():
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=64, second_order=True)
-    result = spec.analyse(run(spec, parameters, lambda x: np.full(len(x), 3.0)), parameters)["y"]
+    result = spec.analyse(run(spec, parameters, lambda x: np.full(len(x), 3.0)), context_of(parameters))["y"]
     assert result["ST"] == {"x1": 0.0, "x2": 0.0, "x3": 0.0}
     assert result["S2"]["x1"] == {"x2": 0.0, "x3": 0.0}
     assert "same in every run" in result["warnings"][0]

@@ -2,8 +2,10 @@
 type, as scikit-learn checks every estimator. The examples are in conformance_table.py; a type
 added to a union without an example there fails `test_every_union_member_has_an_example`.
 
-Checks: the job a study ships to its workers pickles and gives the same output after a round
-trip; results and runs do not depend on batch size, workers or scheduler; analyses tolerate
+Checks: a design is the same for the same seed and its chunks make it whole; the spec is
+unchanged by loading, validation and a run; the job a study ships to its workers pickles and
+gives the same output after a round trip; results and runs do not depend on batch size, workers
+or scheduler; analyses tolerate
 failed runs and NaN quantities where their method allows and say how many runs they dropped
 (or say clearly that they cannot); the report is rebuilt from analysis.json and the store alone.
 Every check that runs a study is `slow` (a second or more of CPU each, some start processes).
@@ -19,18 +21,22 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import cloudpickle
 import numpy as np
 import pytest
 from conformance_table import ALL, ANALYSES, Example, member_types, merged, missing_examples
 
+from studyrun import pipeline
+from studyrun.analyses.base import AnalysisSpec
 from studyrun.core.batch import RunContext
-from studyrun.loading import load_study
+from studyrun.loading import include_files, load_study, read_yaml, validate
 from studyrun.pipeline import make_job, run_study
 from studyrun.plan.study import plan_study
 from studyrun.results import rebuild_report
-from studyrun.spec import AnalysisUnion, ModelUnion
+from studyrun.spec import AnalysisUnion, ModelUnion, Study
+from studyrun.spec.checks import check_study
 
 
 @dataclass(frozen=True)
@@ -62,12 +68,14 @@ ON_A_CLUSTER = ["analysis-montecarlo", "ragged-sobol", "analysis-local", "analys
 
 @dataclass
 class Run:
-    """A finished study: its folder, analysis.json and runs.csv rows (run order)."""
+    """A finished study: its folder, analysis.json and runs.csv rows (run order), and its spec
+    as validated afresh, after loading, and after the run (one Loaded throughout)."""
 
     study: Path
     out: Path
     analysis: dict[str, Any]
     rows: list[dict[str, str]]
+    specs: tuple[dict, dict, dict]
 
     def runs(self) -> list[dict[str, str]]:
         """runs.csv without what may differ from one execution to another."""
@@ -88,11 +96,16 @@ class Runs:
             folder = self.root / name / (variant or "plain") / setting.name
             study = (example or ALL[name]).write(folder, batch_size=setting.batch_size)
             out = folder / "out"
-            run_study(study, out, scheduler=setting.scheduler, workers=setting.workers, quiet=True)
+            loaded = load_study(study)
+            loaded_spec = loaded.study.model_dump()
+            with patch.object(pipeline, "load_study", lambda *_, **__: loaded):  # this object
+                run_study(study, out, scheduler=setting.scheduler, workers=setting.workers,
+                          quiet=True)
             with open(out / "runs.csv", newline="") as handle:
                 rows = list(csv.DictReader(handle))
             analysis = json.loads((out / "analysis.json").read_text())
-            self.done[key] = Run(study, out, analysis, rows)
+            specs = (as_validated(study), loaded_spec, loaded.study.model_dump())
+            self.done[key] = Run(study, out, analysis, rows, specs)
         return self.done[key]
 
 
@@ -115,6 +128,50 @@ def test_every_union_member_has_an_example():
                          "tests/conformance/conformance_table.py")
     assert set(member_types(ModelUnion)) >= {"python", "command", "ode", "stockflow", "pysd"}
     assert len(member_types(AnalysisUnion)) == len(ANALYSES)
+
+
+def as_validated(path: Path) -> dict:
+    """The study file validated afresh, nothing else done with it."""
+    return validate(Study, include_files(read_yaml(path))).model_dump()
+
+
+@pytest.mark.parametrize("name", list(ANALYSES))
+def test_a_design_is_the_same_for_the_same_seed_and_its_chunks_make_it_whole(name, tmp_path):
+    path = ANALYSES[name].write(tmp_path)
+    loaded = load_study(path)
+    analysis, context = loaded.study.analysis, loaded.context
+    assert check_study(loaded.study, context) == []
+
+    def seed():
+        return np.random.SeedSequence(loaded.study.seed)
+
+    design, again = analysis.design(context, seed()), analysis.design(context, seed())
+    assert design.names == again.names == list(context.varied)
+    assert design.matrix.shape[1] == len(design.names) and len(design.matrix) >= 1
+    assert np.array_equal(design.matrix, again.matrix) and same(design.info, again.info)
+    own_chunks = type(analysis).design_chunks is not AnalysisSpec.design_chunks
+    for rows in (1, 7, len(design.matrix)):
+        chunks = list(analysis.design_chunks(context, seed(), rows))
+        assert all(chunk.names == design.names for chunk in chunks)
+        assert np.array_equal(np.vstack([chunk.matrix for chunk in chunks]), design.matrix)
+        assert not own_chunks or max(len(chunk.matrix) for chunk in chunks) <= rows
+    assert isinstance(analysis.describe_design(design, context), str)
+    assert plan_study(loaded).size == len(design.matrix)
+    assert loaded.study.model_dump() == as_validated(path)  # nor changed by any of this
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, numpy arrays included."""
+    return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True,
+                                                                     default=repr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ALL))
+def test_the_spec_is_unchanged_by_loading_validation_and_a_run(runs, name):
+    validated, loaded, after_the_run = runs.get(name).specs
+    assert loaded == validated
+    assert after_the_run == validated
 
 
 @pytest.mark.slow

@@ -69,10 +69,12 @@ def test_the_translation_goes_to_the_cache_not_beside_the_model(model_dir, cache
 
 def test_parameters_must_name_components_of_the_model(model_dir):
     spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"})
-    assert spec.input_names() is None  # unknown until check() has read the model
+    assert spec.input_names(model_dir) is None  # unknown until check() has read the model
     assert spec.check(model_dir) == []
-    assert {"characteristic_time", "room_temperature"} <= spec.input_names()
-    assert "time" not in spec.input_names()
+    assert {"characteristic_time", "room_temperature"} <= spec.input_names(model_dir)
+    assert "time" not in spec.input_names(model_dir)
+    (model_dir / "teacup.mdl").write_text(TEACUP.read_text() + "\n")
+    assert spec.input_names(model_dir) is None  # the file changed: unknown until checked again
 
 
 def test_missing_file_and_missing_pysd_are_problems(monkeypatch, tmp_path):

@@ -176,17 +176,18 @@ DESIGNED = """
 def plans_whole_and_in_slices(folder, parameters: str, sampling: str = "random", rows: int = 64):
     """The ids of a study's design planned whole (as `studyrun plan` does) and slice by slice,
     its repeats counted across slices (as `studyrun run` does beyond CHUNK_ROWS runs)."""
-    from studyrun.pipeline import load_study, plan_parts
+    from studyrun.loading import load_study
+    from studyrun.plan.study import identity_context
 
     study = write_study(folder, DESIGNED.replace("PARAMETERS", parameters)
                         .replace("SAMPLING", sampling))
     loaded = load_study(study)
-    varied, fixed, context = plan_parts(loaded)
+    context, fixed, identity = loaded.context, loaded.context.fixed, identity_context(loaded)
     analysis, seed = loaded.study.analysis, loaded.study.seed
-    whole = make_plan(analysis.design(varied, np.random.SeedSequence(seed)), fixed, context)
+    whole = make_plan(analysis.design(context, np.random.SeedSequence(seed)), fixed, identity)
     earlier = Occurrences()
-    slices = [make_plan(design, fixed, context, earlier)
-              for design in analysis.design_chunks(varied, np.random.SeedSequence(seed), rows)]
+    slices = [make_plan(design, fixed, identity, earlier)
+              for design in analysis.design_chunks(context, np.random.SeedSequence(seed), rows)]
     assert len(slices) == -(-200 // rows)
     assert (np.vstack([s.design.matrix for s in slices]) == whole.design.matrix).all()
     return whole.run_ids, np.concatenate([s.run_ids for s in slices])

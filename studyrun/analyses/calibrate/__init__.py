@@ -36,7 +36,6 @@ or `mcmc` (`intervals`: name -> `mean`, `sd`, `lower`, `median`, `upper` (2.5/50
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import (
@@ -45,13 +44,12 @@ from pydantic import (
     Field,
     NonNegativeInt,
     PositiveInt,
-    PrivateAttr,
     model_validator,
 )
 
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
-from ..base import AnalysisSpec, search_runs
+from ..base import AnalysisSpec, StudyContext, search_runs
 from .data import (
     DataBlock,
     Observations,
@@ -71,7 +69,7 @@ FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
 class Mcmc(BaseModel):
     """`method: mcmc`: adaptive Metropolis with delayed rejection, started from a fit."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     iterations: PositiveInt = Field(1000, description="iterations per chain, burn-in included")
     burnin: NonNegativeInt = Field(250, description="iterations dropped at the start of each chain")
@@ -127,13 +125,8 @@ class Calibrate(AnalysisSpec):
     fit: Literal["lm", "trf"] = Field("lm", description="the trajectory fit of refine and mcmc")
     mcmc: Mcmc = Field(default_factory=Mcmc, description="method: mcmc settings")
 
-    _observations: list[Observations] | None = PrivateAttr(None)
-    _extra_series: list[str] = PrivateAttr(default_factory=list)
-    _model: Any = PrivateAttr(None)
-    _fixed: dict[str, float] = PrivateAttr(default_factory=dict)
-
-    def run_count(self, parameters) -> tuple[int, str]:
-        counts = [search_runs(self, len(parameters))]
+    def run_count(self, context: StudyContext) -> tuple[int, str]:
+        counts = [search_runs(self, len(context.varied))]
         if self.method == "mcmc":
             counts.append((self.mcmc.chains * self.mcmc.iterations, "mcmc.iterations"))
         return max(counts)
@@ -142,101 +135,100 @@ class Calibrate(AnalysisSpec):
     def blocks(self) -> list[DataBlock]:
         return self.data if isinstance(self.data, list) else [self.data]
 
-    def resolve_paths(self, folder: Path) -> None:
-        for block in self.blocks:
-            if not Path(block.file).is_absolute():
-                block.file = str(folder / block.file)
-        self._observations = None
+    def observations(self, context: StudyContext) -> list[Observations]:
+        """The data blocks read, their files relative to the study's folder (read again only
+        when a file changed)."""
+        return read_blocks(self.blocks, context.folder)
 
-    def observations(self) -> list[Observations]:
-        """The data blocks read (once)."""
-        if self._observations is None:
-            self._observations = read_blocks(self.blocks)
-        return self._observations
-
-    def needs_series(self) -> list[str]:
+    def needs_series(self, context: StudyContext) -> list[str]:
+        """The outputs the data observe; for gradient matching also the states they do not
+        observe, whose trajectories enter the mismatch."""
         try:
-            return outputs_needed(self.observations()) + self._extra_series
+            needed = outputs_needed(self.observations(context))
         except StudyError:  # `studyrun report DIR` reads the study copy, away from its data;
             return []       # a run checks the data before it asks (check())
+        return needed + [s for s in self.state_names(context) if s not in needed]
 
-    def series_grid(self):
+    def state_names(self, context: StudyContext) -> list[str]:
+        """The states of an equation model that gradient matching fits (none otherwise)."""
+        from ...models.base import HasEquations
+
+        if self.method != "gradient-matching" or not isinstance(context.model, HasEquations):
+            return []
+        try:
+            return list(context.model.to_system().initial)
+        except StudyError:  # an invalid model: its own check reports it
+            return []
+
+    def series_grid(self, context: StudyContext):
         """Runs whose grids differ are compared at the observation times."""
         import numpy as np
 
         try:
-            data = self.observations()
+            data = self.observations(context)
         except StudyError:
             return None
         return np.unique(np.concatenate([np.asarray(v.x, dtype=float)
                                          for obs in data for v in obs.variables]))
 
-    def check(self, parameters) -> list[Problem]:
+    def check(self, context: StudyContext) -> list[Problem]:
+        """Discrete parameters and missing data files; then the observed variables against the
+        model's outputs and time span (when the model spec tells them; otherwise after the first
+        run), and what gradient matching needs of the model."""
         problems = []
-        for name, p in parameters.items():
+        for name, p in context.varied.items():
             if getattr(p, "kind", "") == "discrete":
                 problems.append(Problem(f"calibrate fits continuous parameters; {name!r} is "
                                         "discrete (fix it, or give it bounds)", ""))
+        missing = []
         for i, block in enumerate(self.blocks):
-            if not Path(block.file).is_file():
+            if not context.path(block.file).is_file():
                 where = f"data[{i}].file" if isinstance(self.data, list) else "data.file"
-                problems.append(Problem(f"data file not found: {block.file}", where))
-        if not problems:
-            self.observations()  # CSV mistakes are StudyErrors at the file's line and column
-        return problems
-
-    def check_study(self, study) -> list[Problem]:
-        """Observed variables against the model's outputs and time span (when the model spec
-        tells them; otherwise after the first run); keeps the model for nominal starts and
-        gradient matching."""
-        from ...params import Fixed
-
-        self._model = study.model
-        self._fixed = {n: p.nominal_value(None) for n, p in study.parameters.items()
-                       if isinstance(p, Fixed)}
-        if not all(Path(block.file).is_file() for block in self.blocks):
-            return []  # reported by check()
-        time = getattr(study.model, "time", None)
+                missing.append(Problem(f"data file not found: {context.path(block.file)}", where))
+        if missing:
+            return problems + missing
+        data = self.observations(context)  # CSV mistakes are StudyErrors at the file's line and column
+        time = getattr(context.model, "time", None)
         span = (float(time.start), float(time.stop)) if time is not None else None
-        check_against_model(self.observations(), study.model.output_names(), span)
-        return self.gradient_problems(study) if self.method == "gradient-matching" else []
+        check_against_model(data, context.model.output_names(), span)
+        return problems + (self.gradient_problems(context) if self.method == "gradient-matching"
+                           else [])
 
-    def gradient_problems(self, study) -> list[Problem]:
+    def gradient_problems(self, context: StudyContext) -> list[Problem]:
         """Gradient matching reads an equation model's right-hand side, and takes the parameters
         that only set initial states from the data at the model's start."""
         from ...models.base import HasEquations
-        from ...params import varied
         from .gradient import initial_state_problems
 
-        if not isinstance(study.model, HasEquations):
+        if not isinstance(context.model, HasEquations):
             return [Problem("gradient matching evaluates the model's right-hand side: it needs an "
                             "ode or stockflow model (use lm or trf)", "method")]
         try:
-            return initial_state_problems(study.model.to_system(), list(varied(study.parameters)),
-                                          self.observations())
+            return initial_state_problems(context.model.to_system(), list(context.varied),
+                                          self.observations(context))
         except StudyError:  # an invalid model: its own check reports it
             return []
 
-    def design(self, parameters, seed) -> Design:
+    def design(self, context: StudyContext, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
         from ..search.fit import make_box
 
-        box = make_box(parameters, self._model.defaults() if self._model is not None else {})
+        box = make_box(context.varied, context.defaults)
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
 
-    def describe_design(self, design: Design) -> str:
+    def describe_design(self, design: Design, context: StudyContext) -> str:
         """What `studyrun plan` says of an iterative fit."""
-        data = self.observations()
+        data = self.observations(context)
         n = sum(len(v.x) for obs in data for v in obs.variables)
         names = ", ".join(dict.fromkeys(v.label for obs in data for v in obs.variables))
         start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
         return (f"iterative: the {self.method} fit plans its runs as it goes, starting from "
                 f"{start}; {n} observations of {names} in {len(data)} data file(s)")
 
-    def iterate(self, evaluate, parameters, seed) -> dict[str, Any]:
+    def iterate(self, evaluate, context: StudyContext, seed) -> dict[str, Any]:
         from .calibration import calibrate
 
-        return calibrate(self, evaluate, parameters, seed)
+        return calibrate(self, evaluate, context, seed)
 
     def report(self, analysis: dict[str, Any], outcome, figures: "Figures") -> str:
         from .report import report

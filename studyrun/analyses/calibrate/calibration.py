@@ -21,11 +21,12 @@ UNFITTED = ("every run the fit tried failed or gave no finite cost, the start's 
             "estimate is no fit; start where the model runs (set the parameters' nominal values)")
 
 
-def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[str, Any]:
-    """Fit the parameters to the data by `spec.method`; return the results block."""
-    data = spec.observations()
+def calibrate(spec, evaluate, context, seed: np.random.SeedSequence) -> dict[str, Any]:
+    """Fit the varied parameters to the data by `spec.method`; return the results block."""
+    data = spec.observations(context)
+    parameters = context.varied
     costs = CostFunction(data)
-    box = make_box(parameters, spec._model.defaults() if spec._model is not None else {})
+    box = make_box(parameters, context.defaults)
     lhs_seed, evolution_seed, mcmc_seed = seed.spawn(3)
     evaluations = Evaluations(evaluate, summariser(costs))
     evaluations(box.start[None])
@@ -36,13 +37,13 @@ def calibrate(spec, evaluate, parameters, seed: np.random.SeedSequence) -> dict[
     if spec.jacobian == "exact":
         from .exact import exact_jacobian
 
-        settings.exact, note = exact_jacobian(spec, costs, box)
+        settings.exact, note = exact_jacobian(context, costs, box)
         notes += [note] if note else []
     if spec.method == "gradient-matching":
         from .gradient import gradient_matching
 
-        result, extra["gradient_matching"] = gradient_matching(spec, evaluate, evaluations, data,
-                                                               box, settings)
+        result, extra["gradient_matching"] = gradient_matching(spec, context, evaluate,
+                                                               evaluations, data, box, settings)
     else:
         if spec.method == "mcmc":
             settings.method = spec.fit

@@ -29,7 +29,7 @@ MISSING = {"", "na", "nan", "null", "n/a", "none"}
 class DataBlock(BaseModel):
     """One observed-data file and how to read it (FME modCost's conventions)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str = Field(description="CSV file, relative to the study file's folder")
     format: Literal["long", "wide"] = Field(
@@ -88,9 +88,30 @@ class Observations:
         return self.block.file
 
 
-def read_blocks(blocks: list[DataBlock]) -> list[Observations]:
-    """Every data block read and checked on its own (not yet against a model)."""
-    return [read_block(block, i) for i, block in enumerate(blocks)]
+_READ: dict[tuple, list[Observations]] = {}  # (each block and its file's stamp) -> those blocks read
+_READ_KEPT = 16
+
+
+def read_blocks(blocks: list[DataBlock], folder: Path) -> list[Observations]:
+    """Every data block read and checked on its own (not yet against a model), its file relative
+    to `folder`; read once while the files are unchanged."""
+    located = [block.model_copy(update={"file": str(folder / block.file)}) for block in blocks]
+    key = tuple((block.model_dump_json(), *file_stamp(block.file)) for block in located)
+    if key not in _READ:
+        read = [read_block(block, i) for i, block in enumerate(located)]
+        while len(_READ) >= _READ_KEPT:
+            _READ.pop(next(iter(_READ)))
+        _READ[key] = read
+    return _READ[key]
+
+
+def file_stamp(path: str) -> tuple[int, int] | tuple[None, None]:
+    """A file's modification time and size: what tells a changed file from the one read."""
+    try:
+        status = Path(path).stat()
+    except OSError:  # read_block reports it
+        return None, None
+    return status.st_mtime_ns, status.st_size
 
 
 class Table:

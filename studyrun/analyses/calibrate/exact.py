@@ -19,11 +19,11 @@ from ..search.fit import Box
 from .cost import CostFunction
 
 
-def exact_jacobian(spec, costs: CostFunction, box: Box) -> tuple[Callable | None, str | None]:
+def exact_jacobian(context, costs: CostFunction, box: Box) -> tuple[Callable | None, str | None]:
     """p -> J (N, m), or None and the reason when the model has no exact derivatives."""
     from ..local.exact import NotDifferentiable, exact_functions, symbolic_model
 
-    model = spec._model
+    model = context.model
     if not isinstance(model, HasEquations):
         return None, "exact Jacobians need an ode or stockflow model; used forward differences"
     system = model.to_system()
@@ -33,7 +33,7 @@ def exact_jacobian(spec, costs: CostFunction, box: Box) -> tuple[Callable | None
         return None, f"no exact Jacobian ({error}); used forward differences"
 
     def jacobian(p: np.ndarray) -> np.ndarray:
-        values = {**spec._fixed, **dict(zip(box.names, map(float, p)))}
+        values = {**context.fixed, **dict(zip(box.names, map(float, p)))}
         times, found = exact_functions(system, values, box.names, costs.outputs, system.rtol,
                                        system.atol, symbolic)
         return residual_jacobian(costs, times, {o: found[o][1] for o in costs.outputs})

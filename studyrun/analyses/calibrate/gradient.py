@@ -53,16 +53,16 @@ class Search:
 class DirectionField:
     """The mismatch between the model's right-hand side and the slopes of the smoothed data."""
 
-    def __init__(self, spec, data: list[Observations], box: Box) -> None:
+    def __init__(self, context, data: list[Observations], box: Box) -> None:
         from ...models.equations import CompiledSystem
 
-        model = spec._model
+        model = context.model
         if not isinstance(model, HasEquations):
             raise StudyError("gradient matching evaluates the model's right-hand side: it needs "
                              "an ode or stockflow model", path="analysis.method")
         system = model.to_system()
         self.compiled = CompiledSystem(system)
-        self.constants = {**{k: float(v) for k, v in system.constants.items()}, **spec._fixed}
+        self.constants = {**{k: float(v) for k, v in system.constants.items()}, **context.fixed}
         self.box = box
         states = self.compiled.state_names
         merged = merge_by_state(data, states)
@@ -203,13 +203,13 @@ def verdict(stages: list[tuple[float, Any, bool]]) -> Search:
                         "at rounding level)")
 
 
-def match_with_hidden_states(spec, evaluate, evaluations: Evaluations, field: DirectionField,
+def match_with_hidden_states(evaluate, evaluations: Evaluations, field: DirectionField,
                              box: Box, settings: Settings, start: np.ndarray
                              ) -> tuple[np.ndarray, Search, int, bool]:
     """Outer steps: the trajectory and its sensitivities at p (m + 1 runs, one batch), then the
     direction-field fit with the unobserved states linearised around p, within a trust radius
-    that grows when the trajectory cost falls and shrinks (the step undone) when it rises."""
-    spec._extra_series = list(field.hidden)
+    that grows when the trajectory cost falls and shrinks (the step undone) when it rises. The
+    runs carry those states' series: Calibrate.needs_series asks for them."""
     p, radius, best, search = start, 0.25, np.inf, Search(False, "no outer step was made")
     trial, outer = start, 0
     for outer in range(1, OUTER + 1):
@@ -291,14 +291,15 @@ def initial_state_problems(system, names: list[str], data: list[Observations]) -
     return problems
 
 
-def gradient_matching(spec, evaluate, evaluations: Evaluations, data: list[Observations], box: Box,
-                      settings: Settings) -> tuple[FitResult, dict[str, Any]]:
+def gradient_matching(spec, context, evaluate, evaluations: Evaluations,
+                      data: list[Observations], box: Box, settings: Settings
+                      ) -> tuple[FitResult, dict[str, Any]]:
     """Gradient matching from the nominal start, then (refine) a trajectory fit from its answer."""
-    field = DirectionField(spec, data, box)
+    field = DirectionField(context, data, box)
     start = field.with_initial_states(box.start)
     if field.hidden:
-        p, search, outer, settled = match_with_hidden_states(spec, evaluate, evaluations, field,
-                                                             box, settings, start)
+        p, search, outer, settled = match_with_hidden_states(evaluate, evaluations, field, box,
+                                                             settings, start)
     else:
         (p, search), outer, settled = field.minimise(start), 1, True
     p = field.with_initial_states(p)  # again: an initial value may read a fitted parameter

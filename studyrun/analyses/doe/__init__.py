@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
-from ..base import AnalysisSpec
+from ..base import AnalysisSpec, StudyContext
 from .designs import build_design, coded_matrix, describe_design
 from .interpret import (
     build_pareto,
@@ -38,7 +38,6 @@ from .surface import find_stationary_point, fit_surface, predict
 from .terms import read_coding, select_terms, to_coded
 
 if TYPE_CHECKING:
-    from ...params import ParameterSpec
     from ...report.figures import Figures
 
 __all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
@@ -53,7 +52,8 @@ class Doe(AnalysisSpec):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
+                              frozen=True)
 
     # YAML `design:`; named `kind` here because `design()` is the plug-in method
     kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv"] = Field(
@@ -125,8 +125,9 @@ class Doe(AnalysisSpec):
             return "quadratic"
         return _DEFAULT_RESPONSE[self.kind]
 
-    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
+    def check(self, context: StudyContext) -> list[Problem]:
         """Problems that need the varied parameters: their number, bounds and the keys naming them."""
+        parameters = context.varied
         problems = []
         try:
             read_coding(list(parameters), parameters)
@@ -153,8 +154,9 @@ class Doe(AnalysisSpec):
                 problems += [Problem(p.message, path="response") for p in error.problems]
         return problems
 
-    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str] | None:
+    def run_count(self, context: StudyContext) -> tuple[int, str] | None:
         """The runs a user's number sets: a full factorial's levels, lhs samples, centre points."""
+        parameters = context.varied
         if self.kind == "full":
             levels = self.levels if isinstance(self.levels, dict) else {}
             default = self.levels if isinstance(self.levels, int) else 2
@@ -165,21 +167,25 @@ class Doe(AnalysisSpec):
             return self.center, "center"
         return None
 
-    def describe_design(self, design: Design) -> str:
+    def describe_design(self, design: Design, context: StudyContext) -> str:
         """`studyrun plan`: the design in coded and natural units, with a fraction's aliases."""
         return describe_design(design)
 
-    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
-        """The coded design mapped onto the parameters' bounds."""
-        spec = self.model_copy(update={"response": self.response_model()})
-        design = build_design(spec, parameters, seed)
+    def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
+        """The coded design mapped onto the parameters' bounds (a design file's path relative to
+        the study's folder)."""
+        update = {"response": self.response_model()}
+        if self.file is not None:
+            update["file"] = str(context.path(self.file))
+        spec = self.model_copy(update=update)
+        design = build_design(spec, context.varied, seed)
         design.info["response"] = spec.response
         return design
 
-    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """Per quantity: the response-surface fit, ANOVA, effects and canonical analysis."""
         names = outcome.design.names
-        centers, halves = read_coding(names, parameters)
+        centers, halves = read_coding(names, context.varied)
         coded = to_coded(outcome.design.matrix, centers, halves)
         terms = select_terms(self.response_model(), names)
         coding = {n: {"symbol": f"x{i + 1}", "center": float(c), "half_range": float(h)}

@@ -33,18 +33,16 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
-    PrivateAttr,
     field_validator,
 )
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
-from ..base import AnalysisSpec
+from ..base import AnalysisSpec, StudyContext
 from .collinearity import MAX_SUBSETS, subset_count
 from .sensitivity import difference_rows, perturbation_steps
 
 if TYPE_CHECKING:
-    from ...params import ParameterSpec
     from ...report.figures import Figures
 
 Method = Literal["central", "forward", "exact"]
@@ -57,7 +55,7 @@ class PartitionSpec(BaseModel):
     """Coefficients on fewer trajectory points (docs/methods.md,
     "Reduced-partition sensitivity coefficients")."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     intervals: PositiveInt = Field(4, description="intervals of the first uniform partition "
                                                   "(Algorithm 1), doubled until it settles")
@@ -96,11 +94,6 @@ class Local(AnalysisSpec):
         default_factory=PartitionSpec, description="coefficients on fewer trajectory points "
                                                    "(ode and stockflow models); false to skip")
 
-    _model: Any = PrivateAttr(None)
-    _values: dict = PrivateAttr(default_factory=dict)
-    _notes: list = PrivateAttr(default_factory=list)
-    _exact: dict = PrivateAttr(default_factory=dict)
-
     @field_validator("outputs")
     @classmethod
     def _outputs_unique(cls, value: list[str]) -> list[str]:
@@ -109,28 +102,20 @@ class Local(AnalysisSpec):
             raise ValueError(f"each output once; got {', '.join(twice)} more than once")
         return value
 
-    def prepare(self, study: Any) -> Any:
-        """Keep the model and the nominal values of every input; tighten an adaptive solver."""
-        try:
-            defaults = study.model.defaults()
-        except Exception:  # an invalid model: check_study reports it
-            defaults = {}
-        self._values = {**defaults, **{name: p.nominal_value(defaults.get(name))
-                                       for name, p in study.parameters.items()}}
-        model, note = tighten(study.model, self.delta, self.solver_rtol)
-        self._model, self._notes = model, [note] if note else []
-        return study if model is study.model else study.model_copy(update={"model": model})
+    def model_for(self, model: Any) -> tuple[Any, list[str]]:
+        """The model with an adaptive solver tightened for differences, and a note saying so."""
+        model, note = tighten(model, self.delta, self.solver_rtol)
+        return model, [note] if note else []
 
-    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
+    def check(self, context: StudyContext) -> list[Problem]:
+        parameters = context.varied
         problems = [] if parameters else [Problem(
             "local needs at least one varied parameter; give it a distribution or bounds "
             "(its nominal value is the model's own unless `nominal:` says otherwise)", "type")]
-        known = None
-        if self._model is not None:
-            try:
-                known = self._model.output_names()
-            except Exception:  # an invalid model: check_study reports it
-                known = None
+        try:
+            known = context.model.output_names()
+        except Exception:  # an invalid model: its own check reports it
+            known = None
         for i, name in enumerate(self.outputs):
             if name in RESERVED:
                 problems.append(Problem(f"an output cannot be called {name!r} here (the results "
@@ -148,13 +133,14 @@ class Local(AnalysisSpec):
                                     f"set collinearity_max (try 4)", "collinearity_max"))
         return problems
 
-    def needs_series(self) -> list[str]:
+    def needs_series(self, context: StudyContext) -> list[str]:
         return list(self.outputs)
 
-    def methods(self, names: list[str]) -> tuple[list[str], list[str]]:
+    def methods(self, names: list[str], model: Any) -> tuple[list[str], list[str]]:
         """The methods computed, the primary first, with `exact` replaced where it cannot be."""
         wanted = list(dict.fromkeys([self.method, *self.compare]))
-        ok, reason = self.exact_status(names) if "exact" in wanted else (True, "")
+        ok, reason, _ = exact_status(model, names, self.outputs) if "exact" in wanted \
+            else (True, "", None)
         if ok:
             return wanted, []
         if self.method == "exact":
@@ -164,38 +150,28 @@ class Local(AnalysisSpec):
             note = f"exact sensitivities are not available ({reason}); not compared"
         return list(dict.fromkeys(m for m in wanted if m != "exact")), [note]
 
-    def exact_status(self, names: list[str]) -> tuple[bool, str]:
-        """Whether the forward sensitivity equations can be formed (cached per parameter set)."""
-        key = tuple(names)
-        if key not in self._exact:
-            self._exact[key] = find_exact_status(self._model, names, self.outputs)
-        ok, reason, _ = self._exact[key]
-        return ok, reason
-
-    def symbolic(self, names: list[str]) -> Any:
-        """The differentiated model found by exact_status (None where there is none)."""
-        self.exact_status(names)
-        return self._exact[tuple(names)][2]
-
-    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+    def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """The nominal point, then the perturbed points the difference methods need."""
-        names = list(parameters)
-        nominal = np.array([self._values[n] if n in self._values else p.nominal_value(None)
-                            for n, p in parameters.items()], dtype=float)
+        names = list(context.varied)
+        nominal = np.array([context.nominal(n) for n in names], dtype=float)
         steps = perturbation_steps(nominal, self.delta)
-        methods, notes = self.methods(names)
+        methods, notes = self.methods(names, context.model)
         central, differences = "central" in methods, bool({"central", "forward"} & set(methods))
         matrix = difference_rows(nominal, steps, central) if differences else nominal[None, :]
         info = {"method": methods[0], "methods": methods, "delta": self.delta,
                 "nominal": dict(zip(names, nominal.tolist())),
                 "steps": dict(zip(names, steps.tolist())), "central": central,
-                "notes": self._notes + notes}
+                "notes": [*context.notes, *notes]}
         return Design(names, matrix, info)
 
-    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         from .results import analyse_local
 
-        return analyse_local(self, outcome)
+        names = outcome.design.names
+        symbolic = exact_status(context.model, names, self.outputs)[2] \
+            if "exact" in outcome.design.info["methods"] else None
+        values = {**context.defaults, **{n: context.nominal(n) for n in context.parameters}}
+        return analyse_local(self, outcome, context.model, values, symbolic)
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
         from .report import write_report
@@ -223,6 +199,22 @@ def tighten(model: Any, delta: float, solver_rtol: float | str) -> tuple[Any, st
             f"rtol={model.rtol:g}, atol={model.atol:g}) so that differences with a relative "
             f"step of {delta:g} are not solver noise")
     return model.model_copy(update={"rtol": rtol, "atol": atol}), note
+
+
+_EXACT: dict[tuple, tuple[bool, str, Any]] = {}  # (model, parameters, outputs) -> find_exact_status's
+_EXACT_KEPT = 8
+
+
+def exact_status(model: Any, names: list[str], outputs: list[str]) -> tuple[bool, str, Any]:
+    """find_exact_status, once per model, parameters and outputs: differentiating a model
+    symbolically is slow, and design and analyse both ask."""
+    key = (model.model_dump_json(), tuple(names), tuple(outputs))
+    if key not in _EXACT:
+        found = find_exact_status(model, names, outputs)
+        while len(_EXACT) >= _EXACT_KEPT:
+            _EXACT.pop(next(iter(_EXACT)))
+        _EXACT[key] = found
+    return _EXACT[key]
 
 
 def find_exact_status(model: Any, names: list[str], outputs: list[str]

@@ -1,9 +1,12 @@
 """The analyse step of `local`: sensitivity functions by every method asked for, their
-summaries per output, the overall ranking, collinearity, partitions and agreement."""
+summaries per output, the overall ranking, collinearity, partitions and agreement.
+
+`spec` is the `local` block throughout (not imported here: the block's module imports this one).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +22,6 @@ from .sensitivity import (
     summarise,
 )
 
-if TYPE_CHECKING:
-    from . import Local
-
 Functions = dict[str, tuple[np.ndarray, np.ndarray]]  # output -> y (T,), dy/dp (T, m)
 
 
@@ -29,8 +29,11 @@ class MethodFailed(Exception):
     """A method gave no sensitivity functions; the message says why."""
 
 
-def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
-    """The `results` block (see the package docstring)."""
+def analyse_local(spec, outcome: Outcome, model: Any, values: dict[str, float],
+                  symbolic: Any) -> dict[str, Any]:
+    """The `results` block (see the package docstring) of the runs of `model`, every input of
+    which has its nominal value in `values`; `symbolic` is the differentiated model for
+    `exact` (None without it)."""
     design = outcome.design
     names, info = design.names, design.info
     nominal = np.array([info["nominal"][n] for n in names])
@@ -38,7 +41,8 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
     computed: dict[str, tuple[np.ndarray, Functions]] = {}
     for method in info["methods"]:
         try:
-            computed[method] = functions_by(method, spec, outcome, notes)
+            computed[method] = functions_by(method, spec, outcome, notes, model, values,
+                                            symbolic)
         except MethodFailed as error:
             notes.append(f"{method}: {error}")
     primary = info["methods"][0]
@@ -54,7 +58,7 @@ def analyse_local(spec: "Local", outcome: Outcome) -> dict[str, Any]:
     results["collinearity"] = analyse_collinearity(stacked, names, spec.collinearity_max,
                                                    spec.threshold)
     results["agreement"] = compare_methods(spec, computed, scaled, names)
-    partition = partition_results(spec, names, notes)
+    partition = partition_results(spec, names, notes, model, values)
     if partition is not None:
         results["partition"] = partition
         notes += [initial_state_note(name, states, results, spec.outputs)
@@ -130,11 +134,11 @@ def quantity_sensitivities(outcome: Outcome, methods: list[str], nominal: np.nda
     return found
 
 
-def functions_by(method: str, spec: "Local", outcome: Outcome, notes: list[str]
-                 ) -> tuple[np.ndarray, Functions]:
+def functions_by(method: str, spec, outcome: Outcome, notes: list[str], model: Any,
+                 values: dict[str, float], symbolic: Any) -> tuple[np.ndarray, Functions]:
     """The output grid and each output's y and dy/dp by one method."""
     if method == "exact":
-        return exact_by(spec, outcome.design)
+        return exact_by(spec, outcome.design, model, values, symbolic)
     design = outcome.design
     steps = np.array([design.info["steps"][n] for n in design.names])
     m = len(steps)
@@ -155,20 +159,21 @@ def functions_by(method: str, spec: "Local", outcome: Outcome, notes: list[str]
     return np.asarray(time, dtype=float), found
 
 
-def exact_by(spec: "Local", design: Any) -> tuple[np.ndarray, Functions]:
+def exact_by(spec, design: Any, model: Any, values: dict[str, float], symbolic: Any
+             ) -> tuple[np.ndarray, Functions]:
     """The forward sensitivity equations, integrated in-process at the nominal point."""
     from .exact import NotDifferentiable, exact_functions
 
-    system = spec._model.to_system()
-    values = {**spec._values, **design.info["nominal"]}
+    system = model.to_system()
+    values = {**values, **design.info["nominal"]}
     try:
         return exact_functions(system, values, design.names, spec.outputs, system.rtol,
-                               system.atol, spec.symbolic(design.names))
+                               system.atol, symbolic)
     except (NotDifferentiable, RuntimeError, ArithmeticError, ValueError) as error:
         raise MethodFailed(str(error)) from None
 
 
-def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str]
+def compare_methods(spec, computed: dict, scaled: dict, names: list[str]
                     ) -> dict[str, Any]:
     """Each other method against the primary: rankings overall and per output, and the largest
     difference of dy/dp over time relative to the primary's largest |dy/dp| (normalised
@@ -193,18 +198,18 @@ def compare_methods(spec: "Local", computed: dict, scaled: dict, names: list[str
     return agreement
 
 
-def partition_results(spec: "Local", names: list[str], notes: list[str]) -> dict | None:
+def partition_results(spec, names: list[str], notes: list[str], model: Any,
+                      values: dict[str, float]) -> dict | None:
     """Coefficients on fewer trajectory points, for equation models when asked."""
     from ...models.base import HasEquations
 
-    model = spec._model
     if spec.partition is False or not isinstance(model, HasEquations):
         return None
     from .partition import analyse_partition
 
     settings = spec.partition
     try:
-        return analyse_partition(model.to_system(), spec._values, names, spec.delta,
+        return analyse_partition(model.to_system(), values, names, spec.delta,
                                  settings.scale == "relative", settings.intervals,
                                  settings.tolerance, settings.radius)
     except (RuntimeError, ArithmeticError, ValueError) as error:

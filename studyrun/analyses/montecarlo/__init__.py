@@ -27,30 +27,32 @@ class Montecarlo(AnalysisSpec):
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
 
-    def run_count(self, parameters) -> tuple[int, str]:
+    def run_count(self, context) -> tuple[int, str]:
         return self.samples, "samples"
 
-    def design(self, parameters, seed) -> Design:
+    def design(self, context, seed) -> Design:
+        parameters = context.varied
         names = list(parameters)
         if not names:
             return Design(names, np.zeros((self.samples, 0)))
         u = sample_unit(self.samples, len(names), self.sampling, seed)
         return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
 
-    def design_chunks(self, parameters, seed, rows):
+    def design_chunks(self, context, seed, rows):
+        parameters = context.varied
         names = list(parameters)
         if not names or self.samples <= rows:
-            yield self.design(parameters, seed)
+            yield self.design(context, seed)
             return
         for u in sample_unit_chunks(self.samples, len(names), self.sampling, seed, rows):
             yield Design(names, map_unit(parameters, u), {"sampling": self.sampling})
 
-    def analyse_runs(self, runs, parameters) -> dict[str, Any]:
+    def analyse_runs(self, runs, context) -> dict[str, Any]:
         """In memory for a design of one chunk; otherwise streamed: moments merged chunk by
         chunk, then for each quantity one pass in its order (percentiles, its ranks) and one in
         each parameter's order (rank correlations)."""
         if not runs.chunked:
-            return self.analyse(runs.whole(), parameters)
+            return self.analyse(runs.whole(), context)
         moments: dict[str, Moments] = {}
         for outcome in runs.chunks():
             for name, values in outcome.values.items():
@@ -70,7 +72,7 @@ class Montecarlo(AnalysisSpec):
                 "dropped_runs": runs.size - m.n}
         return results
 
-    def analyse(self, outcome: Outcome, parameters) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
         results, ranked = {}, {}
         for name, values in outcome.values.items():
             keep = outcome.ok & np.isfinite(values)

@@ -30,7 +30,7 @@ from pydantic import AfterValidator, Field
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec
+from ..base import AnalysisSpec, StudyContext
 
 if TYPE_CHECKING:
     from ...core.design import Outcome
@@ -213,10 +213,10 @@ class SalibAnalysis(AnalysisSpec):
     keys: ClassVar[tuple[str, ...]] = ()
     bars: ClassVar[tuple[str, ...]] = ()
 
-    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
-        return check_varied(parameters, self.type)  # type: ignore[attr-defined]
+    def check(self, context: StudyContext) -> list[Problem]:
+        return check_varied(context.varied, self.type)  # type: ignore[attr-defined]
 
-    def analyse(self, outcome: "Outcome", parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def analyse(self, outcome: "Outcome", context: StudyContext) -> dict[str, Any]:
         return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
                                             outcome.design)
                 for name, values in outcome.values.items()}
@@ -259,12 +259,13 @@ class GivenDataAnalysis(SalibAnalysis):
     sampling: Literal["random", "lhs", "sobol"] = Field(
         "lhs", description="unit-cube points: random, Latin hypercube or scrambled Sobol'")
 
-    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
+    def run_count(self, context: StudyContext) -> tuple[int, str]:
         return self.samples, "samples"
 
-    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+    def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         from ...params import sample_unit
 
+        parameters = context.varied
         names = list(parameters)
         unit = sample_unit(self.samples, len(names), self.sampling, seed)
         info = {"method": self.type, "sampling": self.sampling,  # type: ignore[attr-defined]

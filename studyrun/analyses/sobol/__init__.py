@@ -27,7 +27,7 @@ from pydantic import Field, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec
+from ..base import AnalysisSpec, StudyContext
 from ..salib import (
     MIN_BLOCKS,
     Confidence,
@@ -75,8 +75,12 @@ class Sobol(AnalysisSpec):
     def _samples_power_of_two(cls, value: int) -> int:
         return check_power_of_two(value, "sobol")
 
-    def check(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
-        """At least one varied parameter; groups must name varied parameters, each once."""
+    def check(self, context: StudyContext) -> list[Problem]:
+        """At least one varied parameter; groups must name varied parameters, each once; each of
+        `outputs` is an output of the model, where the model declares its outputs."""
+        return self.parameter_problems(context.varied) + unknown_outputs(self.outputs, context.model)
+
+    def parameter_problems(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
         if not parameters:
             return check_varied(parameters, "sobol")
         try:
@@ -85,25 +89,22 @@ class Sobol(AnalysisSpec):
             return error.problems
         return []
 
-    def check_study(self, study) -> list[Problem]:
-        """Each of `outputs` is an output of the model, where the model declares its outputs."""
-        return unknown_outputs(self.outputs, study.model)
-
-    def needs_series(self) -> list[str]:
+    def needs_series(self, context: StudyContext) -> list[str]:
         return list(self.outputs)
 
-    def run_count(self, parameters: dict[str, "ParameterSpec"]) -> tuple[int, str]:
-        names = list(parameters)
+    def run_count(self, context: StudyContext) -> tuple[int, str]:
+        names = list(context.varied)
         try:
             factors = len(unique_labels(names, group_labels(names, self.groups)))
         except StudyError:  # reported by check()
             factors = len(names)
         return self.samples * ((2 if self.second_order else 1) * factors + 2), "samples"
 
-    def design(self, parameters: dict[str, "ParameterSpec"], seed: np.random.SeedSequence) -> Design:
+    def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """Saltelli's cross-sampled Sobol' points on the unit cube, mapped through each ppf."""
         from SALib.sample import sobol as sobol_sample
 
+        parameters = context.varied
         names = list(parameters)
         labels = group_labels(names, self.groups)
         sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
@@ -115,7 +116,7 @@ class Sobol(AnalysisSpec):
                 "factors": factors, "groups": labels, "bootstrap_seed": bootstrap_seed or 1}
         return Design(names, map_to_natural(unit, parameters, names), info)
 
-    def analyse(self, outcome: Outcome, parameters: dict[str, "ParameterSpec"]) -> dict[str, Any]:
+    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """Indices per quantity (SALib, once per quantity) and per time for requested series."""
         results = {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
                                                outcome.design)

@@ -38,7 +38,7 @@ def _check_relative(name: str) -> str:
 class Template(BaseModel):
     """`params_file: {template: in.tmpl, file: in.txt}`: a text file with `{name}` fields."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     template: str = Field(min_length=1, description="template file, relative to the study folder")
     file: str = Field(description="the file written in each run's working directory")

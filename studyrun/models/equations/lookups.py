@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 class LookupSpec(BaseModel):
     """A piecewise-linear table; clamped at its ends unless ``extrapolate: true``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     x: list[float]
     y: list[float]

@@ -42,7 +42,7 @@ class EquationModel(ModelSpec):
     def defaults(self) -> dict[str, float]:
         return dict(self.constants)
 
-    def input_names(self) -> set[str] | None:
+    def input_names(self, study_dir: Path | None = None) -> set[str] | None:
         return set(self.constants)
 
     def output_names(self) -> set[str] | None:

@@ -15,7 +15,7 @@ from ...core.errors import Problem
 class TimeSpan(BaseModel):
     """The `time:` block both equation models share: start, stop and step."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     start: float = 0.0
     stop: float
