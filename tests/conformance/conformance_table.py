@@ -21,7 +21,7 @@ from studyrun.spec import AnalysisUnion, ModelUnion
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# Per-run python models. `fail=1` makes a run raise where a > 0.9 and gives a NaN `final` where
+# The examples' python models. `fail=1` makes a run raise where a > 0.9 and gives a NaN `final` where
 # b > 0.9 (which fails the run too): failed runs and NaN quantities for the `failing` variants.
 TOY = '''
 import numpy as np
@@ -67,9 +67,10 @@ class Example:
     study: dict[str, Any]
     files: dict[str, str | Path] = field(default_factory=dict)  # name -> text, or a file to copy
     failing: dict[str, Any] | None = None  # merged into `study` for the failed-runs check
-    # what the analysis does with failed runs: "drops" them (and counts them per quantity),
-    # "nulls" them (a null result per run or parameter, with a note), "refuses" (an error entry
-    # saying why), or "steers" (an iterative fit steers away; analysis.json counts them)
+    # what the analysis does with failed runs: "drops" them (counted per quantity in
+    # dropped_runs), "refuses" (an error entry saying why, with the count), "nulls" (a null
+    # value per failed run), "names" (null sensitivities for the parameters whose runs failed,
+    # named in the notes) or "steers" (an iterative fit steers away; analysis.json counts them)
     failures: str = "drops"
 
     def write(self, folder: Path, name: str = "study.yaml", **execution: Any) -> Path:
@@ -115,7 +116,7 @@ def model_study(name: str, model: dict[str, Any], parameters: dict[str, Any],
                 analysis: dict[str, Any] | None = None) -> Example:
     study = {"name": name, "seed": 5, "model": model, "parameters": parameters,
              "quantities": quantities, "analysis": analysis or {"type": "montecarlo", "samples": 8}}
-    return Example(study, files or {"toy.py": TOY})
+    return Example(study, {"toy.py": TOY} if files is None else files)
 
 
 ANALYSES: dict[str, Example] = {
@@ -134,7 +135,7 @@ ANALYSES: dict[str, Example] = {
     "dgsm": toy_study("dgsm", {"type": "dgsm", "samples": 16, "resamples": 10},
                       failing=merged(FAILING, {"parameters": {"a": {"bounds": [0.1, 0.95]}}})),
     "doe": toy_study("doe", {"type": "doe", "design": "full", "levels": 3}),
-    "local": toy_study("local", {"type": "local", "outputs": ["y"]}, failures="nulls",
+    "local": toy_study("local", {"type": "local", "outputs": ["y"]}, failures="names",
                        failing=merged(FAILING, {"parameters": {"a": {"nominal": 0.9}}})),
     "calibrate": toy_study("calibrate", {"type": "calibrate", "data": {"file": "observed.csv"},
                                          "max_evaluations": 60}, failures="steers",

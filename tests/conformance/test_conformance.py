@@ -3,12 +3,12 @@ type, as scikit-learn checks every estimator. The examples are in conformance_ta
 added to a union without an example there fails `test_every_union_member_has_an_example`.
 
 Checks: a design is the same for the same seed and its chunks make it whole; the spec is
-unchanged by loading, validation and a run; the job a study ships to its workers pickles and
-gives the same output after a round trip; results and runs do not depend on batch size, workers
-or scheduler; analyses tolerate
-failed runs and NaN quantities where their method allows and say how many runs they dropped
-(or say clearly that they cannot); the report is rebuilt from analysis.json and the store alone.
-Every check that runs a study is `slow` (a second or more of CPU each, some start processes).
+unchanged by loading, validation and a run; an evaluator pickles and gives the same output after
+a round trip; results and runs do not depend on batch size, workers or scheduler; analyses
+tolerate failed runs and NaN quantities where their method allows and say how many runs they
+dropped (or say clearly that they cannot); the report is rebuilt from analysis.json and the
+store alone. Every check that runs a study is `slow` (a second or more of CPU each, some start
+processes); each study runs once per setting and serves every check that reads it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ from unittest.mock import patch
 import cloudpickle
 import numpy as np
 import pytest
-from conformance_table import ALL, ANALYSES, Example, member_types, merged, missing_examples
+from conformance_table import (
+    ALL,
+    ANALYSES,
+    MODELS,
+    Example,
+    member_types,
+    merged,
+    missing_examples,
+)
 
 from studyrun import pipeline
 from studyrun.analyses.base import AnalysisSpec
@@ -109,25 +117,29 @@ class Runs:
         return self.done[key]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Runs:
-    """The runs of this module, with PySD's translations cached in the module's own folder."""
-    root = tmp_path_factory.mktemp("conformance")
+@pytest.fixture(scope="module", autouse=True)
+def translations(tmp_path_factory):
+    """PySD's translations cached in this module's own folder, not the user's."""
     before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(root / "cache")
-    yield Runs(root)
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
     if before is None:
         del os.environ["XDG_CACHE_HOME"]
     else:
         os.environ["XDG_CACHE_HOME"] = before
 
 
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    return Runs(tmp_path_factory.mktemp("conformance"))
+
+
 def test_every_union_member_has_an_example():
     missing = missing_examples()
     assert not missing, (f"no conformance example for {', '.join(missing)}: add one to "
                          "tests/conformance/conformance_table.py")
-    assert set(member_types(ModelUnion)) >= {"python", "command", "ode", "stockflow", "pysd"}
-    assert len(member_types(AnalysisUnion)) == len(ANALYSES)
+    assert set(MODELS) == set(member_types(ModelUnion))  # and none for a type that is gone
+    assert set(ANALYSES) == set(member_types(AnalysisUnion))
 
 
 def as_validated(path: Path) -> dict:
@@ -162,8 +174,10 @@ def test_a_design_is_the_same_for_the_same_seed_and_its_chunks_make_it_whole(nam
 
 def same(a: Any, b: Any) -> bool:
     """Equal, numpy arrays included."""
-    return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True,
-                                                                     default=repr)
+    def text(value):
+        return json.dumps(value, sort_keys=True, default=repr)
+
+    return text(a) == text(b)
 
 
 @pytest.mark.slow
@@ -176,7 +190,7 @@ def test_the_spec_is_unchanged_by_loading_validation_and_a_run(runs, name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in ALL if not name.startswith("analysis-")])
-def test_the_evaluator_pickles_and_gives_the_same_output_after_a_round_trip(runs, name, tmp_path):
+def test_the_evaluator_pickles_and_gives_the_same_output_after_a_round_trip(name, tmp_path):
     """The evaluator with pickle; the whole job with cloudpickle, as Dask and the pilot's process
     ship it (its quantities hold closures)."""
     loaded = load_study(ALL[name].write(tmp_path / "study"))
@@ -255,13 +269,12 @@ def test_analyses_tolerate_failed_runs_and_say_how_many_they_dropped(runs, name)
     elif example.failures == "refuses":  # says so, with the count, rather than give numbers
         for entry in quantities.values():
             assert "error" in entry and entry["dropped_runs"] == failed
-    elif example.failures == "nulls":  # a null where a run failed, and a note when not per run
-        if name == "sweep":
-            for entry in quantities.values():
-                assert sum(v is None for v in entry["values"]) == failed
-        else:
-            assert any("failed" in note for note in results["notes"]), results["notes"]
-            assert None in results["y"]["L1"].values()
+    elif example.failures == "nulls":  # a null value for each failed run
+        for entry in quantities.values():
+            assert sum(v is None for v in entry["values"]) == failed
+    elif example.failures == "names":  # nulls for the parameters whose runs failed, named
+        assert any("failed for a" in note for note in results["notes"]), results["notes"]
+        assert results["y"]["L1"]["a"] is None and results["y"]["L1"]["b"] is not None
     else:  # an iterative fit steers around failed runs and ends where the model runs
         assert example.failures == "steers"
         assert run.rows[0]["status"] == "ok"
