@@ -48,13 +48,14 @@ OBJECTIVES = ("final", "integral")
 
 def chain(n: int, m: int) -> tuple[dict, list[str]]:
     """The ode model of a chain of n stages and its m parameters: the chain of studies/models/
-    for 6 stages; else rates falling from 1 to 0.3 along the chain, initial amounts 1, 0.9, ...
-    (x1 alone holds material when m <= n), over 80 output intervals long enough for the
-    material to pass."""
+    for 6 stages; else rates falling from 1 to 0.3 along the chain and initial amounts from 1 to
+    0.9, over 80 output intervals long enough for the material to pass. The parameters are the
+    first m rates, then as many initial amounts as m exceeds n: the model is the same for every
+    m."""
     if n == 6:
         model = yaml.safe_load((ROOT / "studies" / "models" / "chain.yaml").read_text())
     else:
-        amounts = max(m - n, 1)
+        amounts = n
         rates = {f"k{i}": round(1.0 - 0.7 * (i - 1) / (n - 1), 6) for i in range(1, n + 1)}
         model = {"type": "ode", "time": {"start": 0, "stop": 3.2 * n, "step": 0.04 * n},
                  "method": "RK45",
