@@ -246,3 +246,119 @@ def test_example_study_runs_from_the_command_line_and_resumes(tmp_path):
     again = studyrun.run(STUDIES / "chain-gradient.yaml", out)
     assert again.analysis["runs"]["reused"] == 1
     assert again.results["gradient"] == pytest.approx(results["gradient"], rel=1e-12)
+
+
+# Gradient-driven fits: optimize and calibrate with method lbfgsb and `gradient:`
+
+FIT = """
+name: logistic-lbfgsb
+seed: 3
+model: {file: models/logistic.yaml}
+parameters:
+  initial_population: 0.1
+  rate: {bounds: [0.05, 5], nominal: 2}
+  capacity: {bounds: [1, 1000], nominal: 10}
+analysis:
+  type: calibrate
+  method: lbfgsb
+  gradient: GRADIENT
+  data: {file: logistic.csv, format: long, x: time, y: value}
+execution: {scheduler: sync}
+"""
+
+
+def logistic_fit(folder, gradient, name):
+    t = np.arange(0, 31, 1.0)
+    y = 100 / (1 + (100 / 0.1 - 1) * np.exp(-0.5 * t))
+    (folder / "logistic.csv").write_text("name,time,value\n" + "".join(
+        f"population,{a:g},{b:.17g}\n" for a, b in zip(t, y)))
+    return study(folder, FIT.replace("GRADIENT", gradient), "logistic", "", "", name)
+
+
+@pytest.mark.slow
+def test_calibrate_with_adjoint_gradients_fits_in_far_fewer_runs(tmp_path):
+    fits = {g: studyrun.run(logistic_fit(tmp_path, g, f"{g}.yaml"), tmp_path / g).results
+            for g in ("adjoint", "forward", "fd")}
+    for gradient, results in fits.items():
+        estimate = {p: v["estimate"] for p, v in results["parameters"].items()}
+        assert estimate == {"rate": pytest.approx(0.5, rel=1e-5),
+                            "capacity": pytest.approx(100, rel=1e-5)}, gradient
+        assert results["converged"] and results["gradient"]["method"] == gradient
+        assert results["notes"] == []
+    adjoint, fd = fits["adjoint"], fits["fd"]
+    # the fit's runs: one per point L-BFGS-B asks for (and the statistics' Jacobian), against
+    # three per point with forward differences
+    assert adjoint["evaluations"]["runs"] < fd["evaluations"]["runs"] / 2
+    assert adjoint["gradient"]["gradients"] == adjoint["evaluations"]["batches"] - 1
+    assert adjoint["gradient"]["integrations"] > adjoint["gradient"]["gradients"]  # 1 + one back
+    # from each observation time
+    assert fits["forward"]["gradient"]["integrations"] == fits["forward"]["gradient"]["gradients"]
+
+
+OPTIMIZE = """
+name: logistic-optimize
+seed: 3
+model: {file: models/logistic.yaml}
+parameters:
+  rate: {bounds: [0.3, 0.5]}
+  capacity: {bounds: [800, 1200]}
+quantities: {middle: "at(population, 10.5)", last: final(population), both: QUANTITY}
+analysis:
+  type: optimize
+  method: lbfgsb
+  TERMS
+  gradient: GRADIENT
+execution: {scheduler: sync}
+"""
+
+
+def optimize(folder, terms, gradient, name, quantity="final(population) - at(population, 10)"):
+    text = OPTIMIZE.replace("TERMS", terms).replace("GRADIENT", gradient).replace(
+        "QUANTITY", f'"{quantity}"')
+    path = study(folder, text, "logistic", "", "", name)
+    return studyrun.run(path, folder / path.stem)
+
+
+@pytest.mark.parametrize("terms", ["target: {middle: 400, last: 1000}",
+                                   "target: {last: 900}\n  maximize: [middle]\n"
+                                   "  weights: {middle: 0.01}"])
+def test_optimize_with_adjoint_gradients_finds_the_optimum_differences_find(tmp_path, terms):
+    adjoint = optimize(tmp_path, terms, "adjoint", "adjoint.yaml").results
+    fd = optimize(tmp_path, terms, "fd", "fd.yaml").results
+    assert adjoint["gradient"]["method"] == "adjoint" and adjoint["notes"] == []
+    assert adjoint["gradient"]["gradients"] >= 2 and fd["gradient"] == {"method": "fd"}
+    for p, entry in fd["parameters"].items():
+        assert adjoint["parameters"][p]["optimum"] == pytest.approx(entry["optimum"], rel=1e-4), p
+    assert adjoint["objective"]["final"] <= fd["objective"]["final"] + 1e-6 * abs(
+        fd["objective"]["initial"])
+    assert adjoint["evaluations"] * 2 < fd["evaluations"]
+
+
+def test_optimize_falls_back_to_differences_for_a_quantity_of_two_reductions(tmp_path):
+    result = optimize(tmp_path, "target: {both: 300}", "auto", "auto.yaml")
+    assert result.results["gradient"] == {"method": "fd"}
+    assert any("quantity 'both'" in n and "not one reduction" in n and "central differences" in n
+               for n in result.results["notes"]), result.results["notes"]
+    assert result.results["quantities"]["both"]["final"] == pytest.approx(300, abs=1e-3)
+
+
+def test_a_resumed_optimization_with_adjoint_gradients_reuses_every_run(tmp_path):
+    first = optimize(tmp_path, "target: {middle: 400, last: 1000}", "auto", "resume.yaml")
+    again = optimize(tmp_path, "target: {middle: 400, last: 1000}", "auto", "resume.yaml")
+    assert first.results["gradient"]["method"] == "adjoint"
+    assert again.analysis["runs"]["reused"] == again.analysis["runs"]["planned"]
+    assert again.analysis["runs"]["executed"] == 0
+    same = ("parameters", "objective", "quantities", "evaluations", "progress")
+    assert {k: again.results[k] for k in same} == {k: first.results[k] for k in same}
+
+
+@pytest.mark.parametrize("analysis", [
+    "{type: optimize, target: {last: 900}, gradient: adjoint}",
+    "{type: calibrate, method: lm, gradient: adjoint, data: {file: logistic.csv}}",
+])
+def test_gradient_is_a_key_of_lbfgsb_only(tmp_path, analysis):
+    text = LOGISTIC.replace('{type: gradient, objective: "OBJECTIVE", method: METHOD}', analysis)
+    path = study(tmp_path, "quantities: {last: final(population)}\n" + text, "logistic", "", "")
+    with pytest.raises(studyrun.StudyError) as error:
+        studyrun.load(path)
+    assert "gradient applies to method: lbfgsb" in str(error.value)
