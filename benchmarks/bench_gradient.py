@@ -14,7 +14,9 @@ differences, on chains of first-order reactions; and what adjoint gradients save
    ensemble, the batch the executor sends); the fastest of `repeats`. The symbolic
    differentiation (sympy, once per model, shared by adjoint and forward) is reported apart.
    Each method's gradient is checked against the forward sensitivities'.
-2. `studyrun run` of the gradient study by each method, end to end (fresh process).
+2. `studyrun run` of the gradient study by each method, end to end (fresh process): the
+   default batch size (`auto`, from the pilot's time per run) and, for differences, all 2m + 1
+   runs in one batch (one vectorized ensemble, as in part 1).
 3. A fit of all nine parameters of the 6-state chain to noise-free data of its six states
    (t = 0, 1, ..., 20: 126 observations; the data from the matrix exponential), starting 20-30%
    off in every parameter: `calibrate` with L-BFGS-B and adjoint gradients, with L-BFGS-B and
@@ -169,16 +171,21 @@ def end_to_end(repeats: int) -> None:
         model, names = chain(n, m)
         constants = model["constants"]
         parameters = {p: {"bounds": [0.5 * constants[p], 1.5 * constants[p]]} for p in names}
-        for method in ("adjoint", "forward", "fd"):
-            path = write_study(f"gradient-{n}-{m}-{method}", {
+        for method, batch in (("adjoint", "auto"), ("forward", "auto"), ("fd", "auto"),
+                              ("fd", 2 * m + 1)):
+            label = method if batch == "auto" else f"{method}, batch_size {batch}"
+            path = write_study(f"gradient-{n}-{m}-{method}-{batch}", {
                 "model": model, "parameters": parameters,
                 "analysis": {"type": "gradient", "objective": f"final(x{n})", "method": method},
-                "execution": {"scheduler": "sync"}})
-            done = best(repeats, run_study, path)
+                "execution": {"scheduler": "sync", "batch_size": batch}})
+            # differences in batches of one run take minutes on the 50-state chain: once
+            done = best(1 if method == "fd" and batch == "auto" and n > 6 else repeats,
+                        run_study, path)
             results = json.loads((OUT / "results" / path.stem / "analysis.json").read_text())
-            record(f"studyrun run, chain {n} states / {m} parameters, final(x{n}): {method}",
+            record(f"studyrun run, chain {n} states / {m} parameters, final(x{n}): {label}",
                    done["wall"], "s", f"studyrun run {path.relative_to(OUT)}",
-                   cpu_s=round(done["cpu"], 2), runs=results["results"]["cost"]["runs"])
+                   cpu_s=round(done["cpu"], 2), runs=results["results"]["cost"]["runs"],
+                   batch_size=results["execution"]["batch_size"])
 
 
 OFF = [1.3, 0.75, 1.25, 0.8, 1.2, 0.7, 1.3, 0.8, 1.2]  # the fit's start, times the true value

@@ -10,5 +10,6 @@ python benchmarks/bench_equations.py "$@"
 python benchmarks/bench_sobol.py "$@"
 python benchmarks/compare.py "$@"
 python benchmarks/bench_store.py
+python benchmarks/bench_gradient.py "$@"
 python benchmarks/summarize.py
 echo "all benchmarks: $(( $(date +%s) - start )) s"

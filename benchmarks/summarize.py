@@ -7,7 +7,7 @@ import csv
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "measured"
-ORDER = ("core", "equations", "sobol", "peers", "parallel", "scaling")
+ORDER = ("core", "equations", "sobol", "peers", "parallel", "scaling", "gradient")
 COLUMNS = ("measure", "target", "measured", "unit", "meets", "command")
 
 
