@@ -57,11 +57,12 @@ from .data import (
     outputs_needed,
     read_blocks,
 )
+from .sequential import Start
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
 
-__all__ = ["Calibrate", "DataBlock", "Mcmc"]
+__all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 
 FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
 
@@ -124,6 +125,18 @@ class Calibrate(AnalysisSpec):
     refine: bool = Field(False, description="gradient-matching: follow with a trajectory fit")
     fit: Literal["lm", "trf"] = Field("lm", description="the trajectory fit of refine and mcmc")
     mcmc: Mcmc = Field(default_factory=Mcmc, description="method: mcmc settings")
+    start: Start | None = Field(None, description="start from an earlier calibration's results "
+                                                  "folder: its estimates of shared parameters")
+    pseudo_data: list[str] = Field(
+        default_factory=list, description="outputs the data lack, fitted to the earlier "
+                                          "calibration's fitted series (needs start)")
+
+    @model_validator(mode="after")
+    def _check_pseudo_data(self) -> "Calibrate":
+        if self.pseudo_data and self.start is None:
+            raise ValueError("pseudo_data takes series from an earlier calibration: give its "
+                             "results folder in start: {from: FOLDER}")
+        return self
 
     def run_count(self, context: StudyContext) -> tuple[int, str]:
         counts = [search_runs(self, len(context.varied))]
@@ -137,28 +150,25 @@ class Calibrate(AnalysisSpec):
 
     def observations(self, context: StudyContext) -> list[Observations]:
         """The data blocks read, their files relative to the study's folder (read again only
-        when a file changed)."""
-        return read_blocks(self.blocks, context.folder)
+        when a file changed), then the pseudo-data block of a sequential fit."""
+        from .sequential import pseudo_observations
+
+        data = read_blocks(self.blocks, context.folder)
+        return data + pseudo_observations(self, context, len(data))
 
     def needs_series(self, context: StudyContext) -> list[str]:
-        """The outputs the data observe; for gradient matching also the states they do not
-        observe, whose trajectories enter the mismatch."""
+        """The outputs the data observe, then every other output the model is known to have:
+        the fitted run's are kept for a later sequential fit (`fitted_series`), and gradient
+        matching fits the trajectories of the states the data do not observe."""
         try:
             needed = outputs_needed(self.observations(context))
         except StudyError:  # `studyrun report DIR` reads the study copy, away from its data;
             return []       # a run checks the data before it asks (check())
-        return needed + [s for s in self.state_names(context) if s not in needed]
-
-    def state_names(self, context: StudyContext) -> list[str]:
-        """The states of an equation model that gradient matching fits (none otherwise)."""
-        from ...models.base import HasEquations
-
-        if self.method != "gradient-matching" or not isinstance(context.model, HasEquations):
-            return []
         try:
-            return list(context.model.to_system().initial)
+            known = sorted(context.model.output_names() or [])
         except StudyError:  # an invalid model: its own check reports it
-            return []
+            known = []
+        return needed + [o for o in known if o not in needed]
 
     def series_grid(self, context: StudyContext):
         """Runs whose grids differ are compared at the observation times."""
@@ -187,6 +197,12 @@ class Calibrate(AnalysisSpec):
                 missing.append(Problem(f"data file not found: {context.path(block.file)}", where))
         if missing:
             return problems + missing
+        if self.start is not None:
+            from .sequential import start_problems
+
+            started = start_problems(self, context)
+            if started:
+                return problems + started
         data = self.observations(context)  # CSV mistakes are StudyErrors at the file's line and column
         time = getattr(context.model, "time", None)
         span = (float(time.start), float(time.stop)) if time is not None else None
@@ -211,9 +227,9 @@ class Calibrate(AnalysisSpec):
 
     def design(self, context: StudyContext, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
-        from ..search.fit import make_box
+        from .sequential import start_box
 
-        box = make_box(context.varied, context.defaults)
+        box, _ = start_box(self, context)
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
 
     def describe_design(self, design: Design, context: StudyContext) -> str:
@@ -229,6 +245,13 @@ class Calibrate(AnalysisSpec):
         from .calibration import calibrate
 
         return calibrate(self, evaluate, context, seed)
+
+    def provenance(self, context: StudyContext) -> dict[str, Any]:
+        """`builds_on`: the earlier calibration this one started from, and its own chain."""
+        from .sequential import read_earlier
+
+        return {} if self.start is None else {
+            "builds_on": read_earlier(self.start, context).provenance()}
 
     def report(self, analysis: dict[str, Any], outcome, figures: "Figures") -> str:
         from .report import report
