@@ -131,13 +131,6 @@ class Calibrate(AnalysisSpec):
         default_factory=list, description="outputs the data lack, fitted to the earlier "
                                           "calibration's fitted series (needs start)")
 
-    @model_validator(mode="after")
-    def _check_pseudo_data(self) -> "Calibrate":
-        if self.pseudo_data and self.start is None:
-            raise ValueError("pseudo_data takes series from an earlier calibration: give its "
-                             "results folder in start: {from: FOLDER}")
-        return self
-
     def run_count(self, context: StudyContext) -> tuple[int, str]:
         counts = [search_runs(self, len(context.varied))]
         if self.method == "mcmc":
@@ -197,7 +190,7 @@ class Calibrate(AnalysisSpec):
                 missing.append(Problem(f"data file not found: {context.path(block.file)}", where))
         if missing:
             return problems + missing
-        if self.start is not None:
+        if self.start is not None or self.pseudo_data:
             from .sequential import start_problems
 
             started = start_problems(self, context)

@@ -82,8 +82,7 @@ def read_earlier(start: Start, context: StudyContext) -> Earlier:
         analysis = read_analysis(folder)
         text = path.read_bytes()
     except (StudyrunError, OSError) as error:
-        raise StudyError(f"{error}; `from` names the results folder of a finished calibration",
-                         path=WHERE) from None
+        raise StudyError(str(error), path=WHERE) from None
     earlier = earlier_from(folder, analysis, hashlib.sha256(text).hexdigest())
     if key:
         while len(_READ) >= _READ_KEPT:
@@ -136,8 +135,8 @@ def parameter_pairs(start: Start, context: StudyContext,
                                     where))
         elif there not in earlier.estimates:
             problems.append(Problem(f"{there!r} has no counterpart among the parameters "
-                                    f"{earlier.study or earlier.folder} estimated"
-                                    f"{suggest(there, known)}: {', '.join(known)}", where))
+                                    f"{earlier.study or earlier.folder} estimated "
+                                    f"({', '.join(known)}){suggest(there, known)}", where))
         else:
             pairs[here] = there
     return pairs, problems
@@ -145,6 +144,9 @@ def parameter_pairs(start: Start, context: StudyContext,
 
 def start_problems(spec, context: StudyContext) -> list[Problem]:
     """What is wrong with `start` and `pseudo_data`, located under them."""
+    if spec.start is None:
+        return [Problem("pseudo_data takes series from an earlier calibration: give its results "
+                        "folder in start: {from: FOLDER}", "pseudo_data")]
     try:
         earlier = read_earlier(spec.start, context)
     except StudyError as error:
