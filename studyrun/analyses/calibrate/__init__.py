@@ -10,7 +10,8 @@ multistart fit run as one batch each.
 Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
 batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
 (docs/methods.md, "Gradient matching"), mcmc.py (adaptive Metropolis with delayed rejection,
-FME's modMCMC), calibration.py (the workflow and the results block), report.py.
+FME's modMCMC), sequential.py (`start` and `pseudo_data`: docs/methods.md, "Sequential
+identification"), calibration.py (the workflow and the results block), report.py.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,
 `p`, `lower`, `upper` (95% confidence limits from Student's t)), `correlation` (name -> name ->
@@ -22,7 +23,11 @@ value), `cost` (`initial`, `final`), `variables` (name -> `N`, `SSR`, `SSR_unwei
 to paste into the study), `starts` (multistart), `progress` (best cost after each batch),
 `curves` (output -> `time`, `initial`, `final` model series), `outputs` (variable -> the model
 output it is compared with), `residuals` (FME's table at the estimate, also written to
-residuals.csv), `notes`, and for those methods `gradient_matching` (`estimate`, `cost`,
+residuals.csv), `fitted_series` (`time`, `series`: output -> the fitted run's series, every
+output the model declares; `data_span`: the x range of the data; also written to fitted.csv),
+`notes`, with `start` (`folder`, `study`, `study_yaml_sha256`, `parameters`: name -> `value`,
+`from`; `pseudo_data`: output -> `points`, `time`; `notes`) for a sequential fit, and for those
+methods `gradient_matching` (`estimate`, `cost`,
 `objective` (the documented sum of squared scaled slope mismatches at `estimate`),
 `integrations`, `refine_integrations`, `collocation_points`, `outer_iterations`,
 `observed_states`, `hidden_states`, `settled`, `from_data_at_start` (parameter -> the observed
