@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.errors import Problem, StudyError, StudyrunError
 from ...core.text import suggest
+from ...outputs import read_analysis
 from ..base import StudyContext
 from ..search.fit import Box, make_box
 from .data import DataBlock, Observations, Variable
@@ -67,8 +68,6 @@ WHERE = "start.from"
 
 def read_earlier(start: Start, context: StudyContext) -> Earlier:
     """The earlier results folder's calibration, or a StudyError at `start.from`."""
-    from ...outputs import read_analysis
-
     folder = context.path(start.from_).resolve()
     path = folder / "analysis.json"
     try:
