@@ -88,6 +88,7 @@ def test_every_method_has_its_section_with_formulas_notes_and_references():
                     "Local sensitivity functions (FME's sensFun)",
                     "Collinearity and identifiable subsets (FME's collin)",
                     "Reduced-partition sensitivity coefficients", "Agreement of two rankings",
+                    "Adjoint gradients",
                     "Calibration fits (FME's modFit)", "Bayesian calibration (FME's modMCMC)",
                     "Optimisation", "Monte Carlo summaries", "Parameter sweeps",
                     "Designed experiments and fractional factorials", "Response surfaces",

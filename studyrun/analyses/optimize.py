@@ -4,14 +4,16 @@ Finds parameter values within their bounds that minimise an objective made of qu
 as Dakota's optimisation methods do: `minimize: [q...]` adds w*q, `maximize: [q...]` adds -w*q
 and `target: {q: value}` adds w*(q - value)^2 (weights w from `weights`, default 1). Starts
 from the parameters' nominal values; `nelder-mead` (default; its first simplex as one batch),
-`lbfgsb` (central-difference gradients, 2m + 1 runs per batch) or `differential-evolution` (a
+`lbfgsb` (`gradient`: the adjoint or forward sensitivities of an equation model in-process, one
+run per point, or central differences, 2m + 1 runs per batch) or `differential-evolution` (a
 whole population per batch). Every run goes through the executor and the run store, so an
 optimisation is parallel where it can be, cached and resumable.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `optimum`), `objective`
 (`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
 and also `method`, `converged`, `message`, `batches`, `terms`, `progress` (best objective
-after each batch) and `notes`.
+after each batch), for lbfgsb `gradient` (`method` used; in-process: `gradients` computed,
+`integrations`, `seconds`) and `notes`.
 
 Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 """
@@ -57,6 +59,11 @@ class Optimize(AnalysisSpec):
     max_evaluations: PositiveInt | None = Field(None, description="cap on objective evaluations")
     tolerance: float = Field(1e-8, gt=0, description="convergence tolerance")
     step: float = Field(1e-4, gt=0, lt=1, description="lbfgsb: relative finite-difference step")
+    gradient: Literal["auto", "adjoint", "forward", "fd"] = Field(
+        "auto", description="lbfgsb: the objective's gradient, in-process by the adjoint or the "
+                            "forward sensitivities of an ode or stockflow model whose quantities "
+                            "are each one reduction of an output, or fd (central differences of "
+                            "runs); auto: the adjoint where it applies, else fd")
     generations: PositiveInt = Field(100, description="differential-evolution: generations")
     population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
 
@@ -73,6 +80,8 @@ class Optimize(AnalysisSpec):
         if not (self.minimize or self.maximize or self.target):
             raise ValueError("give the objective: minimize, maximize (quantity names) or target "
                              "{quantity: value}")
+        if "gradient" in self.model_fields_set and self.method != "lbfgsb":
+            raise ValueError(f"gradient applies to method: lbfgsb, not {self.method}")
         return self
 
     def terms(self) -> list[tuple[str, str, float | None]]:
@@ -123,6 +132,10 @@ class Optimize(AnalysisSpec):
         settings = Settings(method=self.method, max_evaluations=self.max_evaluations,
                             tolerance=self.tolerance, step=self.step, generations=self.generations,
                             population=self.population, polish=False)
+        notes: list[str] = []
+        used = "fd"
+        if self.method == "lbfgsb":
+            settings.gradient, used, notes = self.model_gradient(context, box.names)
         lhs_seed, evolution_seed = seed.spawn(2)
         starts = [box.start]
         if self.multistart and self.method != "differential-evolution":
@@ -149,16 +162,52 @@ class Optimize(AnalysisSpec):
             "terms": [{"kind": k, "quantity": q, "value": v, "weight": self.weights.get(q, 1.0)}
                       for k, q, v in self.terms()],
             "progress": [finite_or_none(p) for p in best.progress],
-            "notes": [] if found else [
+            **({"gradient": settings.gradient.summary() if settings.gradient is not None
+                else {"method": used}} if self.method == "lbfgsb" else {}),
+            "notes": notes + ([] if found else [
                 "every run the optimiser tried failed or gave no finite objective, the start's "
                 "too: the optimum is no optimum; start where the model runs (set the "
-                "parameters' nominal values)"],
+                "parameters' nominal values)"]),
         }
 
     def optimise(self, ask, start, box, settings, seed, fit):
         if self.method != "lbfgsb":
             return fit(ask, start, box, settings, seed)
-        return minimise_by_differences(ask, start, box, settings)
+        return minimise_with_gradients(ask, start, box, settings)
+
+    def model_gradient(self, context, names: list[str]):
+        """The in-process gradient of the objective (None: differences), the method used and
+        why it is not the one asked for. Each quantity of a term must be one reduction of a
+        model output (docs/methods.md, "Adjoint gradients"); the objective is then a weighted
+        sum of outputs on the grid, w_q q for minimize, -w_q q for maximize and
+        2 w_q (q - target) q at the current point for target."""
+        from .gradient.objective import parse_objective
+        from .search.gradients import model_gradient
+
+        objectives, notes = {}, []
+        for _, q, _ in self.terms():
+            text = (context.quantities or {}).get(q)
+            try:
+                objectives[q] = parse_objective(str(text))
+            except ValueError as error:
+                if self.gradient != "fd":
+                    notes.append(f"quantity {q!r} ({text}) is not one reduction of one model "
+                                 f"output ({error}): central differences used for the gradient")
+                return None, "fd", notes
+        terms, weights = self.terms(), self.weights
+
+        def weigh(times, ys, answer):
+            found = {o.output: np.zeros(len(times)) for o in objectives.values()}
+            for kind, q, target in terms:
+                objective = objectives[q]
+                w = objective.weights(ys[objective.output], times)
+                slope = (1.0 if kind == "minimize" else -1.0 if kind == "maximize"
+                         else 2 * (w @ ys[objective.output] - target))
+                found[objective.output] += weights.get(q, 1.0) * slope * w
+            return found
+
+        outputs = list(dict.fromkeys(o.output for o in objectives.values()))
+        return model_gradient(self.gradient, context, names, outputs, weigh)
 
     def summariser(self, quantities: list[str]):
         terms = self.terms()
@@ -207,9 +256,10 @@ def describe_objective(spec: Optimize) -> str:
     return "minimise " + " ".join(parts).lstrip("+ ")
 
 
-def minimise_by_differences(ask, start, box, settings):
-    """L-BFGS-B in the unit box with central-difference gradients, 2m + 1 runs per batch."""
-    from .search.fit import Recording, minimise_lbfgsb, steps
+def minimise_with_gradients(ask, start, box, settings):
+    """L-BFGS-B in the unit box with the model's own gradient (`settings.gradient`), or with
+    central-difference gradients, 2m + 1 runs per batch."""
+    from .search.fit import Recording, minimise_lbfgsb, model_gradient, steps
 
     record = Recording(ask)
     m = len(start)
@@ -228,6 +278,8 @@ def minimise_by_differences(ask, start, box, settings):
         grad = np.where(np.isfinite(grad), grad, 0.0)
         return float(costs[0]), grad * (box.hi - box.lo)
 
+    if settings.gradient is not None:
+        cost_and_gradient = model_gradient(record, box, settings.gradient)
     result = minimise_lbfgsb(cost_and_gradient, record, start, box, settings)
     result.progress = record.progress
     return result

@@ -16,6 +16,7 @@ from ..analyses.delta import Delta
 from ..analyses.dgsm import Dgsm
 from ..analyses.doe import Doe
 from ..analyses.fast import Fast
+from ..analyses.gradient import Gradient
 from ..analyses.local import Local
 from ..analyses.montecarlo import Montecarlo
 from ..analyses.morris import Morris
@@ -34,7 +35,7 @@ from .execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Calibrate, Optimize],
+                                Doe, Local, Gradient, Calibrate, Optimize],
                           Field(discriminator="type")]
 
 

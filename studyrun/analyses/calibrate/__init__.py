@@ -124,6 +124,10 @@ class Calibrate(AnalysisSpec):
         "forward", description="finite differences (their rows one batch), or exact: the forward "
                                "sensitivity equations of an ode or stockflow model")
     step: float = Field(1e-4, gt=0, lt=1, description="relative finite-difference step")
+    gradient: Literal["auto", "adjoint", "forward", "fd"] = Field(
+        "auto", description="lbfgsb: the cost's gradient, in-process by the adjoint or the forward "
+                            "sensitivities of an ode or stockflow model, or fd (2 J^T r with the "
+                            "Jacobian of `jacobian`); auto: the adjoint where it applies, else fd")
     generations: PositiveInt = Field(100, description="differential-evolution: generations")
     population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
     polish: bool = Field(True, description="differential-evolution: finish with a trf fit")
@@ -135,6 +139,12 @@ class Calibrate(AnalysisSpec):
     pseudo_data: list[str] = Field(
         default_factory=list, description="outputs the data lack, fitted to the earlier "
                                           "calibration's fitted series (needs start)")
+
+    @model_validator(mode="after")
+    def _gradient_for_lbfgsb(self) -> "Calibrate":
+        if "gradient" in self.model_fields_set and self.method != "lbfgsb":
+            raise ValueError(f"gradient applies to method: lbfgsb, not {self.method}")
+        return self
 
     def run_count(self, context: StudyContext) -> tuple[int, str]:
         counts = [search_runs(self, len(context.varied))]

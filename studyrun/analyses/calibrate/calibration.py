@@ -40,6 +40,12 @@ def calibrate(spec, evaluate, context, seed: np.random.SeedSequence) -> dict[str
 
         settings.exact, note = exact_jacobian(context, costs, box)
         notes += [note] if note else []
+    if spec.method == "lbfgsb":
+        from .exact import cost_gradient
+
+        settings.gradient, extra["gradient"], found = cost_gradient(spec.gradient, context, costs,
+                                                                    box)
+        notes += found
     if spec.method == "gradient-matching":
         from .gradient import gradient_matching
 
@@ -50,6 +56,8 @@ def calibrate(spec, evaluate, context, seed: np.random.SeedSequence) -> dict[str
             settings.method = spec.fit
         result, extra["starts"] = fit_from_starts(spec, evaluations, box, settings, lhs_seed,
                                                   evolution_seed)
+    if settings.gradient is not None:
+        extra["gradient"] = settings.gradient.summary()
     J, r = jacobian(evaluations, result.estimate, box, settings)
     stats = statistics(J, r, result.estimate, box.names)
     if spec.method == "mcmc":

@@ -47,6 +47,8 @@ class SymbolicModel:
     parameters: list[str]
     outputs: list[str]
     rhs: Callable  # (t, x, c) -> [f (n,1), df/dx (n,n), df/dp (n,m)]
+    rate: Callable  # (t, x, c) -> f (n,1), without the Jacobians (an adjoint's forward pass)
+    adjoint: Callable  # (t, x, c, l) -> [(df/dx)^T l (n,1), (df/dp)^T l (m,1)]
     initial: Callable  # (c) -> [x0 (n,1), dx0/dp (n,m)]
     observe: Callable  # (t, x, c) -> [h (k,1), dh/dx (k,n), dh/dp (k,m)]
 
@@ -72,11 +74,15 @@ def symbolic_model(system: EquationSystem, parameters: list[str],
     labelled += [(f"output {o!r}", e) for o, e in zip(outputs, h)]
     check_smooth(sp, labelled, set(xs) | set(ps), blocked)
     F, X0, H = sp.Matrix(f), sp.Matrix(x0), sp.Matrix(h)
+    FX, FP = F.jacobian(xs), F.jacobian(ps)
+    ls = sp.Matrix([sp.Symbol(f"l{i}", real=True) for i in range(len(states))])
     args = [t, xs, cs]
     compile_ = lambda exprs, a: sp.lambdify(a, exprs, modules="numpy", cse=True)  # noqa: E731
     return SymbolicModel(
         states, constants, parameters, outputs,
-        rhs=compile_([F, F.jacobian(xs), F.jacobian(ps)], args),
+        rhs=compile_([F, FX, FP], args),
+        rate=compile_(F, args),
+        adjoint=compile_([FX.T * ls, FP.T * ls], [t, xs, cs, list(ls)]),
         initial=compile_([X0, X0.jacobian(ps)], [cs]),
         observe=compile_([H, H.jacobian(xs), H.jacobian(ps)], args))
 
@@ -134,7 +140,7 @@ def exact_functions(system: EquationSystem, values: dict[str, float], parameters
     """The output grid and, per output, y (T,) and dy/dp (T, m) at the nominal point
     (`model`: the system already differentiated for these parameters and outputs)."""
     model = model or symbolic_model(system, parameters, outputs)
-    c = np.array([float(values.get(k, system.constants[k])) for k in model.constants])
+    c = constant_values(model, system, values)
     nominal = np.array([c[model.constants.index(p)] for p in parameters])
     scale = np.where(nominal != 0, np.abs(nominal), 1.0)
     n, m = len(model.states), len(parameters)
@@ -159,6 +165,12 @@ def exact_functions(system: EquationSystem, values: dict[str, float], parameters
     for i, name in enumerate(outputs):
         found[name] = (ys[:, i], dys[:, i, :])
     return times, found
+
+
+def constant_values(model: SymbolicModel, system: EquationSystem,
+                    values: dict[str, float]) -> np.ndarray:
+    """The constants' vector c the compiled functions take: `values`, else the model's own."""
+    return np.array([float(values.get(k, system.constants[k])) for k in model.constants])
 
 
 def integrate(fun: Callable, z0: np.ndarray, system: EquationSystem, times: np.ndarray,

@@ -4,10 +4,11 @@ batched through `ask` (see batching.py).
 Least squares (`lm`, `trf`) use scipy.optimize.least_squares with finite-difference Jacobians
 whose m + 1 (forward) or 2m + 1 (central) rows go out as one batch; `lm` has no bounds of its own,
 so it works in logistic coordinates that map the real line onto the parameter box (as FME does
-for methods without bounds). `nelder-mead`, `lbfgsb` (gradient 2 J^T r from the batched Jacobian)
-and `differential-evolution` (a whole population per batch; polished by `trf`) minimise the cost
-in unit-box coordinates. Standard errors follow FME's summary.modFit: s^2 (J^T J)^-1 with
-s^2 = cost / (N - m), t = estimate / std_error, two-sided p from Student's t with N - m degrees.
+for methods without bounds). `nelder-mead`, `lbfgsb` (gradient 2 J^T r from the batched Jacobian,
+or the model's own, in-process: `Settings.gradient`) and `differential-evolution` (a whole
+population per batch; polished by `trf`) minimise the cost in unit-box coordinates. Standard
+errors follow FME's summary.modFit: s^2 (J^T J)^-1 with s^2 = cost / (N - m), t = estimate /
+std_error, two-sided p from Student's t with N - m degrees.
 
 Formulas, defaults and edge cases: docs/methods.md, "Calibration fits".
 """
@@ -61,6 +62,8 @@ class Settings:
     population: int = 15
     polish: bool = True
     exact: Callable[[np.ndarray], np.ndarray] | None = None  # p -> J, for jacobian: exact
+    # lbfgsb: (p, the run's summary at p) -> d cost/dp in-process (search/gradients.py)
+    gradient: Callable[[np.ndarray, dict[str, Any]], np.ndarray] | None = None
 
 
 @dataclass
@@ -203,14 +206,29 @@ def fit_nelder_mead(ask: Ask, start: np.ndarray, box: Box, settings: Settings) -
 
 
 def fit_lbfgsb(ask: Ask, start: np.ndarray, box: Box, settings: Settings) -> FitResult:
-    """L-BFGS-B in the unit box with the gradient 2 J^T r of a batched Jacobian."""
+    """L-BFGS-B in the unit box with the model's own gradient, or 2 J^T r of a batched Jacobian."""
     width = box.hi - box.lo
 
     def cost_and_gradient(p):
         J, r = jacobian(ask, p, box, settings)
         return float(r @ r), 2 * (J.T @ r) * width
 
+    if settings.gradient is not None:
+        cost_and_gradient = model_gradient(ask, box, settings.gradient)
     return minimise_lbfgsb(cost_and_gradient, ask, start, box, settings)
+
+
+def model_gradient(ask: Ask, box: Box, gradient: Callable[[np.ndarray, dict[str, Any]], np.ndarray]
+                   ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """The cost of the run at p and its gradient in unit coordinates, computed once per point; a
+    failed run's point is given 1e300 with gradient 0."""
+    def cost_and_gradient(p):
+        answer = {k: v[0] for k, v in ask(p[None]).items()}
+        if not np.isfinite(answer["cost"]):
+            return 1e300, np.zeros(len(p))
+        return float(answer["cost"]), gradient(p, answer) * (box.hi - box.lo)
+
+    return cost_and_gradient
 
 
 def minimise_lbfgsb(cost_and_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]], ask: Ask,
