@@ -118,7 +118,9 @@ def scalar_overhead(small: int, large: int, repeats: int) -> None:
            per_run / loop_per_run <= 1.5, command)
     evaluator = best(repeats, python,
         "import time,numpy as np;from pathlib import Path;"
-        "from studyrun.models.python import Python;from studyrun.models.base import RunContext;"
+        "from studyrun.models.python import Python\n"
+        "try: from studyrun.core.batch import RunContext\n"  # since issue 15; before, models.base
+        "except ImportError: from studyrun.models.base import RunContext\n"
         "import benchmodels;"
         "m=Python(type='python',function='benchmodels:ishigami_scalar')"
         ".build(Path(benchmodels.__file__).parent);"

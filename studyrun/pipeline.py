@@ -22,8 +22,7 @@ from .dependencies import code_digest
 from .execute import Job, Runner, Settings
 from .loading import Loaded, load_study
 from .models.base import HasEquations
-from .plan import make_plan
-from .plan.identity import Occurrences
+from .plan import make_plan, plan_slices
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
 from .plan.study import identity_context, identity_record
 from .provenance import collect, now
@@ -80,7 +79,8 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
         else:
             analysis, outcome = run_fixed(loaded, store, job, settings, folder)
         analysis["warnings"] = warnings
-        analysis["provenance"] = collect(loaded.path, loaded.study.seed, started)
+        analysis["provenance"] = {**collect(loaded.path, loaded.study.seed, started),
+                                  **loaded.study.analysis.provenance(loaded.context)}
         analysis[outputs.DIGEST_KEY] = outputs.study_digest(copy)
         write_json(folder / "analysis.json", analysis)
         write_report(folder, loaded.study, analysis, outcome)
@@ -111,11 +111,9 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     runs = PlannedRuns(store, list(context.varied),
                        series_wanted(job.quantities, study.analysis, context),
                        study.analysis.series_grid(context))
-    earlier = Occurrences()  # repeated rows are numbered across the design's slices
+    designs = study.analysis.design_chunks(context, np.random.SeedSequence(study.seed), CHUNK_ROWS)
     with Runner(store, job, settings) as runner:
-        for design in study.analysis.design_chunks(context, np.random.SeedSequence(study.seed),
-                                                   CHUNK_ROWS):
-            plan = make_plan(design, context.fixed, identity, earlier)
+        for plan in plan_slices(designs, context.fixed, identity):
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
     results = study.analysis.analyse_runs(runs, context)

@@ -81,6 +81,21 @@ def count_runs(path: Path) -> int:
         return 0
 
 
+# A sequential example study -> the one whose results it starts from (`start: {from:
+# ../results/NAME}`); it validates only once that one has run.
+SEQUENTIAL = {"stock-harvest-sequential": "stock-survey-calibrate"}
+
+
+def run_earlier_steps(studies: Path) -> None:
+    """Run, into studies/../results/, the studies the sequential examples start from, so that a
+    copy of studies/ validates whole."""
+    import studyrun
+
+    for earlier in sorted(set(SEQUENTIAL.values())):
+        studyrun.run(studies / f"{earlier}.yaml", studies.parent / "results" / earlier,
+                     scheduler="sync")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import run_earlier_steps
+
 from studyrun.core.errors import StudyError
 from studyrun.loading import load_study
 
@@ -143,8 +145,10 @@ def load_cleanly(path: Path, seconds: float = TIME_LIMIT) -> str:
 
 
 def copy_studies(target: Path) -> Path:
-    """studies/ (model files, python modules, simulator scripts) copied to `target`."""
+    """studies/ (model files, python modules, simulator scripts) copied to `target`, with the
+    results the sequential examples start from beside it."""
     shutil.copytree(STUDIES, target, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    run_earlier_steps(target)
     return target
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
-from conftest import STUDIES, run_cli
+from conftest import SEQUENTIAL, STUDIES, run_cli, run_earlier_steps
 
 ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
@@ -16,8 +17,10 @@ SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montec
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
-def test_study_validates_and_plans(path):
+def test_study_validates_and_plans(tmp_path, path):
     assert path.read_text().startswith("# yaml-language-server: $schema=../schemas/study.schema.json")
+    if path.stem in SEQUENTIAL:  # it starts from the results of another: run that one first
+        path = copy_with_earlier_steps(tmp_path) / path.name
     done = run_cli("plan", path)
     assert done.returncode == 0, done.stderr
     assert "runs:" in done.stdout
@@ -31,6 +34,35 @@ def test_small_study_runs(tmp_path, name):
     analysis = json.loads((tmp_path / name / "analysis.json").read_text())
     assert analysis["runs"]["failed"] == 0
     assert (tmp_path / name / "report.md").exists() and (tmp_path / name / "runs.csv").exists()
+
+
+def copy_with_earlier_steps(tmp_path):
+    """studies/ copied into tmp_path, the studies the sequential examples start from run."""
+    folder = tmp_path / "studies"
+    shutil.copytree(STUDIES, folder, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    run_earlier_steps(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_the_sequential_example_runs_after_its_first_step(tmp_path):
+    """stock-survey-calibrate, then stock-harvest-sequential from its results, each as the
+    README says: from the project folder, into results/NAME."""
+    folder = tmp_path / "studies"
+    shutil.copytree(STUDIES, folder, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    for name in ("stock-survey-calibrate", "stock-harvest-sequential"):
+        done = run_cli("run", folder / f"{name}.yaml", "--quiet", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    first, second = (json.loads((tmp_path / "results" / name / "analysis.json").read_text())
+                     for name in ("stock-survey-calibrate", "stock-harvest-sequential"))
+    assert first["results"]["fitted"] == pytest.approx({"rate": 0.5, "capacity": 100}, rel=1e-5)
+    assert second["results"]["fitted"] == pytest.approx(
+        {"rate": 0.5, "capacity": 100, "catchability": 0.04}, rel=1e-5)
+    start = second["results"]["start"]["parameters"]
+    assert start["rate"] == {"value": first["results"]["fitted"]["rate"],
+                             "from": "stock-survey-calibrate: rate"}
+    assert start["catchability"] == {"value": 0.1, "from": "nominal"}
+    assert second["provenance"]["builds_on"]["study_yaml_sha256"] == first["study_yaml_sha256"]
 
 
 @pytest.mark.slow

@@ -129,6 +129,11 @@ class AnalysisSpec(BaseModel):
         """Iterative analyses: ask for runs through `evaluate` and return the results block."""
         raise NotImplementedError
 
+    def provenance(self, context: StudyContext) -> dict[str, Any]:
+        """What the results rest on beyond the study and its files (an earlier study's results
+        folder), for analysis.json's provenance; by default nothing."""
+        return {}
+
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
         """Markdown sections (with figures) for report.md, from analysis.json and the runs."""
         return ""

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -46,3 +47,20 @@ def make_plan(design: Design, fixed: dict[str, float], context: dict,
     run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}),
                         earlier)
     return Plan(design=design, fixed=fixed, run_ids=run_ids)
+
+
+def plan_slices(designs: Iterable[Design], fixed: dict[str, float], context: dict) -> Iterator[Plan]:
+    """The plans of a design's slices, with the identities the design has whole: repeated rows
+    are numbered across slices, counted from the second slice on (a design of one slice, the
+    usual case, pays nothing for it)."""
+    earlier: Occurrences | None = None
+    first: Design | None = None
+    for design in designs:
+        if first is not None:  # a second slice: count the first's rows, then every slice's
+            earlier = Occurrences()
+            make_plan(first, fixed, context, earlier)
+            first = None
+        plan = make_plan(design, fixed, context, earlier)
+        if earlier is None:
+            first = design
+        yield plan

@@ -36,8 +36,19 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
                   f"studyrun {provenance.get('studyrun')}, Python {provenance.get('python')}, "
                   f"seed {provenance.get('seed')}, study sha256 `{provenance.get('study_sha256', '')[:16]}…`, "
                   f"{describe_git(provenance.get('git') or {})}; "
-                  f"{provenance.get('started')} to {provenance.get('finished')}.", ""]
+                  f"{provenance.get('started')} to {provenance.get('finished')}."
+                  + describe_chain(provenance.get("builds_on")), ""]
     return "\n".join(lines)
+
+
+def describe_chain(builds_on: dict | None) -> str:
+    """The earlier studies whose results these rest on (a sequential calibration), latest first."""
+    links = []
+    while isinstance(builds_on, dict) and len(links) < 100:
+        links.append(f"{builds_on.get('study')} in {builds_on.get('folder')} (study.yaml sha256 "
+                     f"`{str(builds_on.get('study_yaml_sha256', ''))[:16]}…`)")
+        builds_on = builds_on.get("builds_on")
+    return f" Builds on the results of {', which builds on '.join(links)}." if links else ""
 
 
 def describe_git(git: dict) -> str:

@@ -12,7 +12,7 @@ import pytest
 from conftest import write_study
 
 from studyrun.core.design import Design
-from studyrun.plan import make_plan
+from studyrun.plan import make_plan, plan_slices
 from studyrun.plan.identity import Occurrences, canonical_bits, context_bytes, hash_rows, mix
 
 MASK = 2**64 - 1
@@ -185,9 +185,8 @@ def plans_whole_and_in_slices(folder, parameters: str, sampling: str = "random",
     context, fixed, identity = loaded.context, loaded.context.fixed, identity_context(loaded)
     analysis, seed = loaded.study.analysis, loaded.study.seed
     whole = make_plan(analysis.design(context, np.random.SeedSequence(seed)), fixed, identity)
-    earlier = Occurrences()
-    slices = [make_plan(design, fixed, identity, earlier)
-              for design in analysis.design_chunks(context, np.random.SeedSequence(seed), rows)]
+    slices = list(plan_slices(analysis.design_chunks(context, np.random.SeedSequence(seed), rows),
+                              fixed, identity))
     assert len(slices) == -(-200 // rows)
     assert (np.vstack([s.design.matrix for s in slices]) == whole.design.matrix).all()
     return whole.run_ids, np.concatenate([s.run_ids for s in slices])

@@ -10,7 +10,8 @@ multistart fit run as one batch each.
 Modules: data.py (reading the CSV files), cost.py (modCost), batching.py (one round trip per
 batch, fits in lockstep), fit.py (the optimisers and the statistics of FME's modFit), gradient.py
 (docs/methods.md, "Gradient matching"), mcmc.py (adaptive Metropolis with delayed rejection,
-FME's modMCMC), calibration.py (the workflow and the results block), report.py.
+FME's modMCMC), sequential.py (`start` and `pseudo_data`: docs/methods.md, "Sequential
+identification"), calibration.py (the workflow and the results block), report.py.
 
 `results` holds the contract keys `parameters` (name -> `initial`, `estimate`, `std_error`, `t`,
 `p`, `lower`, `upper` (95% confidence limits from Student's t)), `correlation` (name -> name ->
@@ -22,7 +23,11 @@ value), `cost` (`initial`, `final`), `variables` (name -> `N`, `SSR`, `SSR_unwei
 to paste into the study), `starts` (multistart), `progress` (best cost after each batch),
 `curves` (output -> `time`, `initial`, `final` model series), `outputs` (variable -> the model
 output it is compared with), `residuals` (FME's table at the estimate, also written to
-residuals.csv), `notes`, and for those methods `gradient_matching` (`estimate`, `cost`,
+residuals.csv), `fitted_series` (`time`, `series`: output -> the fitted run's series, every
+output the model declares; `data_span`: the x range of the data; also written to fitted.csv),
+`notes`, with `start` (`folder`, `study`, `study_yaml_sha256`, `parameters`: name -> `value`,
+`from`; `pseudo_data`: output -> `points`, `time`; `notes`) for a sequential fit, and for those
+methods `gradient_matching` (`estimate`, `cost`,
 `objective` (the documented sum of squared scaled slope mismatches at `estimate`),
 `integrations`, `refine_integrations`, `collocation_points`, `outer_iterations`,
 `observed_states`, `hidden_states`, `settled`, `from_data_at_start` (parameter -> the observed
@@ -57,11 +62,12 @@ from .data import (
     outputs_needed,
     read_blocks,
 )
+from .sequential import Start
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
 
-__all__ = ["Calibrate", "DataBlock", "Mcmc"]
+__all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 
 FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
 
@@ -128,6 +134,11 @@ class Calibrate(AnalysisSpec):
     refine: bool = Field(False, description="gradient-matching: follow with a trajectory fit")
     fit: Literal["lm", "trf"] = Field("lm", description="the trajectory fit of refine and mcmc")
     mcmc: Mcmc = Field(default_factory=Mcmc, description="method: mcmc settings")
+    start: Start | None = Field(None, description="start from an earlier calibration's results "
+                                                  "folder: its estimates of shared parameters")
+    pseudo_data: list[str] = Field(
+        default_factory=list, description="outputs the data lack, fitted to the earlier "
+                                          "calibration's fitted series (needs start)")
 
     @model_validator(mode="after")
     def _gradient_for_lbfgsb(self) -> "Calibrate":
@@ -147,28 +158,25 @@ class Calibrate(AnalysisSpec):
 
     def observations(self, context: StudyContext) -> list[Observations]:
         """The data blocks read, their files relative to the study's folder (read again only
-        when a file changed)."""
-        return read_blocks(self.blocks, context.folder)
+        when a file changed), then the pseudo-data block of a sequential fit."""
+        from .sequential import pseudo_observations
+
+        data = read_blocks(self.blocks, context.folder)
+        return data + pseudo_observations(self, context, len(data))
 
     def needs_series(self, context: StudyContext) -> list[str]:
-        """The outputs the data observe; for gradient matching also the states they do not
-        observe, whose trajectories enter the mismatch."""
+        """The outputs the data observe, then every other output the model is known to have:
+        the fitted run's are kept for a later sequential fit (`fitted_series`), and gradient
+        matching fits the trajectories of the states the data do not observe."""
         try:
             needed = outputs_needed(self.observations(context))
         except StudyError:  # `studyrun report DIR` reads the study copy, away from its data;
             return []       # a run checks the data before it asks (check())
-        return needed + [s for s in self.state_names(context) if s not in needed]
-
-    def state_names(self, context: StudyContext) -> list[str]:
-        """The states of an equation model that gradient matching fits (none otherwise)."""
-        from ...models.base import HasEquations
-
-        if self.method != "gradient-matching" or not isinstance(context.model, HasEquations):
-            return []
         try:
-            return list(context.model.to_system().initial)
+            known = sorted(context.model.output_names() or [])
         except StudyError:  # an invalid model: its own check reports it
-            return []
+            known = []
+        return needed + [o for o in known if o not in needed]
 
     def series_grid(self, context: StudyContext):
         """Runs whose grids differ are compared at the observation times."""
@@ -197,6 +205,12 @@ class Calibrate(AnalysisSpec):
                 missing.append(Problem(f"data file not found: {context.path(block.file)}", where))
         if missing:
             return problems + missing
+        if self.start is not None or self.pseudo_data:
+            from .sequential import start_problems
+
+            started = start_problems(self, context)
+            if started:
+                return problems + started
         data = self.observations(context)  # CSV mistakes are StudyErrors at the file's line and column
         time = getattr(context.model, "time", None)
         span = (float(time.start), float(time.stop)) if time is not None else None
@@ -221,9 +235,9 @@ class Calibrate(AnalysisSpec):
 
     def design(self, context: StudyContext, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
-        from ..search.fit import make_box
+        from .sequential import start_box
 
-        box = make_box(context.varied, context.defaults)
+        box, _ = start_box(self, context)
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
 
     def describe_design(self, design: Design, context: StudyContext) -> str:
@@ -239,6 +253,13 @@ class Calibrate(AnalysisSpec):
         from .calibration import calibrate
 
         return calibrate(self, evaluate, context, seed)
+
+    def provenance(self, context: StudyContext) -> dict[str, Any]:
+        """`builds_on`: the earlier calibration this one started from, and its own chain."""
+        from .sequential import read_earlier
+
+        return {} if self.start is None else {
+            "builds_on": read_earlier(self.start, context).provenance()}
 
     def report(self, analysis: dict[str, Any], outcome, figures: "Figures") -> str:
         from .report import report

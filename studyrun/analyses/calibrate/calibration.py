@@ -13,9 +13,10 @@ from ...core.design import Outcome
 from ...core.errors import StudyError
 from ...params import sample_unit
 from ..search.batching import Evaluations, lockstep
-from ..search.fit import Box, FitResult, Settings, fit, jacobian, make_box, statistics
+from ..search.fit import Box, FitResult, Settings, fit, jacobian, statistics
 from .cost import FAILED_RESIDUAL, CostFunction
 from .data import Observations, check_against_model
+from .sequential import fitted_series, start_box
 
 UNFITTED = ("every run the fit tried failed or gave no finite cost, the start's too: the "
             "estimate is no fit; start where the model runs (set the parameters' nominal values)")
@@ -26,13 +27,13 @@ def calibrate(spec, evaluate, context, seed: np.random.SeedSequence) -> dict[str
     data = spec.observations(context)
     parameters = context.varied
     costs = CostFunction(data)
-    box = make_box(parameters, context.defaults)
+    extra: dict[str, Any] = {}
+    box, extra["start"] = start_box(spec, context)
     lhs_seed, evolution_seed, mcmc_seed = seed.spawn(3)
     evaluations = Evaluations(evaluate, summariser(costs))
     evaluations(box.start[None])
     check_first_run(data, evaluations.first, costs)
     settings = fit_settings(spec)
-    extra: dict[str, Any] = {}
     notes = []
     if spec.jacobian == "exact":
         from .exact import exact_jacobian
@@ -163,6 +164,7 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
         results["curves"] = {o: {"time": outcome.time.tolist(), "initial": outcome.series[o][0].tolist(),
                                  "final": outcome.series[o][1].tolist()} for o in costs.outputs}
         results["residuals"] = costs.residual_table(final_costs, row=1)
+        results["fitted_series"] = fitted_series(outcome, 1, [t.x for t in costs.terms])
     results.update({k: v for k, v in extra.items() if v})
     return results
 

@@ -12,6 +12,7 @@ import numpy as np
 from ...outputs import replacing
 from ...report.figures import shown_rows
 from ...report.markdown import table
+from .sequential_report import section_start, write_fitted
 
 RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"]
 
@@ -19,6 +20,8 @@ RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"
 def report(spec, analysis: dict[str, Any], figures) -> str:
     results = analysis["results"]
     write_residuals(figures.folder.parent / "residuals.csv", results.get("residuals", []))
+    if results.get("fitted_series"):
+        write_fitted(figures.folder.parent / "fitted.csv", results["fitted_series"])
     if results.get("mcmc"):
         write_samples(figures.folder.parent / "mcmc-samples.csv", results["mcmc"])
     params = results["parameters"]
@@ -43,10 +46,12 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
     lines += [f"- {note}" for note in results.get("notes", [])] + [""]
     lines += ["### Fitted values", "", "Paste into the study to start from the fit:", "",
               "```yaml", results["fitted_yaml"].rstrip(), "```", ""]
+    lines += section_start(results)
     lines += section_gradient(results) + section_starts(results) + section_mcmc(results)
     lines += draw_curves(results, figures) + draw_residuals(results, figures)
     lines += draw_progress(results, figures) + draw_mcmc(results, figures)
     lines += ["The residuals at the estimate are in residuals.csv"
+              + (", the fitted run's series in fitted.csv" if results.get("fitted_series") else "")
               + (", the chains in mcmc-samples.csv." if results.get("mcmc") else "."), ""]
     return "\n".join(lines)
 
