@@ -13,14 +13,14 @@ side).
 
 from .base import DISTRIBUTIONS, TAGS, TAIL, ParameterBase, Positive, Real, Whole, stats
 from .continuous import (
-           Beta,
-           Gamma,
-           LogNormal,
-           LogUniform,
-           Normal,
-           Triangular,
-           TruncNormal,
-           Uniform,
+    Beta,
+    Gamma,
+    LogNormal,
+    LogUniform,
+    Normal,
+    Triangular,
+    TruncNormal,
+    Uniform,
 )
 from .mapping import map_unit, varied
 from .sampling import sample_unit, sample_unit_chunks
