@@ -16,9 +16,10 @@ import os
 import secrets
 import signal
 import subprocess
+import time
 
 MARK = "STUDYRUN_RUN"
-_ROUNDS = 10  # kill and look again this often, for descendants forking while being killed
+_PATIENCE = 2.0  # seconds to wait for killed processes to die (a loaded machine is slow to)
 
 
 def new_mark(run_id: str) -> str:
@@ -60,16 +61,20 @@ def end_group(proc: subprocess.Popen) -> None:
 
 
 def kill_marked(marks: list[str], since: int) -> None:
-    """Kill every process carrying one of the marks, until none is left."""
-    for _ in range(_ROUNDS):
-        found = marked(marks, since)
-        if not found:
-            return
+    """Kill every process carrying one of the marks, and wait until none is left: SIGKILL takes
+    effect only when the process is next scheduled, and descendants may fork meanwhile."""
+    deadline = time.monotonic() + _PATIENCE
+    pause = 0.001
+    while found := marked(marks, since):
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if time.monotonic() > deadline:
+            return
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
 
 
 def marked(marks: list[str], since: int) -> list[int]:
