@@ -35,6 +35,12 @@ TAGS = DISTRIBUTIONS + ("bounds", "fixed")  # union tags; they appear in pydanti
 _TINY = float(np.finfo(float).tiny)
 
 
+def uniform_support(low: float, high: float) -> tuple[float, float]:
+    """scipy.stats.uniform(loc=low, scale=high - low).support(), with the same rounding, without
+    importing scipy: validating a study checks a nominal against it."""
+    return float(low), float((high - low) + low)
+
+
 def as_number(x: float) -> str:
     """A number as a user wrote it: 5 rather than 5.0, full precision otherwise."""
     x = float(x)

@@ -17,6 +17,7 @@ from .base import (
     as_number,
     check_above_low,
     stats,
+    uniform_support,
 )
 
 
@@ -41,6 +42,9 @@ class Uniform(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return self.low, self.high
+
+    def _support(self) -> tuple[float, float]:
+        return uniform_support(self.low, self.high)
 
     def to_salib(self) -> tuple[str, list[float]]:
         return "unif", [self.low, self.high]
