@@ -17,6 +17,7 @@ from .base import (
     as_number,
     check_above_low,
     stats,
+    uniform_ppf,
     uniform_support,
 )
 
@@ -45,6 +46,9 @@ class Uniform(ParameterBase):
 
     def _support(self) -> tuple[float, float]:
         return uniform_support(self.low, self.high)
+
+    def _quantiles(self, u: np.ndarray) -> np.ndarray:
+        return uniform_ppf(self.low, self.high, u)
 
     def to_salib(self) -> tuple[str, list[float]]:
         return "unif", [self.low, self.high]
