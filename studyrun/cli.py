@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, metavar="N", help="at most N runs")
     runs.set_defaults(command=command_runs)
 
-    predict = commands.add_parser("predict", help="a doe response surface's or a surrogate's prediction, with intervals")
+    predict = commands.add_parser("predict", help="a doe response surface's or a surrogate's "
+                                                   "prediction, with intervals")
     predict.add_argument("folder", type=Path, metavar="DIR")
     predict.add_argument("--at", required=True, action="append", metavar="NAME=VALUE,...",
                          help="the point in natural units, every factor of the fit; repeat the "

@@ -255,7 +255,8 @@ def split_blocks(values: np.ndarray, d: int, second_order: bool):
 
 def sobol_estimates(values: np.ndarray, d: int, second_order: bool):
     """First, total (and second-order) indices by SALib's estimators, for each column."""
-    from SALib.analyze.sobol import first_order, second_order as s2, total_order
+    from SALib.analyze.sobol import first_order, total_order
+    from SALib.analyze.sobol import second_order as s2
 
     a, b, ab, ba = split_blocks(values, d, second_order)
     first = np.array([first_order(a, ab[:, j], b) for j in range(d)])
