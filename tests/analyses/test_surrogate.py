@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def test_pce_gives_the_g_function_indices(tmp_path):
     a = [0, 1, 4.5, 9, 99, 99, 99, 99]
     parameters = "{" + ", ".join(f"x{i}: {{bounds: [0, 1]}}" for i in range(1, 9)) + "}"
     path = study(tmp_path, "g_function", parameters,
-                 "{type: surrogate, method: pce, samples: 2000, sampling: sobol, q: 0.75}")
+                 "{type: surrogate, method: pce, samples: 500, sampling: sobol, q: 0.75}")
     y = studyrun.run(path, tmp_path / "out").results["y"]
     first, total = g_indices(a)
     for i in range(8):
@@ -132,9 +133,9 @@ def test_a_linear_models_indices_for_every_family(tmp_path):
 @pytest.mark.slow
 def test_gp_reaches_q2_above_099_on_the_borehole_function_from_200_runs(tmp_path):
     text = (STUDIES / "borehole-gp.yaml").read_text().split("analysis:")[0]
+    shutil.copy(STUDIES / "borehole.py", tmp_path)
     path = tmp_path / "borehole.yaml"
-    path.write_text(text.replace("borehole:borehole", f"{STUDIES}/borehole.py:borehole")
-                    + "analysis: {type: surrogate, method: gp, samples: 200}\n"
+    path.write_text(text + "analysis: {type: surrogate, method: gp, samples: 200}\n"
                     + "execution: {scheduler: sync}\n")
     result = studyrun.run(path, tmp_path / "out")
     flow = result.results["flow"]
@@ -187,14 +188,14 @@ def test_a_killed_adaptive_study_resumes_and_ends_with_the_same_result(tmp_path)
     numbers of an uninterrupted run."""
     (tmp_path / "slow.py").write_text(
         "import time\nimport numpy as np\n"
-        "def model(x1, x2, x3):\n    time.sleep(0.02)\n"
+        "def model(x1, x2, x3):\n    time.sleep(0.05)\n"
         "    return {'y': float(np.sin(x1) + 7 * np.sin(x2) ** 2 + 0.1 * x3 ** 4 * np.sin(x1))}\n")
     text = f"""
         name: killed
         seed: 3
         model: {{type: python, function: slow:model}}
         parameters: {ISHIGAMI_PARAMETERS}
-        analysis: {{type: surrogate, method: gp, samples: 30, until: {{q2: 0.9999, max_samples: 90, batch: 20}}}}
+        analysis: {{type: surrogate, samples: 30, until: {{q2: 0.99999, max_samples: 90, batch: 20}}}}
         execution: {{scheduler: sync, batch_size: 5}}
         """
     path = write_study(tmp_path, text)
@@ -281,12 +282,14 @@ def test_each_familys_polynomials_are_orthonormal_under_its_distribution(paramet
     spec = TypeAdapter(ParameterSpec).validate_python(parameter)
     germ = germ_for(spec)
     assert germ.family == family
-    def product(i, j):
-        return lambda x: float(np.prod(germ.table(germ.standard(np.array([x]), spec.cdf), 4)[0, [i, j]]))
+    from scipy.integrate import quad_vec
+
+    def weighted_products(x):
+        row = germ.table(germ.standard(np.array([x]), spec.cdf), 4)[0]
+        return spec._dist().pdf(x) * np.outer(row, row)
 
     low, high = spec.ppf(np.array([1e-12, 1 - 1e-12]))
-    gram = np.array([[spec._dist().expect(product(i, j), lb=low, ub=high) for j in range(5)]
-                     for i in range(5)])
+    gram = quad_vec(weighted_products, low, high, epsabs=1e-9)[0]
     assert np.allclose(gram, np.eye(5), atol=1e-4), gram  # the tails past 1e-12 left out
     assert Germ.from_json(germ.as_json()) == germ
 

@@ -67,9 +67,9 @@ class Surrogate(AnalysisSpec):
                             "leave-one-out error")
     q: float = Field(1.0, gt=0, le=1, description="pce: hyperbolic truncation, sum(a_i^q)^(1/q) "
                                                   "<= degree; 1 is total degree")
-    fit: Literal["lars", "omp", "ols"] = Field("lars", description="pce: how coefficients are "
-                                               "chosen (sparse LARS, orthogonal matching "
-                                               "pursuit, or least squares on every term)")
+    fit: Literal["lars", "ols"] = Field("lars", description="pce: how coefficients are chosen "
+                                        "(sparse, along a least-angle regression path; or least "
+                                        "squares on every term)")
     validation: int | Literal["loo"] = Field(5, description="k-fold cross-validation, or loo")
     until: Until | None = None
     second_order: bool = False

@@ -26,7 +26,7 @@ class Settings:
     method: str  # pce | gp
     degree: int | None  # None: chosen by corrected leave-one-out error
     q: float
-    fit: str  # lars | omp | ols
+    fit: str  # lars | ols
     folds: int | None  # None: leave-one-out
     second_order: bool
     confidence: float
@@ -159,8 +159,8 @@ def pce_intervals(z, y, germs: list[Germ], expansion: pce.Expansion, settings: S
     n = len(y)
     draws: dict[str, list] = {"S1": [], "ST": [], "S2": []}
     for _ in range(settings.resamples):
-        rows = rng.integers(0, n, n)
-        coefficients = pce.refit(psi[rows], y[rows])
+        counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
+        coefficients = pce.refit(psi, y, counts)
         _, _, first, total, pairs = pce.moments_and_indices(expansion.indices, coefficients,
                                                             settings.second_order)
         draws["S1"].append(first)

@@ -1,6 +1,6 @@
 """Polynomial chaos expansions: a truncated orthonormal basis, its coefficients by least squares
-or by a sparse regression path (LARS or orthogonal matching pursuit, from scikit-learn) cut where
-the corrected leave-one-out error is least, and the degree chosen the same way.
+or along a least-angle regression path (scikit-learn's lars_path) cut where the corrected
+leave-one-out error is least, and the degree chosen the same way.
 
 Formulas: docs/methods.md, "Surrogate models".
 """
@@ -18,6 +18,7 @@ MAX_TERMS = 20_000  # candidate terms of one degree, beyond which higher degrees
 MAX_CELLS = 30_000_000  # points x candidate terms held at once (240 MB)
 AUTO_DEGREES = 20  # the highest degree `degree: auto` tries
 PATIENCE = 2  # degrees tried past the best before the search stops
+FIRST_STEPS = 64  # regression-path steps taken first (see fit_indices)
 EXACT = 1e-12  # a leave-one-out error this small, relative to the variance, ends the search
 
 
@@ -74,36 +75,39 @@ def fit_degree(standard: np.ndarray, y: np.ndarray, germs: list[Germ], degree: i
 
 def fit_indices(standard: np.ndarray, y: np.ndarray, germs: list[Germ], indices: np.ndarray,
                 degree: int, method: str) -> Expansion:
-    """Coefficients on the candidate basis `indices` (row 0 the constant)."""
+    """Coefficients on the candidate basis `indices` (row 0 the constant). A regression path is
+    followed for FIRST_STEPS steps, then twice as far while the best prefix lies near its end:
+    the path is the same however far it is followed, and most expansions keep few terms."""
     psi = design_matrix(standard, germs, indices)
-    order = np.arange(len(indices)) if method == "ols" else selection_order(psi, y, method)
-    k, loo, coefficients = best_prefix(psi[:, order], y)
-    kept = order[:k]
-    return Expansion(indices[kept], coefficients, degree, loo, len(indices))
+    if method == "ols":
+        k, loo, coefficients = best_prefix(psi, y)
+        return Expansion(indices[:k], coefficients, degree, loo, len(indices))
+    cap = min(len(indices) - 1, len(y) - 2)
+    steps = min(cap, FIRST_STEPS)
+    while True:
+        order = selection_order(psi, y, steps)
+        k, loo, coefficients = best_prefix(psi[:, order], y)
+        if k < 0.75 * len(order) or steps >= cap:
+            break
+        steps = min(2 * steps, cap)
+    return Expansion(indices[order[:k]], coefficients, degree, loo, len(indices))
 
 
-def selection_order(psi: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:
-    """The constant, then the terms in the order the regression path lets them in."""
+def selection_order(psi: np.ndarray, y: np.ndarray, steps: int) -> np.ndarray:
+    """The constant, then the first `steps` terms in the order the regression path lets them in."""
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import lars_path, orthogonal_mp
+    from sklearn.linear_model import lars_path
 
     x = psi[:, 1:] - psi[:, 1:].mean(axis=0)
     target = y - y.mean()
-    steps = min(x.shape[1], len(y) - 2)
+    steps = max(1, min(steps, x.shape[1]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
-        if method == "lars":
-            _, active, _ = lars_path(x, target, method="lar", max_iter=steps)
-            entered = [int(j) for j in active]
-        else:
-            path = orthogonal_mp(x, target, n_nonzero_coefs=max(steps, 1), return_path=True)
-            path = path.reshape(x.shape[1], -1)
-            entered = []
-            for step in range(path.shape[1]):
-                entered += [int(j) for j in np.flatnonzero(path[:, step]) if j not in entered]
-    seen = dict.fromkeys(entered)
-    return np.array([0, *(j + 1 for j in seen)], dtype=np.int64)
+        _, active, _ = lars_path(x, target, method="lar", max_iter=steps)
+    entered = np.array(active, dtype=np.int64)
+    _, first = np.unique(entered, return_index=True)
+    return np.concatenate([[0], entered[np.sort(first)] + 1]).astype(np.int64)
 
 
 def best_prefix(a: np.ndarray, y: np.ndarray) -> tuple[int, float, np.ndarray]:
@@ -135,9 +139,16 @@ def best_prefix(a: np.ndarray, y: np.ndarray) -> tuple[int, float, np.ndarray]:
     return best, float(corrected[best - 1]), coefficients
 
 
-def refit(psi: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares coefficients on a fixed basis."""
-    return np.linalg.lstsq(psi, y, rcond=None)[0]
+def refit(psi: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares coefficients on a fixed basis, rows weighted (a bootstrap's counts) by the
+    normal equations: the basis is near orthonormal, so they are well conditioned."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    weighted = psi if weights is None else psi * weights[:, None]
+    try:
+        return cho_solve(cho_factor(weighted.T @ psi), weighted.T @ y)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(weighted.T @ psi, weighted.T @ y, rcond=None)[0]
 
 
 def moments_and_indices(indices: np.ndarray, coefficients: np.ndarray, second_order: bool):
