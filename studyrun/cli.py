@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, metavar="N", help="at most N runs")
     runs.set_defaults(command=command_runs)
 
-    predict = commands.add_parser("predict", help="a doe response surface's prediction with intervals")
+    predict = commands.add_parser("predict", help="a doe response surface's or a surrogate's "
+                                                   "prediction, with intervals")
     predict.add_argument("folder", type=Path, metavar="DIR")
     predict.add_argument("--at", required=True, action="append", metavar="NAME=VALUE,...",
                          help="the point in natural units, every factor of the fit; repeat the "
@@ -291,26 +292,26 @@ def parse_point(texts: list[str]) -> dict[str, float]:
 
 
 def command_predict(args) -> int:
-    from .analyses.doe import predict
     from .report.markdown import format_number
     from .results import open_results
 
     results = open_results(args.folder)
-    if results.analysis.get("analysis") != "doe":
-        raise StudyError(f"{args.folder}: predict needs the results of a doe analysis; this folder "
-                         f"holds a {results.analysis.get('analysis')} analysis")
     point = parse_point(args.at)
-    names = args.quantity or [q for q in results.results if not q.startswith("_")]
-    predictions = [predict(results.analysis, name, point, level=args.level) for name in names]
+    names = args.quantity or results.fitted_quantities()
+    predictions = [results.predict(point, name, level=args.level) for name in names]
 
     def interval(pair):
         return "n/a" if not pair else f"[{format_number(pair[0])}, {format_number(pair[1])}]"
 
     for out in predictions:
-        ci, pi = out.get("confidence"), out.get("prediction_interval")
-        print(f"{out['quantity']}: {format_number(out['prediction'])}  {args.level * 100:g}% confidence "
-              f"{interval(ci)}  prediction {interval(pi)}"
-              f"{'  (extrapolated)' if out.get('extrapolation') else ''}")
+        text = f"{out['quantity']}: {format_number(out['prediction'])}"
+        if "confidence" in out:  # a doe response surface
+            text += f"  {args.level * 100:g}% confidence {interval(out['confidence'])}"
+        if out.get("prediction_interval") or "confidence" in out:
+            text += f"  prediction {interval(out.get('prediction_interval'))}"
+        if out.get("std") is not None:
+            text += f"  (std {format_number(out['std'])})"
+        print(text + ("  (extrapolated)" if out.get("extrapolation") else ""))
         if out.get("note"):
             print(f"  note: {out['note']}")
     return 0

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core.errors import StudyrunError
+from .core.errors import StudyError, StudyrunError
 from .outputs import read_analysis
 
 
@@ -30,6 +30,33 @@ class Results:
     @property
     def results(self) -> dict[str, Any]:
         return self.analysis["results"]
+
+    def fitted_quantities(self) -> list[str]:
+        """The quantities with a response surface (doe) or a surrogate to predict from."""
+        self._predictor()
+        return [q for q, r in self.results.items()
+                if not q.startswith("_") and isinstance(r, dict)
+                and ("coefficients" in r or "inputs" in r)]
+
+    def predict(self, at: dict[str, float], quantity: str | None = None,
+                level: float = 0.95) -> dict[str, Any]:
+        """The fitted model's prediction at `at` (natural units) with its intervals; for one
+        quantity, or a dict of every fitted quantity's when `quantity` is None."""
+        predict = self._predictor()
+        if quantity is None:
+            return {q: predict(self.analysis, q, at, level=level) for q in self.fitted_quantities()}
+        return predict(self.analysis, quantity, at, level=level)
+
+    def _predictor(self):
+        kind = self.analysis.get("analysis")
+        if kind == "doe":
+            from .analyses.doe import predict
+        elif kind == "surrogate":
+            from .analyses.surrogate.predict import predict
+        else:
+            raise StudyError(f"{self.folder}: predict needs the results of a doe or surrogate "
+                             f"analysis; this folder holds a {kind} analysis")
+        return predict
 
 
 def open_results(folder: str | Path) -> Results:

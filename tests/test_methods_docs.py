@@ -92,6 +92,7 @@ def test_every_method_has_its_section_with_formulas_notes_and_references():
                     "Calibration fits (FME's modFit)", "Bayesian calibration (FME's modMCMC)",
                     "Optimisation", "Monte Carlo summaries", "Parameter sweeps",
                     "Designed experiments and fractional factorials", "Response surfaces",
+                    "Surrogate models",
                     "Equation models: integration methods", "Stock-and-flow models"):
         assert heading in found, heading
     for section in re.split(r"(?m)^## ", text)[1:]:

@@ -152,6 +152,10 @@ class ParameterBase(BaseModel):
         lo, hi = self._limits()  # guard the declared limits against rounding in loc + scale * x
         return np.clip(out, -np.inf if lo is None else lo, np.inf if hi is None else hi)
 
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        """Natural values to the unit interval, the inverse of ppf (vectorized)."""
+        return np.asarray(self._dist().cdf(np.asarray(x, dtype=float)), dtype=float)
+
     def bounds(self) -> tuple[float, float]:
         """Finite box: the kind's own limits, or its 0.1% / 99.9% quantiles where it has none."""
         lo, hi = self._limits()

@@ -24,6 +24,7 @@ from ..analyses.optimize import Optimize
 from ..analyses.pawn import Pawn
 from ..analyses.rbd_fast import RbdFast
 from ..analyses.sobol import Sobol
+from ..analyses.surrogate import Surrogate
 from ..analyses.sweep import Sweep
 from ..models.command import Command
 from ..models.ode import Ode
@@ -35,7 +36,7 @@ from .execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Gradient, Calibrate, Optimize],
+                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize],
                           Field(discriminator="type")]
 
 

@@ -140,6 +140,8 @@ ANALYSES: dict[str, Example] = {
     "gradient": toy_study("gradient", {"type": "gradient", "objective": "integral(y)"},
                           failures="names",
                           failing=merged(FAILING, {"parameters": {"a": {"nominal": 0.9}}})),
+    "surrogate": toy_study("surrogate", {"type": "surrogate", "samples": 24, "resamples": 10,
+                                         "validation": 4}),
     "calibrate": toy_study("calibrate", {"type": "calibrate", "data": {"file": "observed.csv"},
                                          "max_evaluations": 60}, failures="steers",
                            failing=merged(FAILING, {"parameters": {"a": {"nominal": 0.9}}})),

@@ -1,0 +1,134 @@
+"""Gaussian-process surrogates: scikit-learn's GaussianProcessRegressor with an anisotropic
+Matern 5/2 kernel times a constant, plus a white-noise term, on inputs scaled affinely so that
+each parameter's box (its 0.1% to 99.9% range where unbounded) is [0, 1]; stored as JSON (kernel
+hyperparameters and training set), never pickled.
+
+Formulas: docs/methods.md, "Surrogate models".
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+NU = 2.5
+RESTARTS = 4  # optimiser restarts from random hyperparameters, beyond the first start
+
+
+def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False):
+    """Constant * Matern(nu 5/2, one length scale per input) + White noise."""
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+    bounds = "fixed" if fixed else None
+    scales = np.full(dimension, 0.3) if scales is None else np.asarray(scales, dtype=float)
+    return (ConstantKernel(signal, bounds or (1e-4, 1e4))
+            * Matern(scales, bounds or (1e-3, 1e3), nu=NU)
+            + WhiteKernel(noise, bounds or (1e-10, 1.0)))
+
+
+def fit(scaled: np.ndarray, y: np.ndarray, seed: int, start=None):
+    """A fitted regressor; `start` (an earlier fit's kernel) is the first optimiser start."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    model = GaussianProcessRegressor(kernel(scaled.shape[1]) if start is None else start,
+                                     normalize_y=True, n_restarts_optimizer=RESTARTS,
+                                     random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(scaled, y)
+
+
+def refit(model, scaled: np.ndarray, y: np.ndarray):
+    """A fit on other training data (a cross-validation fold), its optimiser started from
+    `model`'s hyperparameters only."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    again = GaussianProcessRegressor(model.kernel_, normalize_y=True, n_restarts_optimizer=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return again.fit(scaled, y)
+
+
+def _frozen(fitted):
+    params = describe(fitted)
+    return kernel(len(params["length_scales"]), params["length_scales"], params["signal_variance"],
+                  params["noise_variance"], fixed=True)
+
+
+def describe(fitted_kernel) -> dict[str, Any]:
+    """A fitted kernel's hyperparameters, on normalised outputs (unit variance)."""
+    product, white = fitted_kernel.k1, fitted_kernel.k2
+    return {"type": "constant * matern + white", "nu": NU,
+            "signal_variance": float(product.k1.constant_value),
+            "length_scales": np.atleast_1d(product.k2.length_scale).astype(float).tolist(),
+            "noise_variance": float(white.noise_level)}
+
+
+def as_json(model, names: list[str], box: np.ndarray, scaled: np.ndarray,
+            y: np.ndarray) -> dict[str, Any]:
+    """Everything prediction needs: hyperparameters, the box that scales the inputs to [0, 1],
+    and the training set (scaled inputs)."""
+    params = describe(model.kernel_)
+    return {**params, "length_scales": dict(zip(names, params["length_scales"])),
+            "box": {n: [float(lo), float(hi)] for n, (lo, hi) in zip(names, box)},
+            "training_inputs": scaled.tolist(), "training_outputs": y.tolist()}
+
+
+def scale(data: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """Natural values to the scaled inputs of the stored GP `data`."""
+    box = np.array(list(data["box"].values()), dtype=float)
+    return (x - box[:, 0]) / (box[:, 1] - box[:, 0])
+
+
+def from_json(data: dict[str, Any]):
+    """The regressor `as_json` describes, refitted (no optimisation) on its training set."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    scales = list(data["length_scales"].values())
+    model = GaussianProcessRegressor(kernel(len(scales), scales, data["signal_variance"],
+                                            data["noise_variance"], fixed=True),
+                                     normalize_y=True, optimizer=None)
+    return model.fit(np.array(data["training_inputs"], dtype=float),
+                     np.array(data["training_outputs"], dtype=float))
+
+
+def posterior_draws(model, points: np.ndarray, draws: int, seed: int) -> np.ndarray:
+    """Joint draws of the latent function (noise left out) at `points`: one column per draw."""
+    mean, cov = model.predict(points, return_cov=True)
+    noise = describe(model.kernel_)["noise_variance"] * float(np.atleast_1d(model._y_train_std)[0]) ** 2
+    cov = cov - noise * np.eye(len(points))
+    jitter = 1e-10 * max(float(np.trace(cov)) / len(points), 1e-300)
+    for _ in range(8):
+        try:
+            factor = np.linalg.cholesky(cov + jitter * np.eye(len(points)))
+            break
+        except np.linalg.LinAlgError:
+            jitter *= 10
+    else:
+        values, vectors = np.linalg.eigh(cov)
+        factor = vectors * np.sqrt(np.clip(values, 0, None))
+    rng = np.random.default_rng(seed)
+    return mean[:, None] + factor @ rng.standard_normal((len(points), draws))
+
+
+def greedy_points(model, candidates: np.ndarray, count: int, trained: np.ndarray) -> list[int]:
+    """The rows of `count` candidates chosen one by one where the predictive variance is
+    largest, each chosen point then added to the training inputs (the variance does not depend
+    on the outputs)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    chosen: list[int] = []
+    inputs = trained
+    fixed = _frozen(model.kernel_)
+    for _ in range(count):
+        helper = GaussianProcessRegressor(fixed, optimizer=None).fit(inputs, np.zeros(len(inputs)))
+        _, std = helper.predict(candidates, return_std=True)
+        std[chosen] = -1.0
+        pick = int(np.argmax(std))
+        chosen.append(pick)
+        inputs = np.vstack([inputs, candidates[pick]])
+    return chosen

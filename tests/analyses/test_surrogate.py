@@ -1,0 +1,303 @@
+"""surrogate: PCE and GP against analytic indices (Ishigami, Sobol' G, borehole, polynomials),
+adaptive refinement that resumes after a kill, training on another folder's runs, prediction."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import STUDIES, run_cli, write_study
+
+import studyrun
+from studyrun.analyses.surrogate.basis import Germ, germ_for, multi_indices
+from studyrun.params import ParameterSpec
+
+ISHIGAMI_S1 = {"x1": 0.3139, "x2": 0.4424, "x3": 0.0}
+ISHIGAMI_ST = {"x1": 0.5576, "x2": 0.4424, "x3": 0.2437}
+PI = 3.141592653589793
+
+MODELS = '''
+import numpy as np
+
+def g_function(x1, x2, x3, x4, x5, x6, x7, x8):
+    a = [0, 1, 4.5, 9, 99, 99, 99, 99]
+    out = 1.0
+    for x, ai in zip((x1, x2, x3, x4, x5, x6, x7, x8), a):
+        out = out * (np.abs(4 * x - 2) + ai) / (1 + ai)
+    return out
+
+def cubic(a, b, c):
+    return 1 + 2 * a - 3 * b * c + 0.5 * a ** 3 + a * b * c - c ** 2
+
+def linear(a, b, c, d):
+    return 2 * a + b + 3 * c + d
+
+def ishigami(x1, x2, x3):
+    return np.sin(x1) + 7 * np.sin(x2) ** 2 + 0.1 * x3 ** 4 * np.sin(x1)
+'''
+
+
+def g_indices(a):
+    """Analytic first-order and total indices of the Sobol' G function."""
+    a = np.asarray(a, float)
+    v = 1 / (3 * (1 + a) ** 2)
+    total_variance = np.prod(1 + v) - 1
+    first = v / total_variance
+    total = v * np.prod(1 + v) / (1 + v) / total_variance
+    return first, total
+
+
+def study(folder, function, parameters, analysis, quantities="{y: value}", seed=1):
+    (folder / "models.py").write_text(MODELS)
+    return write_study(folder, f"""
+        name: surrogate-test
+        seed: {seed}
+        model: {{type: python, function: models:{function}, vectorized: true}}
+        parameters: {parameters}
+        quantities: {quantities}
+        analysis: {analysis}
+        execution: {{scheduler: sync}}
+        """)
+
+
+ISHIGAMI_PARAMETERS = ("{x1: {distribution: uniform, low: -PI, high: PI}, "
+                       "x2: {distribution: uniform, low: -PI, high: PI}, "
+                       "x3: {distribution: uniform, low: -PI, high: PI}}").replace("PI", repr(PI))
+
+
+def test_pce_gives_the_ishigami_indices_from_800_lhs_runs(tmp_path):
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                 "{type: surrogate, method: pce, samples: 800, sampling: lhs, second_order: true}")
+    analysis = studyrun.run(path, tmp_path / "out")
+    y = analysis.results["y"]
+    assert analysis.analysis["runs"]["planned"] == 800 == y["samples"]
+    for name in ISHIGAMI_S1:
+        assert y["S1"][name] == pytest.approx(ISHIGAMI_S1[name], abs=0.02)
+        assert y["ST"][name] == pytest.approx(ISHIGAMI_ST[name], abs=0.02)
+        assert y["S1_conf"][name] >= 0 and y["ST_conf"][name] >= 0
+    assert y["S2"]["x1"]["x3"] == pytest.approx(0.2437, abs=0.02)
+    assert abs(y["S2"]["x1"]["x2"]) < 0.01 and abs(y["S2"]["x2"]["x3"]) < 0.01
+    assert y["mean"] == pytest.approx(3.5, abs=0.01)
+    assert y["std"] == pytest.approx(np.sqrt(13.8446), rel=0.01)  # V = a^2/8 + b pi^4/5 + ...
+    assert y["q2"] > 0.99 and y["trusted"] is True
+    assert y["validation"]["method"] == "5-fold" and len(y["validation"]["predicted"]) == 800
+    assert (tmp_path / "out" / "report.md").read_text().count("surrogate-fit-y") == 1
+
+
+@pytest.mark.slow
+def test_pce_gives_the_g_function_indices(tmp_path):
+    a = [0, 1, 4.5, 9, 99, 99, 99, 99]
+    parameters = "{" + ", ".join(f"x{i}: {{bounds: [0, 1]}}" for i in range(1, 9)) + "}"
+    path = study(tmp_path, "g_function", parameters,
+                 "{type: surrogate, method: pce, samples: 500, sampling: sobol, q: 0.75}")
+    y = studyrun.run(path, tmp_path / "out").results["y"]
+    first, total = g_indices(a)
+    for i in range(8):
+        assert y["S1"][f"x{i + 1}"] == pytest.approx(first[i], abs=0.02)
+        assert y["ST"][f"x{i + 1}"] == pytest.approx(total[i], abs=0.02)
+
+
+def test_a_cubic_polynomial_is_reproduced_exactly(tmp_path):
+    parameters = ("{a: {distribution: normal, mean: 1, std: 0.5}, "
+                  "b: {distribution: uniform, low: -1, high: 2}, "
+                  "c: {distribution: gamma, shape: 3, scale: 0.5}}")
+    for fit in ("lars", "ols"):
+        path = study(tmp_path, "cubic", parameters,
+                     f"{{type: surrogate, samples: 60, fit: {fit}, validation: loo}}")
+        y = studyrun.run(path, tmp_path / f"out-{fit}").results["y"]
+        assert y["q2"] == pytest.approx(1.0, abs=1e-9) and y["degree"] == 3
+        assert y["rmse"] < 1e-8
+
+
+def test_a_linear_models_indices_for_every_family(tmp_path):
+    """y = 2a + b + 3c + d: S1 = ST = c_j^2 var_j / sum; normal, gamma, beta and lognormal."""
+    parameters = ("{a: {distribution: normal, mean: 0, std: 1}, "
+                  "b: {distribution: gamma, shape: 2, scale: 1}, "
+                  "c: {distribution: beta, alpha: 2, beta: 3}, "
+                  "d: {distribution: lognormal, mu: 0, sigma: 0.3}}")
+    variances = np.array([4 * 1, 1 * 2, 9 * (6 / (25 * 6)), np.exp(0.09) * (np.exp(0.09) - 1)])
+    expected = dict(zip("abcd", variances / variances.sum()))
+    path = study(tmp_path, "linear", parameters, "{type: surrogate, samples: 200}")
+    y = studyrun.run(path, tmp_path / "out").results["y"]
+    for name, value in expected.items():
+        assert y["S1"][name] == pytest.approx(value, abs=0.01)
+        assert y["ST"][name] == pytest.approx(value, abs=0.01)
+    assert y["mean"] == pytest.approx(0 + 2 + 3 * 0.4 + np.exp(0.045), abs=1e-3)
+
+
+@pytest.mark.slow
+def test_gp_reaches_q2_above_099_on_the_borehole_function_from_200_runs(tmp_path):
+    text = (STUDIES / "borehole-gp.yaml").read_text().split("analysis:")[0]
+    shutil.copy(STUDIES / "borehole.py", tmp_path)
+    path = tmp_path / "borehole.yaml"
+    path.write_text(text + "analysis: {type: surrogate, method: gp, samples: 200}\n"
+                    + "execution: {scheduler: sync}\n")
+    result = studyrun.run(path, tmp_path / "out")
+    flow = result.results["flow"]
+    assert flow["samples"] == 200 and flow["q2"] > 0.99
+    # Reference indices of the borehole function (Harper and Gupta's distributions)
+    assert flow["ST"]["rw"] == pytest.approx(0.69, abs=0.03)
+    assert max(flow["ST"]["r"], flow["ST"]["Tu"], flow["ST"]["Tl"]) < 0.01
+    out = result.predict({"rw": 0.1, "r": 2000.0, "Tu": 89335.0, "Hu": 1050.0, "Tl": 89.55,
+                          "Hl": 760.0, "L": 1400.0, "Kw": 10950.0}, "flow")
+    truth = borehole(0.1, 2000.0, 89335.0, 1050.0, 89.55, 760.0, 1400.0, 10950.0)
+    low, high = out["prediction_interval"]
+    assert out["prediction"] == pytest.approx(truth, rel=0.03) and low < truth < high
+
+
+def borehole(rw, r, tu, hu, tl, hl, length, kw):
+    ratio = np.log(r / rw)
+    return 2 * np.pi * tu * (hu - hl) / (ratio * (1 + 2 * length * tu / (ratio * rw**2 * kw)
+                                                  + tu / tl))
+
+
+def test_a_poor_surrogate_is_flagged_and_its_indices_kept(tmp_path):
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                 "{type: surrogate, samples: 30, degree: 2}")
+    result = studyrun.run(path, tmp_path / "out")
+    y = result.results["y"]
+    assert y["q2"] < 0.9 and y["trusted"] is False and "S1" in y
+    assert any("not reproduce the model well enough" in w for w in y["warnings"])
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "not good enough to trust its indices" in report and "surrogate-fit-y" in report
+
+
+def test_until_adds_runs_until_q2_is_reached_and_reuses_them_all(tmp_path):
+    analysis = ("{type: surrogate, samples: 40, sampling: sobol, "
+                "until: {q2: 0.999, max_samples: 400, batch: 40}}")
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS, analysis)
+    first = studyrun.run(path, tmp_path / "out")
+    history = first.results["y"]["convergence"]
+    assert [h["samples"] for h in history] == list(range(40, 40 * len(history) + 1, 40))
+    assert history[-1]["q2"] >= 0.999 > history[0]["q2"]
+    assert first.analysis["runs"]["planned"] == history[-1]["samples"]
+    again = studyrun.run(path, tmp_path / "out")
+    assert again.analysis["runs"]["reused"] == again.analysis["runs"]["planned"]
+    assert again.results == first.results
+    assert "surrogate-convergence-y" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_killed_adaptive_study_resumes_and_ends_with_the_same_result(tmp_path):
+    """SIGKILL the driver once some runs are in the store; the rerun reuses them and gives the
+    numbers of an uninterrupted run."""
+    (tmp_path / "slow.py").write_text(
+        "import time\nimport numpy as np\n"
+        "def model(x1, x2, x3):\n    time.sleep(0.05)\n"
+        "    return {'y': float(np.sin(x1) + 7 * np.sin(x2) ** 2 + 0.1 * x3 ** 4 * np.sin(x1))}\n")
+    text = f"""
+        name: killed
+        seed: 3
+        model: {{type: python, function: slow:model}}
+        parameters: {ISHIGAMI_PARAMETERS}
+        analysis: {{type: surrogate, samples: 30, until: {{q2: 0.99999, max_samples: 90, batch: 20}}}}
+        execution: {{scheduler: sync, batch_size: 5}}
+        """
+    path = write_study(tmp_path, text)
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out", str(out)],
+                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and count_stored(out) < 45:
+        time.sleep(0.1)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    stored = count_stored(out)
+    assert 30 < stored < 90, stored
+    resumed = run_cli("run", str(path), "--out", str(out), cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    analysis = json.loads((out / "analysis.json").read_text())
+    assert analysis["runs"]["reused"] >= stored - 5
+    fresh = studyrun.run(path, tmp_path / "fresh")
+    assert analysis["results"] == json.loads(json.dumps(fresh.results))
+
+
+def count_stored(folder) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{folder / 'runs.sqlite'}?mode=ro", uri=True) as db:
+            return db.execute("select count(*) from runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_training_on_another_folders_runs_reruns_nothing(tmp_path):
+    monte = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                  "{type: montecarlo, samples: 600, sampling: lhs}")
+    studyrun.run(monte, tmp_path / "mc")
+    path = write_study(tmp_path, monte.read_text().replace(
+        "{type: montecarlo, samples: 600, sampling: lhs}", "{type: surrogate, from: mc}"),
+        name="surrogate.yaml")
+    result = studyrun.run(path, tmp_path / "out")
+    y = result.results["y"]
+    assert result.analysis["runs"]["planned"] == 0 and y["samples"] == 600
+    assert y["ST"]["x3"] == pytest.approx(0.2437, abs=0.02)
+    trained_on = result.analysis["provenance"]["trained_on"]
+    assert trained_on["folder"] == str((tmp_path / "mc").resolve())
+
+
+def test_mistakes_are_located(tmp_path):
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                 "{type: surrogate, from: nowhere, samples: 10}")
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2 and "analysis" in done.stderr and "not both" in done.stderr
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS, "{type: surrogate, from: nowhere}")
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2 and "analysis.from" in done.stderr
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                 "{type: surrogate, method: gp, degree: 3}")
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2 and "belong to method: pce" in done.stderr
+
+
+def test_predict_from_the_command_line_and_in_python(tmp_path):
+    path = study(tmp_path, "cubic", "{a: {bounds: [0, 1]}, b: {bounds: [0, 1]}, c: {bounds: [0, 1]}}",
+                 "{type: surrogate, samples: 50}")
+    result = studyrun.run(path, tmp_path / "out")
+    exact = 1 + 2 * 0.3 - 3 * 0.2 * 0.9 + 0.5 * 0.3**3 + 0.3 * 0.2 * 0.9 - 0.81
+    assert result.predict({"a": 0.3, "b": 0.2, "c": 0.9}, "y")["prediction"] == pytest.approx(exact)
+    done = run_cli("predict", str(tmp_path / "out"), "--at", "a=0.3,b=0.2,c=0.9")
+    assert done.returncode == 0 and done.stdout.startswith(f"y: {exact:.4g}"[:6])
+    done = run_cli("predict", str(tmp_path / "out"), "--at", "a=0.3,b=0.2")
+    assert done.returncode == 2 and "missing c" in done.stderr
+
+
+@pytest.mark.parametrize("parameter, family", [
+    ({"distribution": "uniform", "low": 1, "high": 3}, "legendre"),
+    ({"distribution": "normal", "mean": 1, "std": 2}, "hermite"),
+    ({"distribution": "gamma", "shape": 2.5, "scale": 2}, "laguerre"),
+    ({"distribution": "beta", "alpha": 2, "beta": 5, "low": 1, "high": 4}, "jacobi"),
+    ({"distribution": "lognormal", "mu": 0, "sigma": 0.5}, "hermite"),
+    ({"distribution": "triangular", "low": 0, "mode": 1, "high": 3}, "legendre"),
+])
+def test_each_familys_polynomials_are_orthonormal_under_its_distribution(parameter, family):
+    from pydantic import TypeAdapter
+
+    spec = TypeAdapter(ParameterSpec).validate_python(parameter)
+    germ = germ_for(spec)
+    assert germ.family == family
+    from scipy.integrate import quad_vec
+
+    def weighted_products(x):
+        row = germ.table(germ.standard(np.array([x]), spec.cdf), 4)[0]
+        return spec._dist().pdf(x) * np.outer(row, row)
+
+    low, high = spec.ppf(np.array([1e-12, 1 - 1e-12]))
+    gram = quad_vec(weighted_products, low, high, epsabs=1e-9)[0]
+    assert np.allclose(gram, np.eye(5), atol=1e-4), gram  # the tails past 1e-12 left out
+    assert Germ.from_json(germ.as_json()) == germ
+
+
+def test_hyperbolic_truncation_keeps_fewer_interactions():
+    full, hyperbolic = multi_indices(4, 5), multi_indices(4, 5, q=0.5)
+    assert len(full) == 126 and len(hyperbolic) < len(full)
+    assert (hyperbolic.sum(axis=1) <= 5).all() and set(map(tuple, np.eye(4, dtype=int) * 5)) <= \
+        set(map(tuple, hyperbolic))
