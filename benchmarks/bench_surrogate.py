@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import HERE, ROOT, write_rows
+from harness import HERE, OUT, ROOT, write_rows
 
 sys.path.insert(0, str(ROOT))  # studyrun as in this work tree (PYTHONPATH may say otherwise)
 
@@ -198,9 +198,10 @@ def main() -> None:
                         if k[1] <= args.peer_seeds for i, v in enumerate("xy")})
             (Path(tmp) / "cases.json").write_text(json.dumps(
                 {name: {"inputs": CASES[name][1], "q": CASES[name][2]} for name in names}))
+            OUT.mkdir(exist_ok=True)  # its progress: benchmarks/out/surrogate_peers.log
             peer = subprocess.Popen([args.peer_python, str(HERE / "peers" / "surrogate_peers.py"),
                                      f"{tmp}/samples.npz", f"{tmp}/cases.json", f"{tmp}/out.json"],
-                                    stdout=subprocess.DEVNULL)
+                                    stdout=open(OUT / "surrogate_peers.log", "w"))
         for name in names:
             for seed in seeds:
                 if "sobol" in only:
