@@ -36,6 +36,32 @@ def flaky(a, b):
 '''
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile studyrun's modules once, before any test starts a Python process.
+
+    Hundreds of processes import studyrun afresh (`python -m studyrun`, Dask workers, the
+    isolated batch runner); where PYTHONDONTWRITEBYTECODE is set (as on CI's machines) none of
+    them may write the bytecode it compiles, so each would compile the package again, ~0.2 s of
+    CPU apiece. Reading bytecode is still allowed, so one compilation here serves them all."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller did it
+        return
+    import compileall
+
+    import studyrun
+
+    compileall.compile_dir(Path(studyrun.__file__).parent, quiet=2)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many test processes `-n auto` (in pyproject's addopts) starts: one per core and one
+    more, since many tests spend part of their time waiting for processes they started.
+    PYTEST_XDIST_AUTO_NUM_WORKERS overrides it, as in pytest-xdist itself."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").isdigit():
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
+
 @pytest.fixture
 def study_dir(tmp_path: Path) -> Path:
     """A folder holding a small python model module, `linear.py`."""
@@ -96,15 +122,33 @@ def run_earlier_steps(studies: Path) -> None:
                      scheduler="sync")
 
 
+def hash_seeds_that_reorder(*names: str, count: int = 2) -> list[int]:
+    """`count` PYTHONHASHSEED values under each of which a set of these strings iterates in
+    another order: runs under them show whether anything depends on the hash seed."""
+    seeds, orders = [], set()
+    for seed in range(100):
+        done = subprocess.run([sys.executable, "-S", "-c", f"print(list({set(names)!r}))"],
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                              capture_output=True, text=True, check=True)
+        if done.stdout not in orders:
+            orders.add(done.stdout)
+            seeds.append(seed)
+            if len(seeds) == count:
+                return seeds
+    raise AssertionError(f"no {count} hash seeds order {names} differently")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_scheduler():
-    """A real `dask scheduler` with two `dask worker` processes on 127.0.0.1."""
+    """A real `dask scheduler` with two `dask worker` processes on 127.0.0.1, for the tests of
+    one module: an idle cluster's heartbeats and monitors cost some 15% of a core, more than
+    starting one again in the next module that needs it."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -218,11 +218,11 @@ def test_hostile_snippets_are_refused(text, tmp_path):
 def test_blow_ups_end_quickly(text):
     """Constant folding and parsing of huge exponents, long and deep expressions stay fast, and
     what is accepted evaluates without raising."""
-    start = time.perf_counter()
-    expr = parse_cleanly(text, seconds=3.0)
+    cpu = time.thread_time()  # a blow-up costs CPU time, which a busy machine does not stretch
+    expr = parse_cleanly(text)  # its wall-clock limit catches a hang
     if expr is not None:
         evaluate_cleanly(expr)
-    assert time.perf_counter() - start < 3.0
+    assert time.thread_time() - cpu < 3.0
 
 
 def test_huge_integer_literal_is_an_error_not_an_overflow():

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pandas
 import pytest
-from conftest import REPO, STUDIES, run_cli, write_study
+from conftest import REPO, STUDIES, hash_seeds_that_reorder, run_cli, write_study
 
 from studyrun.core.batch import ModelOutput, SeriesGroup
 from studyrun.quantities import Quantities
@@ -61,7 +61,7 @@ def test_projectile_quantities_are_the_programs_own_whatever_the_batching(tmp_pa
     """Batch size 1, automatic and 64; one and two workers; threads, sync and a LocalCluster;
     a different hash seed each: the same bytes, and each run's apex, flight time and range are
     those of its own series."""
-    configs = [(1, "threads", 1), ("auto", "threads", 2), (64, "local", 2), ("auto", "sync", 1)]
+    configs = [(1, "threads", 2), (64, "local", 2), ("auto", "sync", 1)]
     texts = []
     for seed, (batch, scheduler, workers) in enumerate(configs):
         out = tmp_path / f"out-{seed}"
@@ -109,11 +109,13 @@ def test_series_quantity_results_do_not_depend_on_the_hash_seed(tmp_path):
     (tmp_path / "line.py").write_text(LINE)
     path = write_study(tmp_path, LINE_SOBOL)
     texts = []
-    for seed in range(6):
+    # two seeds under which a set of the study's names iterates in different orders
+    seeds = hash_seeds_that_reorder("a", "b", "time", "y", "trajectory")
+    for seed in seeds:
         done = run_env("run", path, "--out", tmp_path / f"out-{seed}", "--quiet", seed=seed)
         assert done.returncode == 0, done.stderr
         texts.append(results_text(tmp_path / f"out-{seed}"))
-    assert texts == [texts[0]] * 6
+    assert texts == [texts[0]] * len(seeds)
     resolved = json.loads(texts[0])["trajectory"]
     # y = a t + b: b alone at t = 0 (y varies), a dominates later; never None after the start
     assert all(v is not None for v in resolved["S1"]["a"][1:])

@@ -45,27 +45,6 @@ def copy_with_earlier_steps(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_sequential_example_runs_after_its_first_step(tmp_path):
-    """stock-survey-calibrate, then stock-harvest-sequential from its results, each as the
-    README says: from the project folder, into results/NAME."""
-    folder = tmp_path / "studies"
-    shutil.copytree(STUDIES, folder, ignore=shutil.ignore_patterns("__pycache__", "results"))
-    for name in ("stock-survey-calibrate", "stock-harvest-sequential"):
-        done = run_cli("run", folder / f"{name}.yaml", "--quiet", cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-    first, second = (json.loads((tmp_path / "results" / name / "analysis.json").read_text())
-                     for name in ("stock-survey-calibrate", "stock-harvest-sequential"))
-    assert first["results"]["fitted"] == pytest.approx({"rate": 0.5, "capacity": 100}, rel=1e-5)
-    assert second["results"]["fitted"] == pytest.approx(
-        {"rate": 0.5, "capacity": 100, "catchability": 0.04}, rel=1e-5)
-    start = second["results"]["start"]["parameters"]
-    assert start["rate"] == {"value": first["results"]["fitted"]["rate"],
-                             "from": "stock-survey-calibrate: rate"}
-    assert start["catchability"] == {"value": 0.1, "from": "nominal"}
-    assert second["provenance"]["builds_on"]["study_yaml_sha256"] == first["study_yaml_sha256"]
-
-
-@pytest.mark.slow
 def test_command_study_gives_the_simulators_exact_answers(tmp_path):
     import math
 
@@ -108,7 +87,7 @@ def test_run_warns_when_the_step_is_too_coarse(tmp_path):
     assert json.loads((tmp_path / "analysis.json").read_text())["warnings"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per test process, however pytest-xdist splits the module
 def doe_results(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bowl-doe")
     done = run_cli("run", STUDIES / "bowl-doe.yaml", "--out", folder, "--quiet")

@@ -35,6 +35,19 @@ TAGS = DISTRIBUTIONS + ("bounds", "fixed")  # union tags; they appear in pydanti
 _TINY = float(np.finfo(float).tiny)
 
 
+def uniform_support(low: float, high: float) -> tuple[float, float]:
+    """scipy.stats.uniform(loc=low, scale=high - low).support(), with the same rounding, without
+    importing scipy: validating a study checks a nominal against it."""
+    return float(low), float((high - low) + low)
+
+
+def uniform_ppf(low: float, high: float, u: np.ndarray) -> np.ndarray:
+    """scipy.stats.uniform(loc=low, scale=high - low).ppf(u), the same numbers (u * scale + loc,
+    NaN outside [0, 1]), without importing scipy: a study of `bounds` parameters needs no more."""
+    u = np.asarray(u, dtype=float)
+    return np.where((u >= 0) & (u <= 1), u * (high - low) + low, np.nan)
+
+
 def as_number(x: float) -> str:
     """A number as a user wrote it: 5 rather than 5.0, full precision otherwise."""
     x = float(x)
@@ -89,6 +102,10 @@ class ParameterBase(BaseModel):
         lo, hi = self._dist().support()
         return float(lo), float(hi)
 
+    def _quantiles(self, u: np.ndarray) -> np.ndarray:
+        """The distribution's inverse CDF at u (NaN where it fails, and outside [0, 1])."""
+        return self._dist().ppf(u)
+
     def _check_together(self) -> None:
         """Checks that span fields; subclasses raise ValueError."""
 
@@ -128,11 +145,10 @@ class ParameterBase(BaseModel):
         """Unit-cube values to natural values (vectorized; NaN outside [0, 1])."""
         u = np.asarray(u, dtype=float)
         u = np.where((u > 0) & (u < _TINY), _TINY, u)  # scipy's root finders fail on subnormals
-        dist = self._dist()
-        out = np.asarray(dist.ppf(u), dtype=float)
+        out = np.asarray(self._quantiles(u), dtype=float)
         failed = np.isnan(out) & (u >= 0) & (u <= 1)
         if failed.any():  # the solver gave up far in a tail: the support's nearer end
-            out = np.where(failed, np.where(u < 0.5, *dist.support()), out)
+            out = np.where(failed, np.where(u < 0.5, *self._dist().support()), out)
         lo, hi = self._limits()  # guard the declared limits against rounding in loc + scale * x
         return np.clip(out, -np.inf if lo is None else lo, np.inf if hi is None else hi)
 

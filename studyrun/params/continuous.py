@@ -17,6 +17,8 @@ from .base import (
     as_number,
     check_above_low,
     stats,
+    uniform_ppf,
+    uniform_support,
 )
 
 
@@ -41,6 +43,12 @@ class Uniform(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return self.low, self.high
+
+    def _support(self) -> tuple[float, float]:
+        return uniform_support(self.low, self.high)
+
+    def _quantiles(self, u: np.ndarray) -> np.ndarray:
+        return uniform_ppf(self.low, self.high, u)
 
     def to_salib(self) -> tuple[str, list[float]]:
         return "unif", [self.low, self.high]

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .base import ParameterBase, Real, Whole, as_number, stats
+from .base import ParameterBase, Real, Whole, as_number, stats, uniform_ppf, uniform_support
 
 
 class Discrete(ParameterBase):
@@ -92,6 +92,12 @@ class Bounds(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return self.limits
+
+    def _support(self) -> tuple[float, float]:
+        return uniform_support(*self.limits)
+
+    def _quantiles(self, u: np.ndarray) -> np.ndarray:
+        return uniform_ppf(*self.limits, u)
 
     def to_salib(self) -> tuple[str, list[float]]:
         return "unif", list(self.limits)

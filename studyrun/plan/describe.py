@@ -47,8 +47,21 @@ def describe_iterative(loaded) -> str:
     return "\n".join([
         f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
         f"varied parameters ({len(names)}): {', '.join(names)}",
-        "runs: planned by the optimiser as it goes; each is cached in the store, so a "
-        "restarted study replays the runs it already made"])
+        f"runs: {how_it_proceeds(loaded)}; each is cached in the store, so a restarted study "
+        "replays the runs it already made"])
+
+
+def how_it_proceeds(loaded) -> str:
+    """The analysis's own account of its runs (its first design described), else the default."""
+    import numpy as np
+
+    analysis, context = loaded.study.analysis, loaded.context
+    try:
+        text = analysis.describe_design(
+            analysis.design(context, np.random.SeedSequence(loaded.study.seed)), context)
+    except NotImplementedError:
+        text = ""
+    return text or "planned by the optimiser as it goes"
 
 
 def describe_dependencies(record: dict) -> str:

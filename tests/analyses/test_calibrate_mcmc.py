@@ -44,7 +44,7 @@ def truncated_normal(mean, sd, lo, hi):
     return dist.mean(), dist.std()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per test process, however pytest-xdist splits the module
 def posterior(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mcmc")
     (folder / "linear_model.py").write_text(MODEL)

@@ -54,9 +54,10 @@ def variant(studies, name, replacements):
     return studies / f"{name}.yaml"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per test process, however pytest-xdist splits the module
 def chain(tmp_path_factory):
-    """M1, then M2 from M1's results: the folder and both analysis.json."""
+    """M1, then M2 from M1's results, as the README runs the example pair (from the project
+    folder, into results/NAME): the folder and both analysis.json."""
     folder = tmp_path_factory.mktemp("sequential")
     copy_example(folder)
     return folder, run(folder, M1), run(folder, M2)
@@ -88,6 +89,7 @@ def test_the_sequential_fit_reaches_the_optimum_of_a_good_start_in_fewer_runs(ch
 
 def test_the_earlier_fit_keeps_every_series_of_its_fitted_run(chain):
     folder, first, _ = chain
+    assert first["results"]["fitted"] == pytest.approx({"rate": 0.5, "capacity": 100}, rel=1e-5)
     fitted = first["results"]["fitted_series"]
     assert fitted["time"] == pytest.approx(np.arange(0, 40.5, 0.5).tolist())
     assert set(fitted["series"]) == {"population", "growth"}  # the state and the auxiliary
@@ -146,10 +148,12 @@ def test_mistakes_about_the_earlier_folder_are_located(chain):
         "alone": ([(FROM, "")], "analysis.pseudo_data: ", "give its results folder in start"),
     }
     paths = {name: variant(studies, f"bad-{name}", edits) for name, (edits, _, _) in cases.items()}
+    done = run_cli("validate", *paths.values())  # each file is validated and reported apart
+    assert done.returncode == 2 and done.stdout == "", done.stdout  # no file is valid
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == len(paths), lines
     for name, path in paths.items():
-        done = run_cli("validate", path)
-        assert done.returncode == 2, (name, done.stdout)
-        line = done.stderr.strip()
+        line = next((line for line in lines if line.startswith(f"{path}:")), "")
         _, key, message = cases[name]
         assert line.startswith(f"{path}:") and f": {key}" in line and message in line, (name, line)
         number = int(line[len(str(path)) + 1:].split(":")[0])

@@ -74,7 +74,7 @@ ISHIGAMI_PARAMETERS = ("{x1: {distribution: uniform, low: -PI, high: PI}, "
 
 def test_pce_gives_the_ishigami_indices_from_800_lhs_runs(tmp_path):
     path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
-                 "{type: surrogate, method: pce, samples: 800, sampling: lhs}")
+                 "{type: surrogate, method: pce, samples: 800, sampling: lhs, second_order: true}")
     analysis = studyrun.run(path, tmp_path / "out")
     y = analysis.results["y"]
     assert analysis.analysis["runs"]["planned"] == 800 == y["samples"]
@@ -82,6 +82,8 @@ def test_pce_gives_the_ishigami_indices_from_800_lhs_runs(tmp_path):
         assert y["S1"][name] == pytest.approx(ISHIGAMI_S1[name], abs=0.02)
         assert y["ST"][name] == pytest.approx(ISHIGAMI_ST[name], abs=0.02)
         assert y["S1_conf"][name] >= 0 and y["ST_conf"][name] >= 0
+    assert y["S2"]["x1"]["x3"] == pytest.approx(0.2437, abs=0.02)
+    assert abs(y["S2"]["x1"]["x2"]) < 0.01 and abs(y["S2"]["x2"]["x3"]) < 0.01
     assert y["mean"] == pytest.approx(3.5, abs=0.01)
     assert y["std"] == pytest.approx(np.sqrt(13.8446), rel=0.01)  # V = a^2/8 + b pi^4/5 + ...
     assert y["q2"] > 0.99 and y["trusted"] is True

@@ -129,7 +129,7 @@ def translations(tmp_path_factory):
         os.environ["XDG_CACHE_HOME"] = before
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per test process, however pytest-xdist splits the module
 def runs(tmp_path_factory) -> Runs:
     return Runs(tmp_path_factory.mktemp("conformance"))
 

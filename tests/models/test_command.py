@@ -347,15 +347,20 @@ def test_own_overhead_per_run_is_small(tmp_path):
 
     argv = ["/bin/sh", "-c", "echo '{\"x\": 1}' > results.json"]
     runs = 30
-    started = time.perf_counter()
-    for _ in range(runs):
-        subprocess.run(argv, cwd=tmp_path, stdin=subprocess.DEVNULL, check=True)
-    bare = time.perf_counter() - started
-    started = time.perf_counter()
-    out = run_batch(command(run=argv), tmp_path / "w", ids=np.arange(runs), a=np.zeros(runs))
-    ours = time.perf_counter() - started
-    assert out.errors == [None] * runs
-    assert ours < 2 * bare + runs * 0.005  # generous: catches polling loops, not noise
+    bare, ours = [], []
+    for attempt in range(3):  # a busy machine can slow one measurement; a polling loop slows all
+        started = time.perf_counter()
+        for _ in range(runs):
+            subprocess.run(argv, cwd=tmp_path, stdin=subprocess.DEVNULL, check=True)
+        bare.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        out = run_batch(command(run=argv), tmp_path / f"w{attempt}", ids=np.arange(runs),
+                        a=np.zeros(runs))
+        ours.append(time.perf_counter() - started)
+        assert out.errors == [None] * runs
+        if min(ours) < 2 * min(bare) + runs * 0.005:
+            break
+    assert min(ours) < 2 * min(bare) + runs * 0.005  # generous: catches polling loops, not noise
 
 
 # --- validation and check() ----------------------------------------------------------------------
