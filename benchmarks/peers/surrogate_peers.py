@@ -124,8 +124,8 @@ def main():
             out.setdefault(approach + ":info", {}).setdefault(function, {}).setdefault(
                 seed, {})[n] = info
             print(approach, key, info, flush=True)
-    with open(sys.argv[3], "w") as handle:
-        json.dump(out, handle)
+        with open(sys.argv[3], "w") as handle:  # after every sample: a long run can be read early
+            json.dump(out, handle)
 
 
 if __name__ == "__main__":
