@@ -169,6 +169,11 @@ def main() -> None:
     parser.add_argument("--peer-seeds", type=int, default=3, help="seeds the peers fit")
     parser.add_argument("--gp-seeds", type=int, default=1, help="seeds the GP fits (slow)")
     parser.add_argument("--gp-max", type=int, default=GP_MAX, help="largest GP training set")
+    parser.add_argument("--peer-max", type=int, default=400,
+                        help="largest training set the peers fit (OpenTURNS' degree search at "
+                        "2,000 runs takes many minutes)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the rows of measured/surrogate*.csv this run does not redo")
     args = parser.parse_args()
     only, names = args.only.split(","), args.functions.split(",")
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -195,7 +200,8 @@ def main() -> None:
         if "peers" in only:  # on the other core while studyrun fits
             np.savez(Path(tmp) / "samples.npz",
                      **{f"{k[0]}/{k[1]}/{k[2]}/{v}": xy[i] for k, xy in samples.items()
-                        if k[1] <= args.peer_seeds for i, v in enumerate("xy")})
+                        if k[1] <= args.peer_seeds and k[2] <= args.peer_max
+                        for i, v in enumerate("xy")})
             (Path(tmp) / "cases.json").write_text(json.dumps(
                 {name: {"inputs": CASES[name][1], "q": CASES[name][2]} for name in names}))
             OUT.mkdir(exist_ok=True)  # its progress: benchmarks/out/surrogate_peers.log
@@ -223,12 +229,33 @@ def main() -> None:
         timed = timings() if "pce" in only and "borehole" in names else []
         if peer is not None:
             if peer.wait() != 0:
-                raise RuntimeError("the peer script failed")
-            peers = json.loads((Path(tmp) / "out.json").read_text())
-            add_peers(peers, curves, record)
+                print("the peer script failed: see benchmarks/out/surrogate_peers.log")
+            if (Path(tmp) / "out.json").exists():  # written after every sample
+                add_peers(json.loads((Path(tmp) / "out.json").read_text()), curves, record)
+    if args.keep:
+        curves, timed = kept(curves, timed)
     write_rows("surrogate_curves", curves)
     summary = summarize(curves, names, refs) + timed
     print(f"\nwrote {write_rows('surrogate', summary)}")
+
+
+def kept(curves, timed):
+    """This run's rows and the earlier ones of the (function, approach) pairs it did not redo."""
+    import csv
+
+    from harness import RESULTS
+
+    redone = {(c["function"], c["approach"]) for c in curves}
+    with open(RESULTS / "surrogate_curves.csv") as handle:
+        for row in csv.DictReader(handle):
+            if (row["function"], row["approach"]) not in redone:
+                row.update(seed=int(row["seed"]), runs=int(row["runs"]),
+                           max_error=float(row["max_error"]) if row["max_error"] else "")
+                curves.append({k: v for k, v in row.items() if v != "" or k == "max_error"})
+    if not timed:
+        with open(RESULTS / "surrogate.csv") as handle:
+            timed = [row for row in csv.DictReader(handle) if "fit 1,000" in row["approach"]]
+    return curves, timed
 
 
 def add_peers(peers, curves, record):
