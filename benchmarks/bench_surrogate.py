@@ -282,7 +282,8 @@ def summarize(curves, names, refs):
     print("\n| function | approach | runs to an answer, per seed | median | largest tested | "
           "median / sobol |\n|---|---|---|---|---|---|")
     for name in names:
-        approaches = list(dict.fromkeys(c["approach"] for c in curves if c["function"] == name))
+        approaches = sorted(dict.fromkeys(c["approach"] for c in curves if c["function"] == name),
+                            key=lambda a: (a != SOBOL, not a.startswith("studyrun")))
         medians = {}
         for approach in approaches:
             per_seed, errors = [], []
