@@ -11,7 +11,8 @@ estimates of N = 2^16 (655,360 runs each), its error their standard error).
 Approaches, each on a grid of sample sizes and per seed: `sobol`, Saltelli's design as studyrun's
 sobol analysis makes it (SALib.sample.sobol, SALib.analyze.sobol; N(D + 2) runs, N a power of
 two); studyrun's PCE (`fit_quantity`, degree auto, LARS; q = 1 and, on the G function, 0.75)
-and GP (up to 1,000 runs); OpenTURNS and chaospy PCEs (benchmarks/peers/surrogate_peers.py in
+and GP (up to 400 runs, one seed; --gp-max); OpenTURNS and chaospy PCEs (up to 400 runs,
+--peer-max) (benchmarks/peers/surrogate_peers.py in
 the peer environment, on the same Latin-hypercube samples). "Runs to an answer": the smallest
 size from which every larger size tested has max_i |ST_i - ST_i ref| <= 0.02.
 
