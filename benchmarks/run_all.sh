@@ -11,5 +11,6 @@ python benchmarks/bench_sobol.py "$@"
 python benchmarks/compare.py "$@"
 python benchmarks/bench_store.py
 python benchmarks/bench_gradient.py "$@"
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_surrogate.py  # ~25 min; needs /tmp/peerenv (openturns, chaospy)
 python benchmarks/summarize.py
 echo "all benchmarks: $(( $(date +%s) - start )) s"
