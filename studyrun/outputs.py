@@ -12,8 +12,9 @@ import json
 import os
 import shutil
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from .core.errors import StudyrunError
 
@@ -133,3 +134,25 @@ def read_analysis(folder: Path) -> dict:
                             "write it") from None
     check(folder, analysis)
     return analysis
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished results folder that another study builds on, and what identifies it."""
+
+    folder: Path
+    analysis: dict[str, Any]
+    analysis_sha256: str
+
+    def provenance(self) -> dict[str, str]:
+        """The folder as analysis.json's provenance names what a study rests on."""
+        return {"folder": str(self.folder), "study": str(self.analysis.get("study", "")),
+                "study_yaml_sha256": str(self.analysis.get("study_yaml_sha256", "")),
+                "analysis_json_sha256": self.analysis_sha256}
+
+
+def read_finished(folder: Path) -> Finished:
+    """A results folder's checked analysis.json and its digest (StudyrunError or OSError)."""
+    analysis = read_analysis(folder)
+    digest = hashlib.sha256((Path(folder) / "analysis.json").read_bytes()).hexdigest()
+    return Finished(Path(folder), analysis, digest)

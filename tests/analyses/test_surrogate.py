@@ -229,6 +229,22 @@ def count_stored(folder) -> int:
         return 0
 
 
+@pytest.mark.slow
+def test_adaptive_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
+    """Batch sizes 1, the default and 64 on a real LocalCluster of two workers: the same runs
+    asked for in the same rounds, and the same numbers."""
+    analysis = "{type: surrogate, samples: 60, until: {q2: 0.9999999, max_samples: 100, batch: 20}}"
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS, analysis)
+    results = []
+    for batch in (1, "auto", 64):
+        text = path.read_text().replace("execution: {scheduler: sync}",
+                                        f"execution: {{scheduler: local, workers: 2, batch_size: {batch}}}")
+        results.append(studyrun.run(write_study(tmp_path, text, f"s-{batch}.yaml"),
+                                    tmp_path / f"out-{batch}").results)
+    assert [h["samples"] for h in results[0]["y"]["convergence"]] == [60, 80, 100]
+    assert results[0] == results[1] == results[2]
+
+
 def test_training_on_another_folders_runs_reruns_nothing(tmp_path):
     monte = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
                   "{type: montecarlo, samples: 600, sampling: lhs}")
@@ -252,6 +268,15 @@ def test_mistakes_are_located(tmp_path):
     path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS, "{type: surrogate, from: nowhere}")
     done = run_cli("validate", str(path))
     assert done.returncode == 2 and "analysis.from" in done.stderr
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS.replace(
+        "x3: {distribution: uniform, low: -PI, high: PI}".replace("PI", repr(PI)),
+        "x3: {distribution: discrete, values: [1, 2]}"), "{type: surrogate}")
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "study.yaml:6:12: analysis.type: parameters.x3 is discrete" in done.stderr, done.stderr
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS, "{type: surrogate, validation: 1}")
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2 and "analysis.validation: expected a number at least 2" in done.stderr
     path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
                  "{type: surrogate, method: gp, degree: 3}")
     done = run_cli("validate", str(path))

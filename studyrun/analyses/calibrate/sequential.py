@@ -9,7 +9,6 @@ the file is unchanged; every mistake about it is a located problem under `analys
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.errors import Problem, StudyError, StudyrunError
 from ...core.text import suggest
-from ...outputs import read_analysis
+from ...outputs import read_finished
 from ..base import StudyContext
 from ..search.fit import Box, make_box
 from .data import DataBlock, Observations, Variable
@@ -78,11 +77,10 @@ def read_earlier(start: Start, context: StudyContext) -> Earlier:
     if key and key in _READ:
         return _READ[key]
     try:
-        analysis = read_analysis(folder)
-        text = path.read_bytes()
+        finished = read_finished(folder)
     except (StudyrunError, OSError) as error:
         raise StudyError(str(error), path=WHERE) from None
-    earlier = earlier_from(folder, analysis, hashlib.sha256(text).hexdigest())
+    earlier = earlier_from(folder, finished.analysis, finished.analysis_sha256)
     if key:
         while len(_READ) >= _READ_KEPT:
             _READ.pop(next(iter(_READ)))

@@ -19,7 +19,7 @@ Formulas, defaults and edge cases: docs/methods.md, "Surrogate models".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
@@ -70,7 +70,8 @@ class Surrogate(AnalysisSpec):
     fit: Literal["lars", "ols"] = Field("lars", description="pce: how coefficients are chosen "
                                         "(sparse, along a least-angle regression path; or least "
                                         "squares on every term)")
-    validation: int | Literal["loo"] = Field(5, description="k-fold cross-validation, or loo")
+    validation: Annotated[int, Field(ge=2)] | Literal["loo"] = Field(
+        5, description="k-fold cross-validation (at least 2 folds), or loo")
     until: Until | None = None
     second_order: bool = False
     confidence: Confidence = 0.95
@@ -79,9 +80,6 @@ class Surrogate(AnalysisSpec):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Surrogate":
-        if isinstance(self.validation, int) and self.validation < 2:
-            raise ValueError(f"validation must be a number of folds of at least 2, or loo; got "
-                             f"{self.validation}")
         if self.from_ is not None and self.samples is not None:
             raise ValueError("give samples (runs to make) or from (runs that exist), not both")
         if self.method == "gp" and (self.degree != "auto" or self.q != 1.0 or self.fit != "lars"):
@@ -103,8 +101,8 @@ class Surrogate(AnalysisSpec):
                         self.second_order, self.confidence, self.resamples)
 
     def check(self, context: StudyContext) -> list[Problem]:
-        problems = [Problem(f"{name!r} is a discrete parameter; a surrogate needs continuous "
-                            "inputs (fix it, or give it a continuous distribution)", "")
+        problems = [Problem(f"parameters.{name} is discrete; a surrogate needs continuous inputs "
+                            "(fix it, or give it a continuous distribution)", "type")
                     for name, p in context.varied.items() if p.kind == "discrete"]
         if not context.varied:
             problems.append(Problem("a surrogate needs at least one varied parameter", "type"))

@@ -28,12 +28,12 @@ def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6
             + WhiteKernel(noise, bounds or (1e-10, 1.0)))
 
 
-def fit(scaled: np.ndarray, y: np.ndarray, seed: int, start=None):
-    """A fitted regressor; `start` (an earlier fit's kernel) is the first optimiser start."""
+def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
+    """A regressor fitted by maximum likelihood, from RESTARTS + 1 seeded starts."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    model = GaussianProcessRegressor(kernel(scaled.shape[1]) if start is None else start,
+    model = GaussianProcessRegressor(kernel(scaled.shape[1]),
                                      normalize_y=True, n_restarts_optimizer=RESTARTS,
                                      random_state=seed)
     with warnings.catch_warnings():

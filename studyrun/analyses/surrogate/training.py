@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -14,6 +12,7 @@ from ...core.design import Outcome
 from ...core.errors import Problem, StudyError, StudyrunError
 from ...core.runtable import RESERVED
 from ...core.text import suggest
+from ...outputs import Finished, read_finished
 from ..base import StudyContext
 
 WHERE = "from"
@@ -54,35 +53,17 @@ class Training:
                          for name, v in self.values.items()}, self.earlier)
 
 
-@dataclass(frozen=True)
-class Earlier:
-    """Another study's finished results folder."""
-
-    folder: Path
-    study: str
-    study_yaml_sha256: str
-    analysis_sha256: str
-
-    def provenance(self) -> dict[str, Any]:
-        return {"folder": str(self.folder), "study": self.study,
-                "study_yaml_sha256": self.study_yaml_sha256,
-                "analysis_json_sha256": self.analysis_sha256}
-
-
-def read_earlier(name: str, context: StudyContext) -> Earlier:
-    """The folder `from:` names, checked (its analysis.json belongs to its study.yaml)."""
-    from ...outputs import read_analysis
-
+def read_earlier(name: str, context: StudyContext) -> Finished:
+    """The folder `from:` names, checked (its analysis.json belongs to its study.yaml), with a
+    runs.csv to train on."""
     folder = context.path(name).resolve()
     try:
-        analysis = read_analysis(folder)
-        digest = hashlib.sha256((folder / "analysis.json").read_bytes()).hexdigest()
+        earlier = read_finished(folder)
     except (StudyrunError, OSError) as error:
         raise StudyError(str(getattr(error, "strerror", None) or error), path=WHERE) from None
     if not (folder / "runs.csv").is_file():
         raise StudyError(f"{folder} has no runs.csv to train on", path=WHERE)
-    return Earlier(folder, str(analysis.get("study", "")),
-                   str(analysis.get("study_yaml_sha256", "")), digest)
+    return earlier
 
 
 def _columns(folder: Path) -> list[str]:
