@@ -23,11 +23,11 @@ from .continuous import (
     Uniform,
 )
 from .mapping import map_unit, varied
-from .sampling import sample_unit, sample_unit_chunks
+from .sampling import sample_unit, sample_unit_chunks, sample_unit_range
 from .union import ParameterSpec
 from .values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",
            "Real", "Triangular", "TruncNormal", "Uniform", "Whole", "map_unit", "sample_unit",
-           "sample_unit_chunks", "stats", "varied"]
+           "sample_unit_chunks", "sample_unit_range", "stats", "varied"]

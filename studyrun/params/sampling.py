@@ -44,6 +44,17 @@ def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
     return np.clip(u, _EPS, 1 - _EPS)
 
 
+def sample_unit_range(start: int, stop: int, d: int, method: Literal["random", "lhs", "sobol"],
+                      seed: np.random.SeedSequence) -> np.ndarray:
+    """Points start..stop of a sample that grows in batches: random and sobol continue one
+    sequence (the first n points are `sample_unit(n)`'s); lhs adds a Latin hypercube of its own
+    per batch, seeded by its start, so each batch is space-filling on its own."""
+    if method == "lhs":
+        batch_seed = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, start))
+        return sample_unit(stop - start, d, "lhs", batch_seed if start else seed)
+    return sample_unit(stop, d, method, seed)[start:]
+
+
 def sample_unit_chunks(n: int, d: int, method: Literal["random", "lhs", "sobol"],
                        seed: np.random.SeedSequence, rows: int) -> Iterator[np.ndarray]:
     """The points of `sample_unit` in consecutive slices of at most `rows`, drawn as they are

@@ -1,6 +1,10 @@
 """Monte Carlo uncertainty propagation: moments, percentiles and rank correlations (as Dakota's
 sampling method reports them).
 
+With `samples: {start, until: {ci} or {rel_ci}, max}` the runs double along the sequence
+(every earlier run reused) until the 95% interval of every mean and asked-for percentile is
+within the target (`precision.py`).
+
 Formulas, defaults and edge cases: docs/methods.md, "Monte Carlo summaries".
 """
 
@@ -12,10 +16,11 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from ...core.design import Design, Outcome
-from ...params import map_unit, sample_unit, sample_unit_chunks
+from ...params import map_unit, sample_unit, sample_unit_chunks, sample_unit_range
 from ...report.figures import shown_rows
 from ...report.markdown import table
 from ..base import AnalysisSpec
+from ..precision import Samples, grow, reached
 from .ranks import Ranks, StreamedSpearman
 
 
@@ -23,14 +28,26 @@ class Montecarlo(AnalysisSpec):
     """Draw `samples` parameter sets and summarise each quantity's distribution."""
 
     type: Literal["montecarlo"]
-    samples: PositiveInt = Field(1000, description="number of runs")
+    samples: PositiveInt | Samples = Field(
+        1000, description="number of runs; or {start, until: {ci or rel_ci}, max}: runs double "
+                          "until the 95% interval of every mean and percentile is within it")
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
 
+    @property
+    def iterative(self) -> bool:  # type: ignore[override]
+        """A precision target grows the sample round by round through `iterate`."""
+        return isinstance(self.samples, Samples)
+
     def run_count(self, context) -> tuple[int, str]:
+        if isinstance(self.samples, Samples):
+            return self.samples.max, "samples.max"
         return self.samples, "samples"
 
     def design(self, context, seed) -> Design:
+        """The runs (the first round's with a precision target)."""
+        if isinstance(self.samples, Samples):
+            return self.grown(context, seed, self.samples.start)
         parameters = context.varied
         names = list(parameters)
         if not names:
@@ -38,10 +55,54 @@ class Montecarlo(AnalysisSpec):
         u = sample_unit(self.samples, len(names), self.sampling, seed)
         return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
 
+    def grown(self, context, seed, size: int) -> Design:
+        """The first `size` runs of a growing sample: one sequence for random and sobol (the
+        same runs as a fixed `samples: size`), a hypercube per doubling for lhs."""
+        assert isinstance(self.samples, Samples)
+        parameters = context.varied
+        names = list(parameters)
+        if not names:
+            return Design(names, np.zeros((size, 0)))
+        bounds = [0, *(n for n in self.samples.sizes() if n <= size)]
+        u = np.vstack([sample_unit_range(a, b, len(names), self.sampling, seed)
+                       for a, b in zip(bounds, bounds[1:])])
+        return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+
+    def describe_design(self, design: Design, context) -> str:
+        if not isinstance(self.samples, Samples):
+            return ""
+        target = self.samples
+        return (f"montecarlo: {target.start} runs ({self.sampling}), doubled along the sequence "
+                f"(every earlier run reused) until the 95% interval of every mean and percentile "
+                f"is within {target.until.as_dict()}, or the runs reach {target.max}")
+
+    def iterate(self, evaluate, context, seed) -> dict[str, Any]:
+        """Double the runs until every quantity's intervals meet the target."""
+        from .precision import rounds_table, target_met, with_intervals
+
+        assert isinstance(self.samples, Samples)
+        until = self.samples.until
+        bootstrap = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, 0))
+
+        def analyse(outcome: Outcome) -> dict[str, Any]:
+            results = self.analyse(outcome, context)
+            for name, values in outcome.values.items():
+                kept = values[outcome.ok & np.isfinite(values)]
+                results[name] = with_intervals(results[name], kept, self.percentiles, bootstrap)
+            return results
+
+        rounds = grow(evaluate, self.samples.sizes(), lambda n: self.grown(context, seed, n),
+                      analyse, lambda results: {name: target_met(entry, until)
+                                                for name, entry in results.items()})
+        results = reached(rounds, until)
+        for name, entry in results.items():
+            entry["convergence"] = rounds_table(rounds, name)
+        return results
+
     def design_chunks(self, context, seed, rows):
         parameters = context.varied
         names = list(parameters)
-        if not names or self.samples <= rows:
+        if isinstance(self.samples, Samples) or not names or self.samples <= rows:
             yield self.design(context, seed)
             return
         for u in sample_unit_chunks(self.samples, len(names), self.sampling, seed, rows):
