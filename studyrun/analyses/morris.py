@@ -30,6 +30,7 @@ from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from .base import AnalysisSpec, StudyContext
 from .precision import Round, grow
+from .precision_report import reached_line, widths_plot
 from .salib import (
     MIN_BLOCKS,
     Confidence,
@@ -231,9 +232,14 @@ class Morris(AnalysisSpec):
                  "mu_star means interactions or non-linearity."]
         for name, entry in analysis.get("results", {}).items():
             parts.append(f"### {name}")
-            parts += [facts_line(entry), index_table(entry, KEYS)]
+            parts += [reached_line(entry, "trajectories"), facts_line(entry),
+                      index_table(entry, KEYS)]
             if "mu_star" in entry:
                 parts.append(draw_mu_star_sigma(name, entry, figures))
+            if "convergence" in entry:
+                table = entry["convergence"]
+                parts.append(widths_plot(name, "morris", table["N"], table["mu_star_conf"], None,
+                                         figures, "mu_star_conf (95% half-width)"))
             parts.append(warnings_block(entry))
         return "\n\n".join(p for p in parts if p) + "\n"
 

@@ -156,6 +156,11 @@ class Montecarlo(AnalysisSpec):
             lines += ["### Rank correlations (Spearman)", "",
                       table(["quantity", *names],
                             [[q, *(r["correlations"].get(p) for p in names)] for q, r in results.items()]), ""]
+        for q, r in results.items():
+            if "convergence" in r:
+                from .precision import precision_section
+
+                lines += precision_section(q, r, figures)
         if outcome is not None:
             lines += draw_distributions(outcome, figures)
         return "\n".join(lines)

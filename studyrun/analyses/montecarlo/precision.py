@@ -62,3 +62,19 @@ def rounds_table(rounds: list[Round], name: str) -> dict[str, Any]:
             "mean_ci": [e["mean_ci"] for e in entries],
             "percentiles": {k: [e["percentiles"].get(k) for e in entries] for k in keys},
             "percentiles_ci": {k: [e["percentiles_ci"].get(k) for e in entries] for k in keys}}
+
+
+def precision_section(name: str, entry: dict[str, Any], figures: Any) -> list[str]:
+    """Where the rounds stopped, and the half-widths (relative with rel_ci) against N."""
+    from ..precision_report import reached_line, widths_plot
+
+    table, target = entry["convergence"], entry["target"]
+    widths = {"mean": table["mean_ci"], **{f"p{k}": v for k, v in table["percentiles_ci"].items()}}
+    estimates = {"mean": table["mean"], **{f"p{k}": v for k, v in table["percentiles"].items()}}
+    relative = "rel_ci" in target
+    if relative:
+        widths = {k: [None if w is None or not e else w / abs(e)
+                      for w, e in zip(v, estimates[k])] for k, v in widths.items()}
+    plot = widths_plot(name, "montecarlo", table["N"], widths, target.get("ci", target.get(
+        "rel_ci")), figures, "95% half-width" + (" / |estimate|" if relative else ""))
+    return [f"### Precision: {name}", "", reached_line(entry, "runs"), "", plot, ""]
