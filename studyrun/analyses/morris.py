@@ -24,7 +24,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
@@ -64,12 +72,14 @@ class Trajectories(BaseModel):
                                                  "quantity is unchanged over two doublings")
     max: PositiveInt = Field(description="never more trajectories than this")
 
-    @model_validator(mode="after")
-    def _max_at_least_start(self) -> "Trajectories":
-        if self.max < 4 * self.start:
-            raise ValueError(f"max ({self.max}) leaves no room for two doublings of start "
-                             f"({self.start}); give a max of at least {4 * self.start}")
-        return self
+    @field_validator("max")
+    @classmethod
+    def _room_for_two_doublings(cls, value: int, info: ValidationInfo) -> int:
+        start = info.data.get("start")
+        if start is not None and value < 4 * start:
+            raise ValueError(f"max ({value}) leaves no room for two doublings of start "
+                             f"({start}); give a max of at least {4 * start}")
+        return value
 
     def sizes(self) -> list[int]:
         sizes = [self.start]

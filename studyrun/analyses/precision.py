@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..core.design import Design, Evaluate, Outcome
 
@@ -55,12 +63,14 @@ class Samples(BaseModel):
     until: Until
     max: PositiveInt = Field(description="never more samples than this")
 
-    @model_validator(mode="after")
-    def _max_at_least_start(self) -> "Samples":
-        if self.max < self.start:
-            raise ValueError(f"max ({self.max}) is below start ({self.start}); give a max of at "
-                             f"least {self.start}")
-        return self
+    @field_validator("max")
+    @classmethod
+    def _max_at_least_start(cls, value: int, info: ValidationInfo) -> int:
+        start = info.data.get("start")
+        if start is not None and value < start:
+            raise ValueError(f"max ({value}) is below start ({start}); give a max of at least "
+                             f"{start}")
+        return value
 
     def sizes(self) -> list[int]:
         """The sample sizes of the rounds: start, 2 start, 4 start... up to max."""
@@ -112,10 +122,15 @@ def grow(evaluate: Evaluate, sizes: list[int], design_for: Callable[[int], Desig
     all of them, and stops once every quantity meets the target or the sizes run out."""
     outcomes: list[Outcome] = []
     rounds: list[Round] = []
+    asked: list[np.ndarray] = []
     done = 0
     for size in sizes:
         design = design_for(size)
-        outcomes.append(evaluate(design.matrix[done:]))
+        if asked and not np.array_equal(design.matrix[:done], np.vstack(asked)):
+            raise RuntimeError(f"the design of {size} does not begin with the runs made before; "
+                               "its results would pair runs with other runs' values")
+        asked.append(design.matrix[done:])
+        outcomes.append(evaluate(asked[-1]))
         done = len(design.matrix)
         results = analyse(joined(design, outcomes))
         rounds.append(Round(size, results, met(results)))
