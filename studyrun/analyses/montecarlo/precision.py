@@ -25,7 +25,7 @@ def half_widths(values: np.ndarray, percentiles: list[float],
     mean = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
     widths: list[float | None] = []
     for p in percentiles:
-        result = stats.bootstrap((values,), lambda x, axis: np.percentile(x, p, axis=axis),
+        result = stats.bootstrap((values,), lambda x, axis, p=p: np.percentile(x, p, axis=axis),
                                  n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=LEVEL,
                                  method="percentile", vectorized=True, batch=20,
                                  rng=np.random.Generator(np.random.PCG64(seed)))
