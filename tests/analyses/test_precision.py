@@ -206,6 +206,30 @@ execution: {{scheduler: sync, batch_size: 5}}
     assert analysis["results"]["y"]["samples_reached"] == 64
 
 
+@pytest.mark.slow
+def test_grown_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
+    """Batch sizes 1, the default and 64 on a real LocalCluster of two workers, for each growing
+    analysis: the same rounds and the same numbers."""
+    for analysis, function, parameters in [
+            ("{type: sobol, samples: {start: 16, until: {ci: 0.001}, max: 64}}", "ishigami",
+             ISHIGAMI_PARAMETERS),
+            ("{type: montecarlo, sampling: lhs, samples: {start: 50, until: {ci: 0.001}, "
+             "max: 400}}", "linear", MC_PARAMETERS),
+            ("{type: morris, trajectories: {start: 4, until: stable, max: 64}}", "ranked",
+             RANKED_PARAMETERS)]:
+        kind = analysis.split(",")[0].split()[-1]
+        path = study(tmp_path, analysis, function, parameters, name=f"{kind}.yaml")
+        results = []
+        for batch in (1, "auto", 64):
+            text = path.read_text().replace(
+                "execution: {scheduler: sync}",
+                f"execution: {{scheduler: local, workers: 2, batch_size: {batch}}}")
+            results.append(studyrun.run(write_study(tmp_path, text, f"{kind}-{batch}.yaml"),
+                                        tmp_path / f"{kind}-{batch}").results)
+        assert len(results[0]["y"]["convergence"]["N"]) >= 3, kind
+        assert results[0] == results[1] == results[2], kind
+
+
 @pytest.mark.parametrize("analysis, where, message", [
     ("{type: sobol, samples: {start: 200, until: {ci: 0.02}, max: 65536}}",
      "analysis.samples.start", "must be a power of 2"),
