@@ -151,7 +151,8 @@ class Montecarlo(AnalysisSpec):
                 for q, r in results.items()]
         lines = ["## Monte Carlo", "", table(["quantity", "runs", "mean", "std", "min", "max",
                                               *(f"p{label(p)}" for p in self.percentiles)], rows), ""]
-        names = outcome.design.names if outcome else []
+        names = (outcome.design.names if outcome else  # a grown sample's report has no runs
+                 list(next(iter(results.values()), {}).get("correlations", {})))
         if names:
             lines += ["### Rank correlations (Spearman)", "",
                       table(["quantity", *names],
