@@ -45,6 +45,10 @@ class Until(BaseModel):
     def as_dict(self) -> dict[str, float]:
         return {"ci": self.ci} if self.ci is not None else {"rel_ci": self.rel_ci}  # type: ignore
 
+    def describe(self) -> str:
+        """`ci 0.02` or `rel_ci 0.01`, as the study says it."""
+        return ", ".join(f"{key} {value:g}" for key, value in self.as_dict().items())
+
     def met(self, half_width: float | None, estimate: float | None) -> bool:
         """True when an interval's half-width is within the target (a missing one never is)."""
         if half_width is None or not np.isfinite(half_width):
@@ -159,7 +163,7 @@ def reached(rounds: list[Round], until: Until) -> dict[str, Any]:
                   "target": until.as_dict()}
         if not entry["target_met"]:
             entry["warnings"] = [*entry.get("warnings", []),
-                                 f"the interval target {until.as_dict()} was not met at "
+                                 f"the interval target ({until.describe()}) was not met at "
                                  f"{last.size} samples (samples.max); raise max, or accept "
                                  "the wider intervals reported"]
         results[name] = entry

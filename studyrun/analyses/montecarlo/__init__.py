@@ -74,7 +74,7 @@ class Montecarlo(AnalysisSpec):
         target = self.samples
         return (f"montecarlo: {target.start} runs ({self.sampling}), doubled along the sequence "
                 f"(every earlier run reused) until the 95% interval of every mean and percentile "
-                f"is within {target.until.as_dict()}, or the runs reach {target.max}")
+                f"is within {target.until.describe()}, or the runs reach {target.max}")
 
     def iterate(self, evaluate, context, seed) -> dict[str, Any]:
         """Double the runs until every quantity's intervals meet the target."""
