@@ -17,6 +17,7 @@ from conftest import STUDIES, context_of, count_runs, run_cli, write_study
 
 import studyrun
 from studyrun.analyses.montecarlo import Montecarlo
+from studyrun.analyses.morris import Morris
 from studyrun.analyses.sobol import Sobol
 from studyrun.analyses.sobol.report import outside_unit
 from studyrun.params import Normal, Uniform
@@ -170,6 +171,18 @@ def test_morris_stops_when_a_clear_ranking_is_stable_over_two_doublings(tmp_path
     assert entry["convergence"]["ranking"] == [["a", "b", "c", "d"]] * 3
     assert entry["effective_N"] == 32
     assert "morris-y-widths" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_morris_rounds_begin_with_the_fixed_design_and_keep_every_earlier_trajectory():
+    parameters = {n: Uniform(distribution="uniform", low=0, high=1) for n in "abc"}
+    context, seed = context_of(parameters), np.random.SeedSequence(11)
+    spec = Morris(type="morris", trajectories={"start": 5, "until": "stable", "max": 40})
+    first, second, third = (spec.grown(context, seed, n) for n in (5, 10, 20))
+    assert np.array_equal(first.matrix, Morris(type="morris", trajectories=5)
+                          .design(context, seed).matrix)
+    assert np.array_equal(third.matrix[:len(second.matrix)], second.matrix)
+    assert third.info["trajectories"] == 20 and len(third.matrix) == 20 * 4
+    assert not np.array_equal(third.matrix[40:60], third.matrix[20:40])  # each round drawn afresh
 
 
 @pytest.mark.slow
