@@ -37,7 +37,7 @@ from pydantic import (
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from .base import AnalysisSpec, StudyContext
-from .precision import Round, grow
+from .precision import Round, doublings, grow
 from .precision_report import reached_line, widths_plot
 from .salib import (
     MIN_BLOCKS,
@@ -82,10 +82,7 @@ class Trajectories(BaseModel):
         return value
 
     def sizes(self) -> list[int]:
-        sizes = [self.start]
-        while sizes[-1] * 2 <= self.max:
-            sizes.append(sizes[-1] * 2)
-        return sizes
+        return doublings(self.start, self.max)
 
 
 class Morris(AnalysisSpec):

@@ -77,11 +77,15 @@ class Samples(BaseModel):
         return value
 
     def sizes(self) -> list[int]:
-        """The sample sizes of the rounds: start, 2 start, 4 start... up to max."""
-        sizes = [self.start]
-        while sizes[-1] * 2 <= self.max:
-            sizes.append(sizes[-1] * 2)
-        return sizes
+        return doublings(self.start, self.max)
+
+
+def doublings(start: int, most: int) -> list[int]:
+    """The sizes of the rounds: start, 2 start, 4 start... up to `most`."""
+    sizes = [start]
+    while sizes[-1] * 2 <= most:
+        sizes.append(sizes[-1] * 2)
+    return sizes
 
 
 def power_of_two(value: int) -> int:

@@ -257,6 +257,8 @@ def test_grown_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
      "analysis.samples.until", "rel_ci is for montecarlo"),
     ("{type: montecarlo, samples: {start: 10, until: {ci: 0.1, rel_ci: 0.1}, max: 100}}",
      "analysis.samples.until", "give one target"),
+    ("{type: sobol, outputs: [y], samples: {start: 256, until: {ci: 0.02}, max: 1024}}",
+     "analysis.outputs", "time-resolved indices need a fixed samples: N"),
     ("{type: morris, trajectories: {start: 10, until: stable, max: 20}}",
      "analysis.trajectories.max", "no room for two doublings"),
     ("{type: morris, trajectories: {start: 10, until: steady, max: 640}}",
