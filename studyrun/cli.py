@@ -239,7 +239,7 @@ def command_check(args) -> int:
     result = check_step(loaded.context)
     if result is None:
         raise StudyError(f"{args.study}: the step check applies to ode and stockflow models; this "
-                         f"study's model is {loaded.study.model.type}")
+                         f"study's model is {loaded.study.model_spec.type}")
     print(result.describe())
     name, worst = result.worst
     print(f"{'ok' if worst <= LIMIT else 'too coarse'}: largest difference {worst:.3g} ({name})")

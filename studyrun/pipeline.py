@@ -19,7 +19,7 @@ from .core.design import Design, Outcome
 from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
-from .execute import Job, Runner, Settings
+from .execute import Job, Runner, Settings, record_given
 from .loading import Loaded, load_study
 from .models.base import HasEquations
 from .plan import make_plan, plan_slices
@@ -111,18 +111,28 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     runs = PlannedRuns(store, list(context.varied),
                        series_wanted(job.quantities, study.analysis, context),
                        study.analysis.series_grid(context))
-    designs = study.analysis.design_chunks(context, np.random.SeedSequence(study.seed), CHUNK_ROWS)
-    with Runner(store, job, settings) as runner:
-        for plan in plan_slices(designs, context.fixed, identity):
-            runner.execute(plan, sink=runs.add(plan))
-            runs.settle(plan)
+    seed = np.random.SeedSequence(study.seed)
+    given = study.analysis.given(context)
+    if given is not None:  # runs that exist: recorded as they are, no executor started
+        plan = make_plan(study.analysis.design(context, seed), context.fixed, identity,
+                         content=given.content()[1])
+        totals = record_given(store, plan, given.outputs, given.errors, job.quantities,
+                              sink=runs.add(plan))
+        runs.settle(plan)
+    else:
+        designs = study.analysis.design_chunks(context, seed, CHUNK_ROWS)
+        with Runner(store, job, settings) as runner:
+            for plan in plan_slices(designs, context.fixed, identity):
+                runner.execute(plan, sink=runs.add(plan))
+                runs.settle(plan)
+        totals = runner.totals
     results = study.analysis.analyse_runs(runs, context)
     runs.write_csv(folder / "runs.csv")
-    totals, succeeded = runner.totals, runs.succeeded()
+    succeeded = runs.succeeded()
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused},
+                 "reused": totals.reused, **({"given": given.size} if given else {})},
         "results": results,
         "design": {"runs": runs.size, **runs.info},
         "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,

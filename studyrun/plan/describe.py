@@ -19,7 +19,7 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     """A short account of the design, the runs and how they would be batched."""
     study = loaded.study
     names = plan.design.names
-    lines = [f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
+    lines = [f"study {study.name}: {study.analysis.type} of a {study.model_spec.type} model",
              f"varied parameters ({len(names)}): {', '.join(names)}",
              f"fixed: {', '.join(f'{k}={v:g}' for k, v in plan.fixed.items()) or 'none'}",
              f"runs: {plan.size}"]
@@ -45,7 +45,7 @@ def describe_iterative(loaded) -> str:
     study = loaded.study
     names = [name for name, p in study.parameters.items() if not isinstance(p, Fixed)]
     return "\n".join([
-        f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
+        f"study {study.name}: {study.analysis.type} of a {study.model_spec.type} model",
         f"varied parameters ({len(names)}): {', '.join(names)}",
         f"runs: {how_it_proceeds(loaded)}; each is cached in the store, so a restarted study "
         "replays the runs it already made"])

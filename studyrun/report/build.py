@@ -19,7 +19,7 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     lines = [f"# {study.name}", ""]
     if study.description:
         lines += [study.description.strip(), ""]
-    lines += [f"Analysis: **{analysis['analysis']}** with a **{study.model.type}** model.", "",
+    lines += [f"Analysis: **{analysis['analysis']}** with a **{study.model_spec.type}** model.", "",
               table(shown := [k for k in RUN_COUNTS if k in runs], [[runs[k] for k in shown]]), ""]
     lines += ["## Parameters", "", table(["name", "specification"],
               [[name, describe_parameter(p)] for name, p in study.parameters.items()]), ""]

@@ -26,7 +26,8 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
-from ..base import AnalysisSpec, StudyContext
+from ..base import StudyContext
+from ..given import ReadsGiven
 from .designs import build_design, coded_matrix, describe_design
 from .interpret import (
     build_pareto,
@@ -45,10 +46,11 @@ __all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
 _TERM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\^[0-9]+)?)"
 _FORMULA = re.compile(rf"^\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*)(?:\s*\+\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*))*\s*$")
 _DEFAULT_RESPONSE = {"full": "interaction", "fractional": "linear", "plackett_burman": "linear",
-                     "ccd": "quadratic", "bbd": "quadratic", "lhs": "quadratic", "csv": "quadratic"}
+                     "ccd": "quadratic", "bbd": "quadratic", "lhs": "quadratic", "csv": "quadratic",
+                     "given": "quadratic"}
 
 
-class Doe(AnalysisSpec):
+class Doe(ReadsGiven):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
@@ -56,9 +58,11 @@ class Doe(AnalysisSpec):
                               frozen=True)
 
     # YAML `design:`; named `kind` here because `design()` is the plug-in method
-    kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv"] = Field(
-        "ccd", alias="design", description="full factorial, 2^(k-p) fraction, Plackett-Burman, central composite, "
-                           "Box-Behnken, maximin Latin hypercube, or a CSV file of runs")
+    kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv",
+                  "given"] = Field(
+        "ccd", alias="design", description="full factorial, 2^(k-p) fraction, Plackett-Burman, "
+        "central composite, Box-Behnken, maximin Latin hypercube, a CSV file of runs to make, or "
+        "given: the runs that exist in `from:` (a CSV or results folder), not run again")
     levels: int | dict[str, int] = Field(
         2, description="full factorial levels: one number, or parameter -> levels (others 2)")
     resolution: int | None = Field(
@@ -108,6 +112,9 @@ class Doe(AnalysisSpec):
                 raise ValueError(f"{key} applies to design: {design}, not {self.kind}")
         if self.center is not None and self.kind not in ("ccd", "bbd"):
             raise ValueError(f"center applies to design: ccd or bbd, not {self.kind}")
+        if (self.kind == "given") != (self.from_ is not None):
+            raise ValueError("design: given analyses the runs that exist in from: (a CSV or a "
+                             "results folder); give both, or neither")
         if self.kind == "csv" and not self.file:
             raise ValueError("design: csv needs file: (a CSV with one column per parameter)")
         if self.resolution is not None and self.generators is not None:
@@ -128,7 +135,7 @@ class Doe(AnalysisSpec):
     def check(self, context: StudyContext) -> list[Problem]:
         """Problems that need the varied parameters: their number, bounds and the keys naming them."""
         parameters = context.varied
-        problems = []
+        problems = ReadsGiven.check(self, context)
         try:
             read_coding(list(parameters), parameters)
         except StudyError as error:
@@ -174,11 +181,14 @@ class Doe(AnalysisSpec):
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """The coded design mapped onto the parameters' bounds (a design file's path relative to
         the study's folder)."""
+        rows = self.given(context)
         update = {"response": self.response_model()}
         if self.file is not None:
             update["file"] = str(context.path(self.file))
         spec = self.model_copy(update=update)
-        design = build_design(spec, context.varied, seed)
+        design = build_design(spec, context.varied, seed, None if rows is None else rows.inputs)
+        if rows is not None:
+            design.info["given"] = str(rows.path)
         design.info["response"] = spec.response
         return design
 

@@ -1,0 +1,218 @@
+"""Runs that already exist (`analysis.from:`): a CSV of inputs and outputs, or another study's
+results folder (its runs.csv, after its analysis.json is checked against its study.yaml), read as
+rows to analyse without running the model; every mistake is located at the CSV's line and column.
+
+Formulas, defaults and edge cases: docs/methods.md, "Analysing runs that already exist".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ConfigDict, Field
+
+from ..core.design import Design
+from ..core.errors import Problem, StudyError, StudyrunError
+from ..core.runtable import RESERVED
+from ..core.text import suggest
+from ..outputs import Finished, read_finished
+from .base import AnalysisSpec, StudyContext
+from .calibrate.data import MISSING, Table, file_stamp
+
+WHERE = "from"
+SHOWN = 20  # problems listed per file; the rest are counted
+
+
+@dataclass(frozen=True)
+class GivenRows:
+    """The rows of a CSV: the varied parameters' values, every other column as an output (NaN
+    where empty), and an error for each row a results folder records as failed."""
+
+    path: Path  # the CSV read (a results folder's runs.csv)
+    names: list[str]
+    inputs: np.ndarray  # (rows, parameters)
+    outputs: dict[str, np.ndarray]
+    errors: list[str | None]
+    sha256: str
+    finished: Finished | None = None  # the results folder, when `from:` names one
+
+    @property
+    def size(self) -> int:
+        return len(self.inputs)
+
+    def design(self, info: dict[str, Any]) -> Design:
+        return Design(list(self.names), self.inputs.copy(), {"given": str(self.path), **info})
+
+    def content(self) -> tuple[list[str], np.ndarray]:
+        """The output columns' names and, per row, its outputs and whether it failed: with the
+        inputs, what a given run's identity is derived from."""
+        failed = np.array([e is not None for e in self.errors], dtype=float)
+        return list(self.outputs), np.column_stack([*self.outputs.values(), failed])
+
+    def provenance(self) -> dict[str, Any]:
+        """What analysis.json's provenance names as the rows the results rest on."""
+        given: dict[str, Any] = {"file": str(self.path), "sha256": self.sha256, "rows": self.size}
+        if self.finished is not None:
+            given["folder"] = self.finished.provenance()
+        return given
+
+
+class ReadsGiven(AnalysisSpec):
+    """An analysis that may read runs that exist (`from:`) instead of running the model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    from_: str | None = Field(
+        None, alias="from", description="analyse the runs of a CSV (one column per varied "
+        "parameter and per quantity) or of another study's results folder, relative to the study "
+        "file; the model is not run")
+
+    def given(self, context: StudyContext) -> GivenRows | None:
+        return None if self.from_ is None else read_given(self.from_, context)
+
+    def check(self, context: StudyContext) -> list[Problem]:
+        if self.from_ is not None:
+            self.given(context)  # a mistake in the rows is a StudyError at the CSV's line
+        return []
+
+    def provenance(self, context: StudyContext) -> dict[str, Any]:
+        rows = self.given(context)
+        return {} if rows is None else {"given": rows.provenance()}
+
+
+def not_with_from(spec: ReadsGiven, *keys: str) -> None:
+    """Keys that choose the runs to make have no meaning with `from:` (a pydantic field check)."""
+    given = [key for key in keys if key in spec.model_fields_set]
+    if spec.from_ is not None and given:
+        raise ValueError(f"give {given[0]} (runs to make) or from (runs that exist), not both")
+
+
+_READ: dict[tuple, GivenRows] = {}  # (path, stamp, parameters, quantities) -> the rows read
+_READ_KEPT = 8
+
+
+def read_given(name: str, context: StudyContext) -> GivenRows:
+    """The rows `from:` names, checked against the study's varied parameters and quantities;
+    read once while the file is unchanged."""
+    path, finished = locate(name, context)
+    key = (str(path), *file_stamp(str(path)), repr(sorted(context.varied.items())),
+           repr(context.quantities))
+    if key not in _READ:
+        while len(_READ) >= _READ_KEPT:
+            _READ.pop(next(iter(_READ)))
+        _READ[key] = read_rows(path, context, finished)
+    return _READ[key]
+
+
+def locate(name: str, context: StudyContext) -> tuple[Path, Finished | None]:
+    """The CSV `from:` names: the file itself, or a finished results folder's runs.csv."""
+    path = context.path(name).resolve()
+    if path.is_dir():
+        try:
+            finished = read_finished(path)
+        except (StudyrunError, OSError) as error:
+            raise StudyError(str(getattr(error, "strerror", None) or error), path=WHERE) from None
+        if not (path / "runs.csv").is_file():
+            raise StudyError(f"{path} has no runs.csv: its study did not finish", path=WHERE)
+        return path / "runs.csv", finished
+    if not path.is_file():
+        raise StudyError(f"{name}: no such file or results folder (relative to {context.folder}/); "
+                         "name a CSV of runs or a results folder", path=WHERE)
+    return path, None
+
+
+def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> GivenRows:
+    """Every row read and checked; all the file's mistakes raised at once."""
+    table = Table(str(path), ",")
+    problems: list[Problem] = []
+
+    def fail(line: int, col: int, message: str) -> None:
+        problems.append(Problem(message, file=str(path), line=line, col=col))
+
+    names = list(context.varied)
+    columns = {}
+    for name in names:
+        if name in table.header:
+            columns[name] = table.header.index(name)
+        else:
+            fail(table.header_line, 1, f"no column for the varied parameter {name!r}"
+                 f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
+    for name in needed_outputs(context, set(table.header)):
+        fail(table.header_line, 1, f"no column {name!r} for the quantities"
+             f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
+    if problems:
+        raise StudyError(problems)
+    status = table.header.index("status") if "status" in table.header else None
+    error = table.header.index("error") if "error" in table.header else None
+    outputs = [j for j, h in enumerate(table.header) if h not in RESERVED and h not in columns]
+    supports = {name: context.varied[name]._support() for name in names}
+    inputs = np.full((len(table.rows), len(names)), np.nan)
+    values = np.full((len(table.rows), len(outputs)), np.nan)
+    errors: list[str | None] = []
+    for i, (line, row) in enumerate(table.rows):
+        failed = status is not None and cell(row, status) != "ok"
+        errors.append((cell(row, error) or "failed") if failed else None)
+        for j, name in enumerate(names):
+            text, col = row[columns[name]] if columns[name] < len(row) else ("", 1)
+            value = number(text)
+            low, high = supports[name]
+            if value is None or math.isnan(value):
+                fail(line, col, f"{name} is {text.strip()!r}, not a number; every row needs a "
+                     "value of each varied parameter (remove the row, or fill in the cell)")
+            elif not low <= value <= high:
+                fail(line, col, f"{name} = {value:g} lies outside [{low:g}, {high:g}], the values "
+                     f"parameters.{name} can take; widen the parameter, or remove the row")
+            else:
+                inputs[i, j] = value
+        for k, j in enumerate(outputs):
+            text, col = row[j] if j < len(row) else ("", 1)
+            value = number(text)
+            if value is None and not failed:
+                fail(line, col, f"{text.strip()!r} in column {table.header[j]!r} is not a number "
+                     "(leave the cell empty or write NA for a missing value)")
+            elif value is not None and not failed:
+                values[i, k] = value
+    if not table.rows:
+        fail(table.header_line, 1, "no rows under the header: there are no runs to analyse")
+    if problems:
+        more = len(problems) - SHOWN
+        shown = problems[:SHOWN] + ([Problem(f"and {more} more problems in this file", file=str(path),
+                                             line=table.header_line, col=1)] if more > 0 else [])
+        raise StudyError(shown)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return GivenRows(path, names, inputs, {table.header[j]: values[:, k]
+                                           for k, j in enumerate(outputs)}, errors, digest, finished)
+
+
+def needed_outputs(context: StudyContext, header: set[str]) -> list[str]:
+    """The names the quantities read that are neither a column nor a parameter."""
+    from ..quantities import parse_quantity
+
+    wanted: list[str] = []
+    for text in (context.quantities or {}).values():
+        try:
+            wanted += sorted(parse_quantity(str(text)).names)
+        except Exception:  # an invalid expression: the quantities' own check reports it
+            continue
+    known = header | set(context.parameters) | {"time"}
+    return [name for name in dict.fromkeys(wanted) if name not in known]
+
+
+def cell(row: list[tuple[str, int]], index: int | None) -> str:
+    return row[index][0].strip() if index is not None and index < len(row) else ""
+
+
+def number(text: str) -> float | None:
+    """A cell's number; NaN for a missing value (empty, NA); None for anything else."""
+    if text.strip().lower() in MISSING:
+        return math.nan
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
