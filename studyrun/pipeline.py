@@ -116,8 +116,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     if given is not None:  # runs that exist: recorded as they are, no executor started
         plan = make_plan(study.analysis.design(context, seed), context.fixed, identity,
                          content=given.content()[1])
-        totals = record_given(store, plan, given.outputs, given.errors, job.quantities,
-                              sink=runs.add(plan))
+        values, errors = given.quantities(study.quantities, context.fixed)
+        totals = record_given(store, plan, values, errors, sink=runs.add(plan))
         runs.settle(plan)
     else:
         designs = study.analysis.design_chunks(context, seed, CHUNK_ROWS)
@@ -132,7 +132,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused, **({"given": given.size} if given else {})},
+                 "reused": totals.reused, **({"given": given.size, "executed": 0} if given else {})},
         "results": results,
         "design": {"runs": runs.size, **runs.info},
         "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,

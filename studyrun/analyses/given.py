@@ -48,6 +48,25 @@ class GivenRows:
     def design(self, info: dict[str, Any]) -> Design:
         return Design(list(self.names), self.inputs.copy(), {"given": str(self.path), **info})
 
+    def quantities(self, definitions: dict[str, str] | None,
+                   fixed: dict[str, float]) -> tuple[dict[str, np.ndarray], list[str | None]]:
+        """The study's quantities and each row's error (None: it succeeded): a quantity named
+        as a column is that column, any other is computed from the columns by its expression, as
+        from a model's outputs; without a quantities block, every output column."""
+        from ..core.batch import ModelOutput
+        from ..quantities import Quantities
+
+        out = ModelOutput(n=self.size, scalars=dict(self.outputs), errors=list(self.errors))
+        inputs = {name: self.inputs[:, j] for j, name in enumerate(self.names)}
+        inputs.update({name: np.full(self.size, value) for name, value in fixed.items()})
+        if definitions is None:
+            return Quantities(None).evaluate(out, inputs), out.errors
+        computed = Quantities({name: text for name, text in definitions.items()
+                               if name not in self.outputs}).evaluate(out, inputs)
+        columns = Quantities({name: name for name in definitions if name in self.outputs})
+        taken = columns.evaluate(out, inputs)
+        return {name: {**computed, **taken}[name] for name in definitions}, out.errors
+
     def content(self) -> tuple[list[str], np.ndarray]:
         """The output columns' names and, per row, its outputs and whether it failed: with the
         inputs, what a given run's identity is derived from."""
@@ -57,9 +76,7 @@ class GivenRows:
     def provenance(self) -> dict[str, Any]:
         """What analysis.json's provenance names as the rows the results rest on."""
         given: dict[str, Any] = {"file": str(self.path), "sha256": self.sha256, "rows": self.size}
-        if self.finished is not None:
-            given["folder"] = self.finished.provenance()
-        return given
+        return given | (self.finished.provenance() if self.finished is not None else {})
 
 
 class ReadsGiven(AnalysisSpec):
@@ -76,13 +93,23 @@ class ReadsGiven(AnalysisSpec):
         return None if self.from_ is None else read_given(self.from_, context)
 
     def check(self, context: StudyContext) -> list[Problem]:
-        if self.from_ is not None:
-            self.given(context)  # a mistake in the rows is a StudyError at the CSV's line
-        return []
+        return [] if self.from_ is None else given_problems(self.from_, context)
 
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         rows = self.given(context)
         return {} if rows is None else {"given": rows.provenance()}
+
+
+def given_problems(name: str, context: StudyContext) -> list[Problem]:
+    """What is wrong with the `from:` a study names: a missing file or unfinished folder as
+    problems at `analysis.from`; a mistake inside the CSV raised at the CSV's line and column."""
+    try:
+        read_given(name, context)
+    except StudyError as error:
+        if any(problem.file for problem in error.problems):
+            raise
+        return error.problems
+    return []
 
 
 def not_with_from(spec: ReadsGiven, *keys: str) -> None:
@@ -194,7 +221,9 @@ def needed_outputs(context: StudyContext, header: set[str]) -> list[str]:
     from ..quantities import parse_quantity
 
     wanted: list[str] = []
-    for text in (context.quantities or {}).values():
+    for name, text in (context.quantities or {}).items():
+        if name in header:
+            continue
         try:
             wanted += sorted(parse_quantity(str(text)).names)
         except Exception:  # an invalid expression: the quantities' own check reports it

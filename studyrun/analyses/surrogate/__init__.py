@@ -29,7 +29,8 @@ from ...core.errors import Problem
 from ...params import map_unit, sample_unit
 from ..base import AnalysisSpec, StudyContext
 from ..salib import Confidence, Resamples
-from .training import Training, earlier_runs, read_earlier, training_problems
+from ..given import given_problems, read_given
+from .training import Training, earlier_runs
 
 if TYPE_CHECKING:
     from .fitting import Fitted, Settings
@@ -60,8 +61,9 @@ class Surrogate(AnalysisSpec):
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")
     sampling: Literal["lhs", "sobol", "random"] = "lhs"
-    from_: str | None = Field(None, alias="from", description="train on the runs of another "
-                              "study's results folder (relative to the study file); nothing re-runs")
+    from_: str | None = Field(None, alias="from", description="train on the runs of a CSV (one "
+                              "column per varied parameter and per quantity) or of another study's "
+                              "results folder (relative to the study file); nothing re-runs")
     degree: Literal["auto"] | PositiveInt = Field(
         "auto", description="pce: the largest total degree; auto: chosen by the corrected "
                             "leave-one-out error")
@@ -107,7 +109,7 @@ class Surrogate(AnalysisSpec):
         if not context.varied:
             problems.append(Problem("a surrogate needs at least one varied parameter", "type"))
         if self.from_ is not None:
-            problems += training_problems(self.from_, context)
+            problems += given_problems(self.from_, context)
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
@@ -118,7 +120,7 @@ class Surrogate(AnalysisSpec):
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         if self.from_ is None:
             return {}
-        return {"trained_on": read_earlier(self.from_, context).provenance()}
+        return {"trained_on": read_given(self.from_, context).provenance()}
 
     def iterate(self, evaluate, context: StudyContext, seed: np.random.SeedSequence) -> dict:
         """Train, validate, and (with `until:`) add batches of runs until Q2 is reached."""
