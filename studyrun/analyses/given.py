@@ -172,8 +172,6 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     for name in needed_outputs(context, set(table.header)):
         fail(table.header_line, 1, f"no column {name!r} for the quantities"
              f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
-    if problems:
-        raise StudyError(problems)
     status = table.header.index("status") if "status" in table.header else None
     error = table.header.index("error") if "error" in table.header else None
     outputs = [j for j, h in enumerate(table.header) if h not in RESERVED and h not in columns]
@@ -185,6 +183,8 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
         failed = status is not None and cell(row, status) != "ok"
         errors.append((cell(row, error) or "failed") if failed else None)
         for j, name in enumerate(names):
+            if name not in columns:  # reported at the header
+                continue
             text, col = row[columns[name]] if columns[name] < len(row) else ("", 1)
             value = number(text)
             low, high = supports[name]
