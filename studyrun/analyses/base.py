@@ -20,10 +20,10 @@ from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
 
 if TYPE_CHECKING:
     from ..core.errors import Problem
-    from .given import GivenRows
     from ..models.base import ModelSpec
     from ..params import ParameterBase, ParameterSpec
     from ..report.figures import Figures
+    from .given import GivenRows
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem
 from ...params import map_unit, sample_unit
 from ..base import AnalysisSpec, StudyContext
-from ..salib import Confidence, Resamples
 from ..given import given_problems, read_given
+from ..salib import Confidence, Resamples
 from .training import Training, earlier_runs
 
 if TYPE_CHECKING:

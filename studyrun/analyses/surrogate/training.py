@@ -4,6 +4,7 @@ study's results folder, read by analyses/given.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from ...core.design import Outcome
