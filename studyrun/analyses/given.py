@@ -174,8 +174,12 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
              f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
     status = table.header.index("status") if "status" in table.header else None
     error = table.header.index("error") if "error" in table.header else None
-    outputs = [j for j, h in enumerate(table.header) if h not in RESERVED and h not in columns]
+    outputs = [j for j, h in enumerate(table.header)
+               if h not in RESERVED and h not in columns and h not in context.fixed]
     supports = {name: context.varied[name]._support() for name in names}
+    fixed_columns = {name: table.header.index(name) for name in context.fixed
+                     if name in table.header}
+    varying: set[str] = set()  # fixed parameters found varying, reported at their first row
     inputs = np.full((len(table.rows), len(names)), np.nan)
     values = np.full((len(table.rows), len(outputs)), np.nan)
     errors: list[str | None] = []
@@ -196,6 +200,13 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
                      f"parameters.{name} can take; widen the parameter, or remove the row")
             else:
                 inputs[i, j] = value
+        for name, j in fixed_columns.items():
+            text, col = row[j] if j < len(row) else ("", 1)
+            if number(text) != context.fixed[name] and name not in varying:
+                varying.add(name)
+                fail(line, col, f"{name} is {text.strip()!r} here, but the study fixes it at "
+                     f"{context.fixed[name]:g}: the runs vary it; vary parameters.{name} too, or "
+                     "keep only the rows at the fixed value")
         for k, j in enumerate(outputs):
             text, col = row[j] if j < len(row) else ("", 1)
             value = number(text)

@@ -184,6 +184,12 @@ def test_a_results_folder_of_other_parameters_and_a_missing_source_are_located(t
     runs_csv = str((tmp_path / "mc/runs.csv").resolve())
     assert done.returncode == 2 and f"{runs_csv}:1:1: no column for the varied parameter 'x4'" \
         in done.stderr, done.stderr
+    fixed = PARAMETERS.replace(f"x3: {{distribution: uniform, low: {-PI!r}, high: {PI!r}}}",
+                               "x3: 0.5")
+    done = run_cli("validate", given_study(tmp_path, "{type: delta, from: mc}", fixed,
+                                           name="f.yaml"))
+    assert done.returncode == 2 and f"{runs_csv}:2:" in done.stderr and \
+        "but the study fixes it at 0.5: the runs vary it" in done.stderr, done.stderr
     done = run_cli("validate", given_study(tmp_path, "{type: delta, from: nowhere}", name="c.yaml"))
     assert done.returncode == 2 and "c.yaml:" in done.stderr and "analysis.from: nowhere: no such" \
         in done.stderr, done.stderr

@@ -110,6 +110,9 @@ class Surrogate(AnalysisSpec):
             problems.append(Problem("a surrogate needs at least one varied parameter", "type"))
         if self.from_ is not None:
             problems += given_problems(self.from_, context)
+        if self.until is not None and getattr(context.model, "type", None) == "none":
+            problems.append(Problem("until adds runs of the model, and the study has none; add a "
+                                    "model: block, or leave until out", "until"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
