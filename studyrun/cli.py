@@ -223,10 +223,11 @@ def command_run(args) -> int:
 
 def describe_runs_done(runs: dict) -> str:
     """analysis.json's `runs` in words; an iterative analysis's repeated points counted apart."""
-    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({runs['failed']} failed, "
+    given = f"{runs['given']} given, " if runs.get("given") else ""
+    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({given}{runs['failed']} failed, "
     if "evaluated" not in runs:
         return done + f"{runs['reused']} reused)"
-    repeats = runs["evaluated"] - runs["planned"]
+    repeats = runs["evaluated"] - runs["planned"] + runs.get("given", 0)
     return (done + f"{runs['reused']} reused from an earlier session, {runs['executed']} executed "
             f"now); the analysis evaluated {runs['evaluated']} points, {repeats} of them repeats")
 

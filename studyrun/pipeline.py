@@ -24,7 +24,7 @@ from .loading import Loaded, load_study
 from .models.base import HasEquations
 from .plan import make_plan, plan_slices
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
-from .plan.study import identity_context, identity_record
+from .plan.study import given_plan, identity_context, identity_record
 from .provenance import collect, now
 from .quantities import Quantities
 from .report.build import write_report
@@ -114,8 +114,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     seed = np.random.SeedSequence(study.seed)
     given = study.analysis.given(context)
     if given is not None:  # runs that exist: recorded as they are, no executor started
-        plan = make_plan(study.analysis.design(context, seed), context.fixed, identity,
-                         content=given.content()[1])
+        plan = given_plan(loaded, given, study.analysis.design(context, seed))
         values, errors = given.quantities(study.quantities, context.fixed)
         totals = record_given(store, plan, values, errors, sink=runs.add(plan))
         runs.settle(plan)
@@ -161,6 +160,13 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         evaluated.append(plan.run_ids)
         return read_outcome(plan, store, job.quantities, study.analysis, context)
 
+    given = study.analysis.given(context)
+    if given is not None:  # runs that exist (a surrogate's training rows): recorded, not run
+        plan = given_plan(loaded, given)
+        counts = record_given(store, plan, *given.quantities(study.quantities, context.fixed))
+        evaluated.append(plan.run_ids)
+        seen.update(plan.run_ids.tolist())
+        from_earlier += counts.reused
     with Runner(store, job, settings) as runner:
         results = study.analysis.iterate(evaluate, context, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
@@ -171,7 +177,8 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": len(ids), "succeeded": succeeded, "failed": len(ids) - succeeded,
-                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed},
+                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed,
+                 **({"given": given.size} if given else {})},
         "results": results,
         "execution": {"scheduler": totals.scheduler, "executed": totals.executed,
                       "notes": totals.notes},

@@ -3,33 +3,40 @@ run's identity shares (the model as the analysis runs it, the quantities, the fi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..core.design import Design
 from ..dependencies import code_digest, identity_parts
 from ..loading import Loaded
 from . import Plan, make_plan
+
+if TYPE_CHECKING:
+    from ..analyses.given import GivenRows
 
 
 def plan_study(loaded: Loaded) -> Plan:
     """The runs the study's analysis asks for, with their identities."""
     context = loaded.context
     design = loaded.study.analysis.design(context, np.random.SeedSequence(loaded.study.seed))
-    return make_plan(design, context.fixed, identity_context(loaded), content=given_content(loaded))
+    rows = loaded.study.analysis.given(context)
+    if rows is not None:
+        return given_plan(loaded, rows, design)
+    return make_plan(design, context.fixed, identity_context(loaded))
 
 
-def given_content(loaded: Loaded) -> np.ndarray | None:
-    """Per given run (`analysis.from:`), what it gave; None when the model makes the runs."""
-    rows = loaded.study.analysis.given(loaded.context)
-    return None if rows is None else rows.content()[1]
+def given_plan(loaded: Loaded, rows: "GivenRows", design: Design | None = None) -> Plan:
+    """The plan of runs that exist (`analysis.from:`): each identity derived from the row's whole
+    content, its output columns and the quantities; the model plays no part in them."""
+    names, content = rows.content()
+    context = {"given": names, "quantities": loaded.study.quantities}
+    return make_plan(design or rows.design({}), loaded.context.fixed, context, content=content)
 
 
 def identity_context(loaded: Loaded) -> dict:
     """What every run's identity shares besides the fixed inputs: the model as the analysis runs
-    it, the quantities and the digest of the files the runs depend on; for given runs, their
-    output columns and the quantities (the model plays no part in them)."""
-    rows = loaded.study.analysis.given(loaded.context)
-    if rows is not None:
-        return {"given": rows.content()[0], "quantities": loaded.study.quantities}
+    it, the quantities and the digest of the files the runs depend on."""
     return {"model": loaded.context.model.model_dump(mode="json"),
             "quantities": loaded.study.quantities, "code": code_digest(loaded.dependencies())}
 

@@ -33,6 +33,7 @@ from ..salib import Confidence, Resamples
 from .training import Training, earlier_runs
 
 if TYPE_CHECKING:
+    from ..given import GivenRows
     from .fitting import Fitted, Settings
 
 DEFAULT_SAMPLES = 400
@@ -119,6 +120,9 @@ class Surrogate(AnalysisSpec):
         if self.until is not None:
             return self.until.max_samples, "until.max_samples"
         return (None if self.from_ is not None else (self.initial_samples, "samples"))
+
+    def given(self, context: StudyContext) -> "GivenRows | None":
+        return None if self.from_ is None else read_given(self.from_, context)
 
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         if self.from_ is None:
