@@ -65,7 +65,8 @@ class GivenRows:
                                if name not in self.outputs}).evaluate(out, inputs)
         columns = Quantities({name: name for name in definitions if name in self.outputs})
         taken = columns.evaluate(out, inputs)
-        return {name: {**computed, **taken}[name] for name in definitions}, out.errors
+        merged = {**computed, **taken}  # series() quantities have no column: given runs are scalars
+        return {name: merged[name] for name in definitions if name in merged}, out.errors
 
     def content(self) -> tuple[list[str], np.ndarray]:
         """The output columns' names and, per row, its outputs and whether it failed: with the
@@ -119,7 +120,7 @@ def not_with_from(spec: ReadsGiven, *keys: str) -> None:
         raise ValueError(f"give {given[0]} (runs to make) or from (runs that exist), not both")
 
 
-_READ: dict[tuple, GivenRows] = {}  # (path, stamp, parameters, quantities) -> the rows read
+_READ: dict[tuple, GivenRows] = {}  # (path, stamp, parameters, fixed, quantities) -> the rows
 _READ_KEPT = 8
 
 
@@ -128,7 +129,7 @@ def read_given(name: str, context: StudyContext) -> GivenRows:
     read once while the file is unchanged."""
     path, finished = locate(name, context)
     key = (str(path), *file_stamp(str(path)), repr(sorted(context.varied.items())),
-           repr(context.quantities))
+           repr(sorted(context.fixed.items())), repr(context.quantities))
     if key not in _READ:
         while len(_READ) >= _READ_KEPT:
             _READ.pop(next(iter(_READ)))
@@ -150,6 +151,9 @@ def locate(name: str, context: StudyContext) -> tuple[Path, Finished | None]:
     if not path.is_file():
         raise StudyError(f"{name}: no such file or results folder (relative to {context.folder}/); "
                          "name a CSV of runs or a results folder", path=WHERE)
+    if path.suffix.lower() != ".csv":  # never quote the cells of a file that is not data
+        raise StudyError(f"{name} is not a CSV file: a file of runs has a name ending in .csv",
+                         path=WHERE)
     return path, None
 
 

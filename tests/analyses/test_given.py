@@ -193,6 +193,8 @@ def test_a_results_folder_of_other_parameters_and_a_missing_source_are_located(t
     done = run_cli("validate", given_study(tmp_path, "{type: delta, from: nowhere}", name="c.yaml"))
     assert done.returncode == 2 and "c.yaml:" in done.stderr and "analysis.from: nowhere: no such" \
         in done.stderr, done.stderr
+    done = run_cli("validate", given_study(tmp_path, "{type: delta, from: d.yaml}", name="d.yaml"))
+    assert done.returncode == 2 and "analysis.from: d.yaml is not a CSV file" in done.stderr
     done = run_cli("validate", given_study(tmp_path, "{type: delta, samples: 100}", name="d.yaml"))
     assert done.returncode == 2 and "model: a study needs a model" in done.stderr, done.stderr
     done = run_cli("validate", given_study(tmp_path, "{type: delta, from: mc, samples: 64}",
