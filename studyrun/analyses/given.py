@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from .calibrate.data import MISSING, Table, file_stamp
 
 WHERE = "from"
 SHOWN = 20  # problems listed per file; the rest are counted
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # what a quantity may be called
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,12 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     for name in needed_outputs(context, set(table.header)):
         fail(table.header_line, 1, f"no column {name!r} for the quantities"
              f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
+    if context.quantities is None:  # every output column is a quantity, named as its header
+        for j, header in enumerate(table.header):
+            if header not in RESERVED and header not in context.parameters and not NAME.match(header):
+                fail(table.header_line, table.header_cols[j], f"column {header!r} cannot name a "
+                     "quantity (letters, digits and _); rename it, or name the quantities to keep "
+                     "in a quantities: block")
     status = table.header.index("status") if "status" in table.header else None
     error = table.header.index("error") if "error" in table.header else None
     outputs = [j for j, h in enumerate(table.header)

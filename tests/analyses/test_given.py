@@ -157,7 +157,7 @@ def test_surrogate_trained_on_a_csv_without_a_model(tmp_path):
 
 
 def test_mistakes_in_a_csv_are_all_located_at_its_cells(tmp_path):
-    (tmp_path / "runs.csv").write_text("x1,x2,X3,y\n"
+    (tmp_path / "runs.csv").write_text("x1,x2,X3,y,y 2\n"
                                        "0.5,0.1,0.2,1.0\n"
                                        "0.5,abc,0.2,1.0\n"
                                        "9.0,0.1,0.2,oops\n")
@@ -172,6 +172,8 @@ def test_mistakes_in_a_csv_are_all_located_at_its_cells(tmp_path):
     assert any(line.startswith(f"{csv}:4:1: ") and "outside [-3.14159, 3.14159]" in line
                for line in lines)
     assert any(line.startswith(f"{csv}:4:13: ") and "'oops'" in line for line in lines)
+    assert any(line.startswith(f"{csv}:1:12: ") and "'y 2' cannot name a quantity" in line
+               for line in lines)
     assert not (tmp_path / "out/analysis.json").exists()
 
 
