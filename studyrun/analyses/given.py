@@ -168,22 +168,9 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
         problems.append(Problem(message, file=str(path), line=line, col=col))
 
     names = list(context.varied)
-    columns = {}
-    for name in names:
-        if name in table.header:
-            columns[name] = table.header.index(name)
-        else:
-            fail(table.header_line, 1, f"no column for the varied parameter {name!r}"
-                 f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
-    for name in needed_outputs(context, set(table.header)):
-        fail(table.header_line, 1, f"no column {name!r} for the quantities"
-             f"{suggest(name, table.header)}; columns: {', '.join(table.header)}")
-    if context.quantities is None:  # every output column is a quantity, named as its header
-        for j, header in enumerate(table.header):
-            if header not in RESERVED and header not in context.parameters and not NAME.match(header):
-                fail(table.header_line, table.header_cols[j], f"column {header!r} cannot name a "
-                     "quantity (letters, digits and _); rename it, or name the quantities to keep "
-                     "in a quantities: block")
+    columns = {name: table.header.index(name) for name in names if name in table.header}
+    for index, col, message in header_problems(table.header, context):
+        fail(table.header_line, col or table.header_cols[index], message)
     status = table.header.index("status") if "status" in table.header else None
     error = table.header.index("error") if "error" in table.header else None
     outputs = [j for j, h in enumerate(table.header)
@@ -237,6 +224,26 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return GivenRows(path, names, inputs, {table.header[j]: values[:, k]
                                            for k, j in enumerate(outputs)}, errors, digest, finished)
+
+
+def header_problems(header: list[str], context: StudyContext) -> list[tuple[int, int, str]]:
+    """(header cell, column or 0 for the line's start, message) of what the header lacks or
+    cannot hold: a varied parameter's column, a name the quantities read, a quantity's name."""
+    found = []
+    for name in context.varied:
+        if name not in header:
+            found.append((0, 1, f"no column for the varied parameter {name!r}"
+                                f"{suggest(name, header)}; columns: {', '.join(header)}"))
+    for name in needed_outputs(context, set(header)):
+        found.append((0, 1, f"no column {name!r} for the quantities{suggest(name, header)}; "
+                            f"columns: {', '.join(header)}"))
+    if context.quantities is None:  # every output column is a quantity, named as its header
+        found += [(j, 0, f"column {name!r} cannot name a quantity (letters, digits and _); "
+                         "rename it, or name the quantities to keep in a quantities: block")
+                  for j, name in enumerate(header)
+                  if name not in RESERVED and name not in context.parameters
+                  and not NAME.match(name)]
+    return found
 
 
 def needed_outputs(context: StudyContext, header: set[str]) -> list[str]:
