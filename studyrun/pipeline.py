@@ -112,8 +112,12 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                        series_wanted(job.quantities, study.analysis, context),
                        study.analysis.series_grid(context))
     designs = study.analysis.design_chunks(context, np.random.SeedSequence(study.seed), CHUNK_ROWS)
+    earlier = study.analysis.earlier_results(context)
+    adopted = 0
     with Runner(store, job, settings) as runner:
         for plan in plan_slices(designs, context.fixed, identity):
+            if earlier is not None:
+                adopted += adopt_earlier(store, earlier, plan.run_ids)
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
     results = study.analysis.analyse_runs(runs, context)
@@ -122,13 +126,20 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused},
+                 "reused": totals.reused, **({"adopted": adopted} if earlier is not None else {})},
         "results": results,
         "design": {"runs": runs.size, **runs.info},
         "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,
                       "executed": totals.executed, "notes": totals.notes},
     }
     return analysis, runs.first()
+
+
+def adopt_earlier(store: RunStore, folder: Path, run_ids: np.ndarray) -> int:
+    """Copy into the store the earlier folder's succeeded runs that this plan has by identity
+    (unchanged model, quantities, files and inputs), so they are reused, not made again."""
+    with RunStore.open_readonly(folder / "runs.sqlite") as earlier:
+        return store.adopt(earlier, run_ids)
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
