@@ -156,7 +156,8 @@ def add_axial_and_centre(coded: np.ndarray, center: int) -> tuple[np.ndarray, di
     if not (words == 1 or (words > 1 and (fraction["resolution"] or 0) >= 5)):
         raise StudyError(f"augment: ccd needs {needs}, so that every quadratic term is estimable;"
                          f" the earlier design has {distinct} distinct runs of {k} factors at "
-                         f"resolution {fraction['resolution'] or 'unknown'}", path="augment")
+                         f"resolution {fraction['resolution'] or 'unknown'}; start from design: full (or "
+                         "design: fractional with resolution: 5)", path="augment")
     axial, _ = pydoe.star(k, alpha="faced")
     return np.vstack([axial, np.zeros((center, k))]), {
         "type": "ccd", "alpha": "face", "alpha_value": 1.0, "center": center}
