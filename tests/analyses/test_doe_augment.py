@@ -230,3 +230,32 @@ def test_the_grown_design_is_the_earlier_one_bit_for_bit(tmp_path):
     analysis = run(study(tmp_path, "more", model, parameters,
                          "{type: doe, from: results/cube, augment: lhs, samples: 4}"))
     assert analysis["runs"]["reused"] == 9
+
+
+def test_the_examples_grow_a_screen_into_a_ccd(tmp_path):
+    """studies/bowl-screen -> bowl-foldover -> bowl-grown-ccd, from the command line in turn."""
+    import shutil
+
+    from conftest import STUDIES
+
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    for name in ("bowl.py", "bowl-screen.yaml", "bowl-foldover.yaml", "bowl-grown-ccd.yaml"):
+        shutil.copy(STUDIES / name, folder / name)
+    fits = {}
+    for name in ("bowl-screen", "bowl-foldover", "bowl-grown-ccd"):
+        done = run_cli("run", folder / f"{name}.yaml", "--quiet", "--scheduler", "sync",
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        fits[name] = json.loads((tmp_path / "results" / name / "analysis.json").read_text())
+    screen = fits["bowl-screen"]["results"]["process_yield"]
+    assert screen["coefficients"]["x3"]["estimate"] == pytest.approx(0.5 + 1.5)  # + x1*x2
+    assert fits["bowl-foldover"]["runs"]["adopted"] == 4
+    folded = fits["bowl-foldover"]["results"]["process_yield"]["coefficients"]
+    assert folded["x3"]["estimate"] == pytest.approx(0.5) and folded["x1*x2"]["estimate"] == 1.5
+    ccd = fits["bowl-grown-ccd"]
+    assert ccd["runs"]["adopted"] == 8 and ccd["design"]["runs"] == 17
+    estimates = {t: c["estimate"] for t, c in ccd["results"]["process_yield"]["coefficients"].items()}
+    assert estimates == pytest.approx({"1": 80, "x1": 2, "x2": 1, "x3": 0.5, "x1*x2": 1.5,
+                                       "x1*x3": 0, "x2*x3": 0, "x1^2": -4, "x2^2": -3,
+                                       "x3^2": -2}, abs=1e-9)
