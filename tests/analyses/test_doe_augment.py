@@ -259,3 +259,26 @@ def test_the_examples_grow_a_screen_into_a_ccd(tmp_path):
     assert estimates == pytest.approx({"1": 80, "x1": 2, "x2": 1, "x3": 0.5, "x1*x2": 1.5,
                                        "x1*x3": 0, "x2*x3": 0, "x1^2": -4, "x2^2": -3,
                                        "x3^2": -2}, abs=1e-9)
+
+
+def test_earlier_runs_are_read_in_plan_order_with_their_latest_record(tmp_path):
+    """The store holds runs in the order they finished and a failure replaced by a success;
+    runs.csv gives the plan's order."""
+    from studyrun.finished_runs import read_finished_runs
+    from studyrun.store import Batch, RunStore
+
+    def batch(ids, ok, inputs):
+        n = len(ids)
+        return Batch(ids=np.array(ids), ok=np.array(ok), errors=[None] * n,
+                     inputs=np.array(inputs, dtype=float), values=np.zeros((n, 1)),
+                     duration=0.1, worker="w")
+
+    with RunStore.open(tmp_path / "runs.sqlite") as store:
+        store.prepare(["a", "b"], ["y"])
+        store.write(batch([30, 10], [True, False], [[0.3, 1 / 3], [0.1, 1 / 7]]))
+        store.write(batch([20, 10], [True, True], [[0.2, 2 / 3], [0.1, 1 / 7]]))
+    (tmp_path / "runs.csv").write_text("run,id,status\r\n2,30,ok\r\n0,10,ok\r\n1,20,ok\r\n")
+    runs = read_finished_runs(tmp_path)
+    assert runs.names == ["a", "b"] and runs.ids.tolist() == [10, 20, 30]
+    assert runs.ok.tolist() == [True, True, True]
+    assert runs.inputs.tolist() == [[0.1, 1 / 7], [0.2, 2 / 3], [0.3, 1 / 3]]
