@@ -16,6 +16,7 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.errors import StudyError
 from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
@@ -63,6 +64,10 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     loaded = load_study(path)
     warnings = study_warnings(loaded)
     folder = Path(out) if out else Path("results") / loaded.study.name
+    earlier = loaded.study.analysis.earlier_results(loaded.context)
+    if earlier is not None and earlier.resolve() == folder.resolve():
+        raise StudyError(f"{loaded.path}: analysis.from names the folder this run writes "
+                         f"({folder}), whose results it would replace; give --out another folder")
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
     parameters = list(loaded.context.varied)

@@ -282,3 +282,12 @@ def test_earlier_runs_are_read_in_plan_order_with_their_latest_record(tmp_path):
     assert runs.names == ["a", "b"] and runs.ids.tolist() == [10, 20, 30]
     assert runs.ok.tolist() == [True, True, True]
     assert runs.inputs.tolist() == [[0.1, 1 / 7], [0.2, 2 / 3], [0.3, 1 / 3]]
+
+
+def test_a_study_may_not_grow_the_folder_it_writes(fraction):
+    path = study(fraction, "fraction", '{type: python, function: "sevens:sevens", vectorized: true}',
+                 SEVEN_PARAMETERS, "{type: doe, from: results/fraction, augment: foldover}")
+    done = run_cli("run", path, "--out", fraction / "results" / "fraction", "--quiet")
+    assert done.returncode == 2 and "names the folder this run writes" in done.stderr
+    assert json.loads((fraction / "results" / "fraction" / "analysis.json").read_text())[
+        "design"]["runs"] == 8  # the earlier results are left as they were
