@@ -129,6 +129,12 @@ class AnalysisSpec(BaseModel):
         """Iterative analyses: ask for runs through `evaluate` and return the results block."""
         raise NotImplementedError
 
+    def earlier_results(self, context: StudyContext) -> Path | None:
+        """A finished results folder whose succeeded runs this study's plan may share (a grown
+        design): the runs of the same identity are copied from its store instead of made
+        again; by default none."""
+        return None
+
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         """What the results rest on beyond the study and its files (an earlier study's results
         folder), for analysis.json's provenance; by default nothing."""

@@ -95,6 +95,14 @@ def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> st
     return f"{line} ({', '.join(why)})"
 
 
+def describe_adoption(earlier: Path, run_ids: np.ndarray) -> str:
+    """How many planned runs an earlier results folder holds by identity, to be copied, not run."""
+    ok, _, _ = recorded_runs(earlier)
+    held = int(np.isin(run_ids, ok).sum())
+    why = "" if held else " (its model, quantities, files or fixed inputs differ)"
+    return f"{earlier}: holds {held} of the {len(run_ids)} runs, which a run copies instead of making{why}"
+
+
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """The ids of succeeded and failed runs in a results folder, and its latest run context."""
     from ..store import latest_identity
