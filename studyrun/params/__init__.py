@@ -30,5 +30,5 @@ from .values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",
-           "Real", "Triangular", "correlate_unit", "design_facts", "TruncNormal", "Uniform", "Whole", "map_unit", "sample_unit",
-           "sample_unit_chunks", "stats", "varied"]
+           "Real", "Triangular", "TruncNormal", "Uniform", "Whole", "correlate_unit",
+           "design_facts", "map_unit", "sample_unit", "sample_unit_chunks", "stats", "varied"]

@@ -11,8 +11,8 @@ from ..core.runtable import RESERVED
 from ..core.text import suggest
 from ..dependencies import check_depends_on
 from ..expr import ExprError
-from ..quantities import parse_quantity, shape_problem
 from ..params.correlation import smallest_eigenvalue
+from ..quantities import parse_quantity, shape_problem
 from . import AnalysisUnion, Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
