@@ -12,7 +12,9 @@ from conftest import STUDIES, context_of, run_cli, write_study
 from scipy import stats
 from scipy.special import ndtri
 
+from studyrun.analyses.delta import Delta
 from studyrun.analyses.montecarlo import Montecarlo
+from studyrun.analyses.pawn import Pawn
 from studyrun.params import Normal, Uniform, correlate_unit, sample_unit
 from studyrun.params.correlation import correlation_matrix, iman_conover
 from studyrun.params.union import ParameterSpec
@@ -112,7 +114,16 @@ def test_same_seed_same_design_and_chunks_concatenated_equal_it(method):
 
 
 UNIFORM = "{distribution: uniform, low: 0, high: 1}"
-SUM_STUDY = """
+@pytest.mark.parametrize("kind", [Delta, Pawn])
+def test_delta_and_pawn_draw_their_samples_correlated(kind):
+    analysis = kind(type=kind.__name__.lower(), samples=2000)
+    design = analysis.design(correlated_context(0.6), np.random.SeedSequence(5))
+    scores = np.column_stack([design.matrix[:, 0], ndtri(design.matrix[:, 1])])  # a: N(0, 1)
+    assert np.corrcoef(scores, rowvar=False)[0, 1] == pytest.approx(0.6, abs=0.02)
+    assert design.info["correlation"]["a"]["b"] == 0.6
+
+
+
     name: correlated
     model: {{type: python, function: "linear:linear", vectorized: true}}
     parameters:
