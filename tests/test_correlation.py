@@ -113,7 +113,6 @@ def test_same_seed_same_design_and_chunks_concatenated_equal_it(method):
     assert not np.array_equal(whole.matrix, uncorrelated.matrix)
 
 
-UNIFORM = "{distribution: uniform, low: 0, high: 1}"
 @pytest.mark.parametrize("kind", [Delta, Pawn])
 def test_delta_and_pawn_draw_their_samples_correlated(kind):
     analysis = kind(type=kind.__name__.lower(), samples=2000)
@@ -123,7 +122,8 @@ def test_delta_and_pawn_draw_their_samples_correlated(kind):
     assert design.info["correlation"]["a"]["b"] == 0.6
 
 
-
+UNIFORM = "{distribution: uniform, low: 0, high: 1}"
+SUM_STUDY = """
     name: correlated
     model: {{type: python, function: "linear:linear", vectorized: true}}
     parameters:
