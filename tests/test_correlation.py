@@ -1,5 +1,6 @@
-"""Correlated inputs (`correlation:`): the Gaussian copula and Iman-Conover against known answers,
-the located errors of a bad matrix, the analyses that refuse it, and the correlated sum end to end."""
+"""Correlated inputs (`correlation:`): the Gaussian copula and Iman-Conover against known
+answers, the located errors of a bad matrix, the analyses that refuse it, and the correlated sum
+end to end."""
 
 from __future__ import annotations
 
@@ -146,13 +147,15 @@ def validate(folder, pairs: str, analysis: str = "{type: montecarlo, samples: 10
 @pytest.mark.parametrize("pairs, where, words", [
     ("  - [a, bb, 0.5]", "8:9: correlation[0][1]", ["'bb' is not a parameter", "did you mean 'b'"]),
     ("  - [a, a, 0.5]", "8:5: correlation[0]", ["paired with itself"]),
-    ("  - [a, b, 0.5]\n      - [b, a, 0.2]", "9:5: correlation[1]", ["given twice", "correlation[0]"]),
+    ("  - [a, b, 0.5]\n      - [b, a, 0.2]", "9:5: correlation[1]",
+     ["given twice", "correlation[0]"]),
     ("  - [a, b, 1.5]", "8:12: correlation[0][2]", ["lies in [-1, 1]", "1.5"]),
     ("  - [a, b, .nan]", "8:12: correlation[0][2]", ["finite"]),
     ("  - [a, b]", "8:5: correlation[0]", ["at least 3"]),
     ("  - [a, b, 0.9]\n      - [b, c, 0.9]\n      - [a, c, -0.9]", "7:1: correlation:",
      ["not positive definite", "smallest eigenvalue -0.8", "weaken"]),
-    ("  - [a, b, 1]", "7:1: correlation:", ["not positive definite", "smallest eigenvalue", "weaken"]),
+    ("  - [a, b, 1]", "7:1: correlation:",
+     ["not positive definite", "smallest eigenvalue", "weaken"]),
 ])
 def test_a_bad_matrix_is_a_located_error(study_dir, pairs, where, words):
     code, stderr = validate(study_dir, pairs)

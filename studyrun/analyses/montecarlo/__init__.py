@@ -199,8 +199,8 @@ def correlation_table(design: dict[str, Any]) -> list[str]:
                                          for kind in ("pearson", "spearman"))]
             for i, a in enumerate(names) for b in names[i + 1:]]
     return ["### Input correlations", "",
-            f"Asked for (of the inputs' normal scores) and achieved by the design ({got.get('runs')} "
-            "runs):", "", table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
+            "Asked for (of the inputs' normal scores) and achieved by the design "
+            f"({got.get('runs')} runs):", "", table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
 
 
 def draw_distributions(outcome: Outcome, figures) -> list[str]:
