@@ -200,7 +200,8 @@ def correlation_table(design: dict[str, Any]) -> list[str]:
             for i, a in enumerate(names) for b in names[i + 1:]]
     return ["### Input correlations", "",
             "Asked for (of the inputs' normal scores) and achieved by the design "
-            f"({got.get('runs')} runs):", "", table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
+            f"({got.get('runs')} runs):", "",
+            table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
 
 
 def draw_distributions(outcome: Outcome, figures) -> list[str]:
