@@ -253,8 +253,8 @@ class SalibAnalysis(AnalysisSpec):
 
 class GivenDataAnalysis(SalibAnalysis):
     """Methods that read indices from any sample ("given data", Plischke 2013): RBD-FAST, delta,
-    PAWN. `samples` unit-cube points (`sampling`), mapped through each ppf; a failed run is
-    simply left out."""
+    PAWN. `samples` unit-cube points (`sampling`; correlated as the study asks, for delta and
+    pawn), mapped through each ppf; a failed run is simply left out."""
 
     samples: int = Field(1024, ge=MIN_RUNS, description="runs")
     sampling: Literal["random", "lhs", "sobol"] = Field(

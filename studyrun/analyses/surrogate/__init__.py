@@ -14,7 +14,10 @@ Results per quantity: q2, rmse, mean, std, S1, S1_conf, ST, ST_conf (S2, S2_conf
 convergence (with `until:`), and the fitted surrogate as JSON: inputs and terms (pce) or kernel
 (gp). `studyrun predict` and `open_results(DIR).predict` evaluate it.
 
-Formulas, defaults and edge cases: docs/methods.md, "Surrogate models".
+With correlated inputs (the study's `correlation:`) the training runs are drawn correlated, mean
+and std are the surrogate's over correlated draws, and the Sobol' indices are null.
+
+Formulas, defaults and edge cases: docs/methods.md, "Surrogate models" and "Correlated inputs".
 """
 
 from __future__ import annotations
