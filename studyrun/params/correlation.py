@@ -28,10 +28,6 @@ def correlation_matrix(pairs: Sequence[Sequence], names: Sequence[str]) -> np.nd
     return matrix
 
 
-def smallest_eigenvalue(matrix: np.ndarray) -> float:
-    return float(np.linalg.eigvalsh(matrix)[0])
-
-
 def correlate_unit(u: np.ndarray, matrix: np.ndarray | None, method: str) -> np.ndarray:
     """Independent unit-cube points (rows) to points whose normal scores have correlation
     `matrix`: a Latin hypercube by Iman-Conover, random and Sobol' points through the Gaussian

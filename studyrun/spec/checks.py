@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import typing
 
+import numpy as np
+
 from ..analyses.base import StudyContext
 from ..core.runtable import RESERVED
 from ..core.text import suggest
 from ..dependencies import check_depends_on
 from ..expr import ExprError
-from ..params.correlation import smallest_eigenvalue
 from ..quantities import parse_quantity, shape_problem
 from . import AnalysisUnion, Study
 
@@ -128,7 +129,7 @@ def check_correlation(study: Study, context: StudyContext) -> list[tuple[tuple, 
         if not -1 <= r <= 1:
             problems.append((("correlation", i, 2), f"a correlation lies in [-1, 1]; got {r}"))
     if not problems and context.correlation is not None:
-        lowest = smallest_eigenvalue(context.correlation)
+        lowest = float(np.linalg.eigvalsh(context.correlation)[0])
         if lowest <= 1e-10:
             problems.append((("correlation",), "the correlations are not positive definite (the "
                              f"completed matrix, unlisted pairs 0, has smallest eigenvalue "
