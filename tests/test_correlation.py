@@ -238,3 +238,24 @@ def test_a_surrogate_of_correlated_inputs_gives_their_moments_and_no_indices(stu
     assert y["S1"] == {"a": None, "b": None, "c": None}
     assert y["correlation"]["a"]["b"] == 0.8
     assert any("Sobol' indices" in w for w in y["warnings"])
+
+
+def test_every_batch_of_a_surrogate_is_correlated():
+    """The first Latin hypercube and a later `until:` batch (a hypercube of its own)."""
+    from studyrun.analyses.surrogate import Surrogate
+
+    context = correlated_context(0.8)
+    analysis = Surrogate(type="surrogate", samples=400)
+    seed = np.random.SeedSequence(2)
+    for start, stop in ((0, 400), (400, 800)):
+        x = analysis.sequence(context, seed, start, stop)
+        scores = np.column_stack([x[:, 0], ndtri(x[:, 1])])
+        assert np.corrcoef(scores, rowvar=False)[0, 1] == pytest.approx(0.8, abs=0.01)
+        assert sorted(np.floor(x[:, 1] * 400).astype(int).tolist()) == list(range(400))
+
+
+@pytest.mark.slow
+def test_plan_names_the_correlations():
+    done = run_cli("plan", STUDIES / "correlated-sum-montecarlo.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "correlated (normal scores): a-b 0.8\n" in done.stdout
