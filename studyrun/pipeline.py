@@ -16,6 +16,7 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.errors import StudyError
 from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
@@ -63,6 +64,10 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     loaded = load_study(path)
     warnings = study_warnings(loaded)
     folder = Path(out) if out else Path("results") / loaded.study.name
+    earlier = loaded.study.analysis.earlier_results(loaded.context)
+    if earlier is not None and earlier.resolve() == folder.resolve():
+        raise StudyError(f"{loaded.path}: analysis.from names the folder this run writes "
+                         f"({folder}), whose results it would replace; give --out another folder")
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
     parameters = list(loaded.context.varied)
@@ -113,6 +118,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                        study.analysis.series_grid(context))
     seed = np.random.SeedSequence(study.seed)
     given = study.analysis.given(context)
+    earlier = study.analysis.earlier_results(context)
+    adopted = 0
     if given is not None:  # runs that exist: recorded as they are, no executor started
         plan = given_plan(loaded, given, study.analysis.design(context, seed))
         values, errors = given.quantities(study.quantities, context.fixed)
@@ -122,6 +129,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         designs = study.analysis.design_chunks(context, seed, CHUNK_ROWS)
         with Runner(store, job, settings) as runner:
             for plan in plan_slices(designs, context.fixed, identity):
+                if earlier is not None:
+                    adopted += adopt_earlier(store, earlier, plan.run_ids)
                 runner.execute(plan, sink=runs.add(plan))
                 runs.settle(plan)
         totals = runner.totals
@@ -131,13 +140,21 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused, **({"given": given.size, "executed": 0} if given else {})},
+                 "reused": totals.reused, **({"given": given.size, "executed": 0} if given else {}),
+                 **({"adopted": adopted} if earlier is not None else {})},
         "results": results,
         "design": {"runs": runs.size, **runs.info},
         "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,
                       "executed": totals.executed, "notes": totals.notes},
     }
     return analysis, runs.first()
+
+
+def adopt_earlier(store: RunStore, folder: Path, run_ids: np.ndarray) -> int:
+    """Copy into the store the earlier folder's succeeded runs that this plan has by identity
+    (unchanged model, quantities, files and inputs), so they are reused, not made again."""
+    with RunStore.open_readonly(folder / "runs.sqlite") as earlier:
+        return store.adopt(earlier, run_ids)
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
