@@ -227,10 +227,11 @@ def command_run(args) -> int:
 
 def describe_runs_done(runs: dict) -> str:
     """analysis.json's `runs` in words; an iterative analysis's repeated points counted apart."""
-    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({runs['failed']} failed, "
+    given = f"{runs['given']} given, " if runs.get("given") else ""
+    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({given}{runs['failed']} failed, "
     if "evaluated" not in runs:
         return done + f"{runs['reused']} reused)"
-    repeats = runs["evaluated"] - runs["planned"]
+    repeats = runs["evaluated"] - runs["planned"] + runs.get("given", 0)
     return (done + f"{runs['reused']} reused from an earlier session, {runs['executed']} executed "
             f"now); the analysis evaluated {runs['evaluated']} points, {repeats} of them repeats")
 
@@ -243,7 +244,7 @@ def command_check(args) -> int:
     result = check_step(loaded.context)
     if result is None:
         raise StudyError(f"{args.study}: the step check applies to ode and stockflow models; this "
-                         f"study's model is {loaded.study.model.type}")
+                         f"study's model is {loaded.study.model_spec.type}")
     print(result.describe())
     name, worst = result.worst
     print(f"{'ok' if worst <= LIMIT else 'too coarse'}: largest difference {worst:.3g} ({name})")

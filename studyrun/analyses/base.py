@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..models.base import ModelSpec
     from ..params import ParameterBase, ParameterSpec
     from ..report.figures import Figures
+    from .given import GivenRows
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,11 @@ class AnalysisSpec(BaseModel):
         """The design in slices of at most `rows` runs (by default all of it at once), so a very
         large design never has to be held whole."""
         yield self.design(context, seed)
+
+    def given(self, context: StudyContext) -> "GivenRows | None":
+        """Runs that already exist (`from:`), analysed instead of running the model: the design
+        is their rows and the pipeline records what they gave; None: the model makes the runs."""
+        return None
 
     def describe_design(self, design: Design, context: StudyContext) -> str:
         """What `studyrun plan` says of the design; empty: it lists the first runs."""

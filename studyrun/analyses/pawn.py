@@ -31,7 +31,7 @@ class Pawn(GivenDataAnalysis):
 
     @model_validator(mode="after")
     def _enough_samples_per_slice(self) -> "Pawn":
-        if self.samples < 10 * self.S:
+        if self.from_ is None and self.samples < 10 * self.S:
             raise ValueError(f"samples must be at least 10 S = {10 * self.S} for pawn (ten runs "
                              f"per slice); got {self.samples}")
         return self

@@ -19,11 +19,14 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     """A short account of the design, the runs and how they would be batched."""
     study = loaded.study
     names = plan.design.names
-    lines = [f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
+    lines = [f"study {study.name}: {study.analysis.type} of {model_words(study)}",
              f"varied parameters ({len(names)}): {', '.join(names)}",
              f"fixed: {', '.join(f'{k}={v:g}' for k, v in plan.fixed.items()) or 'none'}",
              *correlated(study), f"runs: {plan.size}"]
-    if settings.batch_size == "auto":
+    given = study.analysis.given(loaded.context)
+    if given is not None:
+        lines[-1] += f", given: the rows of {given.path}; the model is not run"
+    elif settings.batch_size == "auto":
         lines.append(f"batches: sized after timing the model in-process; scheduler {settings.scheduler}")
     else:
         count = -(-plan.size // int(settings.batch_size))
@@ -40,12 +43,17 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     return "\n".join(lines)
 
 
+def model_words(study) -> str:
+    """'a python model', or what a study without a model analyses."""
+    return f"a {study.model.type} model" if study.model is not None else "given runs (no model)"
+
+
 def describe_iterative(loaded) -> str:
     """An iterative analysis has no design up front: say what it varies and how it proceeds."""
     study = loaded.study
     names = [name for name, p in study.parameters.items() if not isinstance(p, Fixed)]
     return "\n".join([
-        f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
+        f"study {study.name}: {study.analysis.type} of {model_words(study)}",
         f"varied parameters ({len(names)}): {', '.join(names)}", *correlated(study),
         f"runs: {how_it_proceeds(loaded)}; each is cached in the store, so a restarted study "
         "replays the runs it already made"])

@@ -23,7 +23,11 @@ def check_study(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     context's folder."""
     folder = context.folder
     problems: list[tuple[tuple, str]] = []
-    problems += checked("model", lambda: study.model.check(folder))
+    problems += checked("model", lambda: study.model_spec.check(folder))
+    if study.model is None and getattr(study.analysis, "from_", None) is None:
+        problems.append((("model",), "a study needs a model: block to make its runs; only an "
+                         "analysis whose from: names runs that exist (a CSV or a results folder) "
+                         "may leave it out"))
     problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, folder))
     problems += check_parameters(study, context)
     problems += check_quantities(study)
@@ -56,7 +60,7 @@ def split_path(path: str) -> tuple:
 
 def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     problems = []
-    inputs = study.model.input_names(context.folder)
+    inputs = study.model_spec.input_names(context.folder)
     for name in study.parameters:
         if not _NAME.match(name) or name in RESERVED:
             problems.append((("parameters", name), f"{name!r} cannot name a parameter: use letters, "
@@ -72,9 +76,9 @@ def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, s
 
 def check_quantities(study: Study) -> list[tuple[tuple, str]]:
     problems = []
-    outputs = study.model.output_names()
+    outputs = study.model_spec.output_names()
     known = None if outputs is None else (set(outputs) | set(study.parameters)
-                                          | set(study.model.defaults()) | {"time"})
+                                          | set(study.model_spec.defaults()) | {"time"})
     for name, text in (study.quantities or {}).items():
         where = ("quantities", name)
         if not _NAME.match(name) or name in RESERVED:

@@ -27,7 +27,8 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
-from ..base import AnalysisSpec, StudyContext
+from ..base import StudyContext
+from ..given import ReadsGiven, read_given
 from .augment import earlier_folder, earlier_problems, grow, read_earlier
 from .designs import build_design, coded_matrix, describe_design
 from .interpret import (
@@ -41,16 +42,18 @@ from .terms import read_coding, select_terms, to_coded
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
+    from ..given import GivenRows
 
 __all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
 
 _TERM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\^[0-9]+)?)"
 _FORMULA = re.compile(rf"^\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*)(?:\s*\+\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*))*\s*$")
 _DEFAULT_RESPONSE = {"full": "interaction", "fractional": "linear", "plackett_burman": "linear",
-                     "ccd": "quadratic", "bbd": "quadratic", "lhs": "quadratic", "csv": "quadratic"}
+                     "ccd": "quadratic", "bbd": "quadratic", "lhs": "quadratic", "csv": "quadratic",
+                     "given": "quadratic"}
 
 
-class Doe(AnalysisSpec):
+class Doe(ReadsGiven):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
@@ -58,9 +61,11 @@ class Doe(AnalysisSpec):
                               frozen=True)
 
     # YAML `design:`; named `kind` here because `design()` is the plug-in method
-    kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv"] = Field(
-        "ccd", alias="design", description="full factorial, 2^(k-p) fraction, Plackett-Burman, central composite, "
-                           "Box-Behnken, maximin Latin hypercube, or a CSV file of runs")
+    kind: Literal["full", "fractional", "plackett_burman", "ccd", "bbd", "lhs", "csv",
+                  "given"] = Field(
+        "ccd", alias="design", description="full factorial, 2^(k-p) fraction, Plackett-Burman, "
+        "central composite, Box-Behnken, maximin Latin hypercube, a CSV file of runs to make, or "
+        "given: the runs that exist in `from:` (a CSV or results folder), not run again")
     levels: int | dict[str, int] = Field(
         2, description="full factorial levels: one number, or parameter -> levels (others 2)")
     resolution: int | None = Field(
@@ -87,7 +92,9 @@ class Doe(AnalysisSpec):
     from_: str | None = Field(
         None, alias="from", description="augment: an earlier doe study's results folder (relative "
                                         "to the study file) whose design grows; its runs are "
-                                        "reused where the model is unchanged")
+                                        "reused where the model is unchanged. design: given: a "
+                                        "CSV of runs or a results folder, analysed without "
+                                        "running the model")
     augment: Literal["foldover", "ccd", "lhs"] | None = Field(
         None, description="grow the design of `from`: its fold-over (every sign reversed), 2k "
                           "axial and `center` centre points into a central composite design, or "
@@ -111,7 +118,11 @@ class Doe(AnalysisSpec):
 
     @model_validator(mode="after")
     def _check_keys_fit_design(self) -> "Doe":
-        if (self.augment is None) != (self.from_ is None):
+        if (self.kind == "given") != (self.from_ is not None and self.augment is None):
+            raise ValueError("from goes with design: given (the runs that exist there, a CSV or "
+                             "a results folder, analysed) or with augment (an earlier doe "
+                             "study's design, grown); design: given needs from and no augment")
+        if self.augment is not None and self.from_ is None:
             raise ValueError("augment and from go together: from names an earlier doe study's "
                              "results folder, augment how its design grows (foldover | ccd | lhs)")
         if self.augment is not None:
@@ -166,7 +177,7 @@ class Doe(AnalysisSpec):
     def check(self, context: StudyContext) -> list[Problem]:
         """Problems that need the varied parameters: their number, bounds and the keys naming them."""
         parameters = context.varied
-        problems = []
+        problems = ReadsGiven.check(self, context) if self.kind == "given" else []
         try:
             read_coding(list(parameters), parameters)
         except StudyError as error:
@@ -221,20 +232,29 @@ class Doe(AnalysisSpec):
             design = grow(self, context, seed)
             design.info["response"] = self.response_model()
             return design
+        rows = self.given(context)
         update = {"response": self.response_model()}
         if self.file is not None:
             update["file"] = str(context.path(self.file))
         spec = self.model_copy(update=update)
-        design = build_design(spec, context.varied, seed)
+        design = build_design(spec, context.varied, seed, None if rows is None else rows.inputs)
+        if rows is not None:
+            design.info["given"] = str(rows.path)
         design.info["response"] = spec.response
         return design
 
+    def given(self, context: StudyContext) -> "GivenRows | None":
+        """With design: given, the rows `from:` names (with augment, `from:` is a design to grow)."""
+        return read_given(self.from_, context) if self.kind == "given" and self.from_ else None
+
     def earlier_results(self, context: StudyContext) -> Path | None:
         """The results folder whose runs a grown design starts with."""
-        return earlier_folder(self.from_, context) if self.from_ else None
+        return earlier_folder(self.from_, context) if self.augment and self.from_ else None
 
     def provenance(self, context: StudyContext) -> dict[str, Any]:
-        """A grown design rests on the earlier study's results."""
+        """A grown design rests on the earlier study's results; a given one on its rows."""
+        if self.kind == "given":
+            return ReadsGiven.provenance(self, context)
         if not self.from_:
             return {}
         return {"grows": read_earlier(self.from_, context).finished.provenance()}

@@ -25,11 +25,16 @@ from .terms import read_coding, to_coded, to_natural
 _OPT_SEARCH_LIMIT = 5000  # generator combinations fracfact_opt may try for minimum aberration
 
 
-def build_design(spec: Any, parameters: dict[str, Any], seed: np.random.SeedSequence) -> Design:
-    """The runs of a doe analysis in natural units, with small JSON facts about the design."""
+def build_design(spec: Any, parameters: dict[str, Any], seed: np.random.SeedSequence,
+                 given: np.ndarray | None = None) -> Design:
+    """The runs of a doe analysis in natural units (`given`: the rows of runs that exist), with
+    small JSON facts about the design."""
     names = list(parameters)
     centers, halves = read_coding(names, parameters)
-    if spec.kind == "csv":
+    if given is not None:
+        natural = given
+        coded, info = to_coded(natural, centers, halves), {}
+    elif spec.kind == "csv":
         natural = read_csv_design(spec.file, names)
         coded, info = to_coded(natural, centers, halves), {}
     else:

@@ -9,30 +9,39 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
 from ...params import correlate_unit, design_facts, map_unit, sample_unit, sample_unit_chunks
 from ...report.figures import shown_rows
 from ...report.markdown import table
-from ..base import AnalysisSpec
+from ..given import ReadsGiven, not_with_from
 from .ranks import Ranks, StreamedSpearman
 
 
-class Montecarlo(AnalysisSpec):
-    """Draw `samples` parameter sets and summarise each quantity's distribution."""
+class Montecarlo(ReadsGiven):
+    """Draw `samples` parameter sets (or read the runs `from:` names) and summarise each
+    quantity's distribution."""
 
     type: Literal["montecarlo"]
-    samples: PositiveInt = Field(1000, description="number of runs")
+    samples: PositiveInt = Field(1000, description="number of runs (not with from)")
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
 
     without_correlation = None  # every sampling draws correlated inputs
 
-    def run_count(self, context) -> tuple[int, str]:
-        return self.samples, "samples"
+    @model_validator(mode="after")
+    def _samples_or_from(self) -> "Montecarlo":
+        not_with_from(self, "samples", "sampling")
+        return self
+
+    def run_count(self, context) -> tuple[int, str] | None:
+        return None if self.from_ is not None else (self.samples, "samples")
 
     def design(self, context, seed) -> Design:
+        rows = self.given(context)
+        if rows is not None:
+            return rows.design({"sampling": "given"})
         d = len(context.varied)
         if not d:
             return Design([], np.zeros((self.samples, 0)))
@@ -40,7 +49,7 @@ class Montecarlo(AnalysisSpec):
 
     def design_chunks(self, context, seed, rows):
         d = len(context.varied)
-        if not d or self.samples <= rows:
+        if not d or self.samples <= rows or self.from_ is not None:
             yield self.design(context, seed)
             return
         for i, u in enumerate(sample_unit_chunks(self.samples, d, self.sampling, seed, rows)):

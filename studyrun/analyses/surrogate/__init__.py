@@ -31,10 +31,12 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem
 from ...params import correlate_unit, map_unit, sample_unit
 from ..base import AnalysisSpec, StudyContext
+from ..given import given_problems, read_given
 from ..salib import Confidence, Resamples
-from .training import Training, earlier_runs, read_earlier, training_problems
+from .training import Training, earlier_runs
 
 if TYPE_CHECKING:
+    from ..given import GivenRows
     from .fitting import Fitted, Settings
 
 DEFAULT_SAMPLES = 400
@@ -64,8 +66,9 @@ class Surrogate(AnalysisSpec):
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")
     sampling: Literal["lhs", "sobol", "random"] = "lhs"
-    from_: str | None = Field(None, alias="from", description="train on the runs of another "
-                              "study's results folder (relative to the study file); nothing re-runs")
+    from_: str | None = Field(None, alias="from", description="train on the runs of a CSV (one "
+                              "column per varied parameter and per quantity) or of another study's "
+                              "results folder (relative to the study file); nothing re-runs")
     degree: Literal["auto"] | PositiveInt = Field(
         "auto", description="pce: the largest total degree; auto: chosen by the corrected "
                             "leave-one-out error")
@@ -111,7 +114,10 @@ class Surrogate(AnalysisSpec):
         if not context.varied:
             problems.append(Problem("a surrogate needs at least one varied parameter", "type"))
         if self.from_ is not None:
-            problems += training_problems(self.from_, context)
+            problems += given_problems(self.from_, context)
+        if self.until is not None and getattr(context.model, "type", None) == "none":
+            problems.append(Problem("until adds runs of the model, and the study has none; add a "
+                                    "model: block, or leave until out", "until"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
@@ -119,10 +125,13 @@ class Surrogate(AnalysisSpec):
             return self.until.max_samples, "until.max_samples"
         return (None if self.from_ is not None else (self.initial_samples, "samples"))
 
+    def given(self, context: StudyContext) -> "GivenRows | None":
+        return None if self.from_ is None else read_given(self.from_, context)
+
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         if self.from_ is None:
             return {}
-        return {"trained_on": read_earlier(self.from_, context).provenance()}
+        return {"trained_on": read_given(self.from_, context).provenance()}
 
     def iterate(self, evaluate, context: StudyContext, seed: np.random.SeedSequence) -> dict:
         """Train, validate, and (with `until:`) add batches of runs until Q2 is reached."""
