@@ -259,3 +259,19 @@ def test_plan_names_the_correlations():
     done = run_cli("plan", STUDIES / "correlated-sum-montecarlo.yaml")
     assert done.returncode == 0, done.stderr
     assert "correlated (normal scores): a-b 0.8\n" in done.stdout
+
+
+@pytest.mark.parametrize("analysis", ["{type: montecarlo, from: runs.csv}",
+                                      "{type: delta, from: runs.csv}"])
+def test_rows_given_keep_their_own_correlation(study_dir, analysis):
+    (study_dir / "runs.csv").write_text("a,b,c,y\n0.1,0.2,0.5,0.3\n-0.4,0.1,0.5,-0.3\n")
+    code, stderr = validate(study_dir, "  - [a, b, 0.5]", analysis)
+    assert code == 2
+    assert "study.yaml:7:1: correlation:" in stderr
+    assert "as given, with the correlations they have" in stderr
+
+
+def test_a_surrogate_trained_on_given_rows_takes_correlations(study_dir):
+    (study_dir / "runs.csv").write_text("a,b,c,y\n0.1,0.2,0.5,0.3\n-0.4,0.1,0.5,-0.3\n")
+    code, stderr = validate(study_dir, "  - [a, b, 0.5]", "{type: surrogate, from: runs.csv}")
+    assert code == 0, stderr

@@ -126,6 +126,11 @@ class AnalysisSpec(BaseModel):
         is their rows and the pipeline records what they gave; None: the model makes the runs."""
         return None
 
+    def rows_given(self) -> bool:
+        """True when the statistics come from given rows (`from:`) rather than from inputs drawn
+        from the parameters' distribution, so `correlation:` would change nothing."""
+        return getattr(self, "from_", None) is not None
+
     def describe_design(self, design: Design, context: StudyContext) -> str:
         """What `studyrun plan` says of the design; empty: it lists the first runs."""
         return ""

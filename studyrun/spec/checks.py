@@ -144,4 +144,8 @@ def check_correlation(study: Study, context: StudyContext) -> list[tuple[tuple, 
         problems.append((("correlation",), f"{study.analysis.type} cannot take correlated inputs: "
                          f"{reason}; remove `correlation:`, or use an analysis that supports it: "
                          f"{', '.join(correlated_analyses())}"))
+    elif study.analysis.rows_given():
+        problems.append((("correlation",), f"{study.analysis.type} analyses the rows of "
+                         "analysis.from as given, with the correlations they have; "
+                         "`correlation:` would change nothing: remove it"))
     return problems

@@ -128,6 +128,9 @@ class Surrogate(AnalysisSpec):
     def given(self, context: StudyContext) -> "GivenRows | None":
         return None if self.from_ is None else read_given(self.from_, context)
 
+    def rows_given(self) -> bool:
+        return False  # trained on given rows, its moments are over the parameters' distribution
+
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         if self.from_ is None:
             return {}
