@@ -145,6 +145,7 @@ def command_plan(args) -> int:
     from .loading import load_study
     from .pipeline import settings_for
     from .plan.describe import (
+        describe_adoption,
         describe_dependencies,
         describe_iterative,
         describe_plan,
@@ -168,6 +169,9 @@ def command_plan(args) -> int:
     print(describe_plan(loaded, plan, settings))
     print(describe_dependencies(record))
     print(describe_reuse(folder, record, plan.run_ids))
+    earlier = loaded.study.analysis.earlier_results(loaded.context)
+    if earlier is not None:
+        print(describe_adoption(earlier, plan.run_ids))
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
@@ -223,10 +227,11 @@ def command_run(args) -> int:
 
 def describe_runs_done(runs: dict) -> str:
     """analysis.json's `runs` in words; an iterative analysis's repeated points counted apart."""
-    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({runs['failed']} failed, "
+    given = f"{runs['given']} given, " if runs.get("given") else ""
+    done = f"{runs['succeeded']} of {runs['planned']} runs succeeded ({given}{runs['failed']} failed, "
     if "evaluated" not in runs:
         return done + f"{runs['reused']} reused)"
-    repeats = runs["evaluated"] - runs["planned"]
+    repeats = runs["evaluated"] - runs["planned"] + runs.get("given", 0)
     return (done + f"{runs['reused']} reused from an earlier session, {runs['executed']} executed "
             f"now); the analysis evaluated {runs['evaluated']} points, {repeats} of them repeats")
 
@@ -239,7 +244,7 @@ def command_check(args) -> int:
     result = check_step(loaded.context)
     if result is None:
         raise StudyError(f"{args.study}: the step check applies to ode and stockflow models; this "
-                         f"study's model is {loaded.study.model.type}")
+                         f"study's model is {loaded.study.model_spec.type}")
     print(result.describe())
     name, worst = result.worst
     print(f"{'ok' if worst <= LIMIT else 'too coarse'}: largest difference {worst:.3g} ({name})")

@@ -79,7 +79,7 @@ def check_depends_on(patterns: list[str], study_dir: Path) -> list[Problem]:
 
 def dependency_files(study, study_dir: Path) -> dict[str, Path]:
     """Every file the runs depend on, by its name in the identity."""
-    files = dict(study.model.dependencies(study_dir))
+    files = dict(study.model_spec.dependencies(study_dir))
     for pattern in study.execution.depends_on:
         files.update((file_name(path, study_dir), path) for path in matched_files(pattern, study_dir))
     return files

@@ -492,3 +492,27 @@ def lost_batch_message(executor, error: Exception) -> str:
             "The runs recorded so far are kept; run the study again to resume "
             "(execution.retries re-sends lost batches)")
 
+
+
+def record_given(store: RunStore, plan: Plan, values: dict[str, np.ndarray],
+                 errors: list[str | None], sink: Sink | None = None) -> Counts:
+    """Record runs that already exist (`analysis.from:`) as the plan's runs, with the quantities
+    they gave; nothing is executed, and runs the store holds already are reused."""
+    counts = Counts(planned=plan.size, notes=["the runs were given (analysis.from); the model "
+                                              "was not run"])
+    if not store.quantities and store.meta("format") is None:
+        store.prepare(list(plan.design.names), list(values))
+    pending = np.flatnonzero(~store.succeeded_among(plan.run_ids))
+    counts.reused = plan.size - len(pending)
+    if len(pending):
+        table = np.column_stack([values.get(name, np.full(plan.size, np.nan))
+                                 for name in store.quantities] or [np.zeros((plan.size, 0))])
+        new_errors = [errors[i] for i in pending.tolist()]
+        batch = Batch(ids=plan.run_ids[pending], ok=np.array([e is None for e in new_errors]),
+                      errors=new_errors, inputs=plan.design.matrix[pending],
+                      values=table[pending], duration=0.0, worker="given")
+        store.write(batch)
+        if sink is not None:
+            sink(pending, batch.table())
+    counts.failed = sum(e is not None for e in errors)
+    return counts

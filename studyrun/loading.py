@@ -21,6 +21,7 @@ from .analyses.base import StudyContext
 from .core.errors import StudyError
 from .dependencies import dependency_digests
 from .params import varied
+from .params.correlation import correlation_matrix
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from .spec import Study
 from .spec.checks import check_study
@@ -75,14 +76,15 @@ def validate(model_cls: type[BaseModel], source: Source, context: dict | None = 
 def study_context(study: Study, folder: Path) -> StudyContext:
     """What the study's analysis may know of it beyond its own block: the model as the analysis
     runs it, the parameters, the fixed inputs' values, the model's defaults and the folder."""
-    model, notes = study.analysis.model_for(study.model)
+    model, notes = study.analysis.model_for(study.model_spec)
     defaults = model.defaults()
     vary = varied(study.parameters)
     fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()
              if name not in vary}
     return StudyContext(model=model, parameters=dict(study.parameters), varied=vary, fixed=fixed,
                         defaults=defaults, folder=folder, quantities=study.quantities,
-                        notes=tuple(notes))
+                        notes=tuple(notes),
+                        correlation=correlation_matrix(study.correlation, list(vary)))
 
 
 @dataclass

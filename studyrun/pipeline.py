@@ -16,15 +16,16 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.errors import StudyError
 from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
-from .execute import Job, Runner, Settings
+from .execute import Job, Runner, Settings, record_given
 from .loading import Loaded, load_study
 from .models.base import HasEquations
 from .plan import make_plan, plan_slices
 from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
-from .plan.study import identity_context, identity_record
+from .plan.study import given_plan, identity_context, identity_record
 from .provenance import collect, now
 from .quantities import Quantities
 from .report.build import write_report
@@ -63,6 +64,10 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     loaded = load_study(path)
     warnings = study_warnings(loaded)
     folder = Path(out) if out else Path("results") / loaded.study.name
+    earlier = loaded.study.analysis.earlier_results(loaded.context)
+    if earlier is not None and earlier.resolve() == folder.resolve():
+        raise StudyError(f"{loaded.path}: analysis.from names the folder this run writes "
+                         f"({folder}), whose results it would replace; give --out another folder")
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
     parameters = list(loaded.context.varied)
@@ -111,24 +116,45 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     runs = PlannedRuns(store, list(context.varied),
                        series_wanted(job.quantities, study.analysis, context),
                        study.analysis.series_grid(context))
-    designs = study.analysis.design_chunks(context, np.random.SeedSequence(study.seed), CHUNK_ROWS)
-    with Runner(store, job, settings) as runner:
-        for plan in plan_slices(designs, context.fixed, identity):
-            runner.execute(plan, sink=runs.add(plan))
-            runs.settle(plan)
+    seed = np.random.SeedSequence(study.seed)
+    given = study.analysis.given(context)
+    earlier = study.analysis.earlier_results(context)
+    adopted = 0
+    if given is not None:  # runs that exist: recorded as they are, no executor started
+        plan = given_plan(loaded, given, study.analysis.design(context, seed))
+        values, errors = given.quantities(study.quantities, context.fixed)
+        totals = record_given(store, plan, values, errors, sink=runs.add(plan))
+        runs.settle(plan)
+    else:
+        designs = study.analysis.design_chunks(context, seed, CHUNK_ROWS)
+        with Runner(store, job, settings) as runner:
+            for plan in plan_slices(designs, context.fixed, identity):
+                if earlier is not None:
+                    adopted += adopt_earlier(store, earlier, plan.run_ids)
+                runner.execute(plan, sink=runs.add(plan))
+                runs.settle(plan)
+        totals = runner.totals
     results = study.analysis.analyse_runs(runs, context)
     runs.write_csv(folder / "runs.csv")
-    totals, succeeded = runner.totals, runs.succeeded()
+    succeeded = runs.succeeded()
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused},
+                 "reused": totals.reused, **({"given": given.size, "executed": 0} if given else {}),
+                 **({"adopted": adopted} if earlier is not None else {})},
         "results": results,
         "design": {"runs": runs.size, **runs.info},
         "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,
                       "executed": totals.executed, "notes": totals.notes},
     }
     return analysis, runs.first()
+
+
+def adopt_earlier(store: RunStore, folder: Path, run_ids: np.ndarray) -> int:
+    """Copy into the store the earlier folder's succeeded runs that this plan has by identity
+    (unchanged model, quantities, files and inputs), so they are reused, not made again."""
+    with RunStore.open_readonly(folder / "runs.sqlite") as earlier:
+        return store.adopt(earlier, run_ids)
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
@@ -151,6 +177,13 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         evaluated.append(plan.run_ids)
         return read_outcome(plan, store, job.quantities, study.analysis, context)
 
+    given = study.analysis.given(context)
+    if given is not None:  # runs that exist (a surrogate's training rows): recorded, not run
+        plan = given_plan(loaded, given)
+        counts = record_given(store, plan, *given.quantities(study.quantities, context.fixed))
+        evaluated.append(plan.run_ids)
+        seen.update(plan.run_ids.tolist())
+        from_earlier += counts.reused
     with Runner(store, job, settings) as runner:
         results = study.analysis.iterate(evaluate, context, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
@@ -161,7 +194,8 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": len(ids), "succeeded": succeeded, "failed": len(ids) - succeeded,
-                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed},
+                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed,
+                 **({"given": given.size} if given else {})},
         "results": results,
         "execution": {"scheduler": totals.scheduler, "executed": totals.executed,
                       "notes": totals.notes},

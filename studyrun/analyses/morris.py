@@ -36,7 +36,7 @@ from pydantic import (
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
-from .base import AnalysisSpec, StudyContext
+from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 from .precision import Round, doublings, grow
 from .precision_report import reached_line, widths_plot
 from .salib import (
@@ -87,6 +87,8 @@ class Trajectories(BaseModel):
 
 class Morris(AnalysisSpec):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
+
+    without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(

@@ -24,13 +24,14 @@ class Pawn(GivenDataAnalysis):
     type: Literal["pawn"]
     S: int = Field(10, ge=2, description="slices of each input's range (conditioning intervals)")
 
+    without_correlation = None  # its sample is drawn correlated
     title = "PAWN indices (KS distance)"
     keys = ("minimum", "mean", "median", "maximum", "CV", "stdev")
     bars = ("median",)
 
     @model_validator(mode="after")
     def _enough_samples_per_slice(self) -> "Pawn":
-        if self.samples < 10 * self.S:
+        if self.from_ is None and self.samples < 10 * self.S:
             raise ValueError(f"samples must be at least 10 S = {10 * self.S} for pawn (ten runs "
                              f"per slice); got {self.samples}")
         return self

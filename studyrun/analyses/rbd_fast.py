@@ -31,7 +31,7 @@ class RbdFast(GivenDataAnalysis):
 
     @model_validator(mode="after")
     def _enough_samples_for_harmonics(self) -> "RbdFast":
-        if self.samples <= 2 * self.M:
+        if self.from_ is None and self.samples <= 2 * self.M:
             raise ValueError(f"samples must exceed 2 M = {2 * self.M} for rbd_fast; "
                              f"got {self.samples}")
         return self

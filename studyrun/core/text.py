@@ -77,8 +77,13 @@ def cut_values(message: str) -> str:
 
 
 def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The choice most like `word` (difflib's similarity at least `cutoff`), or None."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    """The choice most like `word` (one that differs only in case first, else difflib's
+    similarity at least `cutoff`), or None."""
+    choices = list(choices)
+    same = [choice for choice in choices if choice.lower() == word.lower()]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return close[0] if close else None
 
 

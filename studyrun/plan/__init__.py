@@ -39,12 +39,14 @@ class Plan:
 
 
 def make_plan(design: Design, fixed: dict[str, float], context: dict,
-              earlier: Occurrences | None = None) -> Plan:
+              earlier: Occurrences | None = None, content: np.ndarray | None = None) -> Plan:
     """A plan from an analysis's design, the study's fixed inputs and its run context; `earlier`
-    counts the rows of the design's slices planned before this one."""
+    counts the rows of the design's slices planned before this one; `content`, one row per run,
+    is hashed with the design's (what given runs gave: their identity is their whole row)."""
     matrix = np.asarray(design.matrix, dtype=float).reshape(-1, len(design.names))
     design.matrix = matrix
-    run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}),
+    hashed = matrix if content is None else np.column_stack([matrix, content])
+    run_ids = hash_rows(hashed, context_bytes({**context, "fixed": fixed, "names": design.names}),
                         earlier)
     return Plan(design=design, fixed=fixed, run_ids=run_ids)
 

@@ -19,11 +19,14 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     """A short account of the design, the runs and how they would be batched."""
     study = loaded.study
     names = plan.design.names
-    lines = [f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
+    lines = [f"study {study.name}: {study.analysis.type} of {model_words(study)}",
              f"varied parameters ({len(names)}): {', '.join(names)}",
              f"fixed: {', '.join(f'{k}={v:g}' for k, v in plan.fixed.items()) or 'none'}",
-             f"runs: {plan.size}"]
-    if settings.batch_size == "auto":
+             *correlated(study), f"runs: {plan.size}"]
+    given = study.analysis.given(loaded.context)
+    if given is not None:
+        lines[-1] += f", given: the rows of {given.path}; the model is not run"
+    elif settings.batch_size == "auto":
         lines.append(f"batches: sized after timing the model in-process; scheduler {settings.scheduler}")
     else:
         count = -(-plan.size // int(settings.batch_size))
@@ -40,15 +43,26 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     return "\n".join(lines)
 
 
+def model_words(study) -> str:
+    """'a python model', or what a study without a model analyses."""
+    return f"a {study.model.type} model" if study.model is not None else "given runs (no model)"
+
+
 def describe_iterative(loaded) -> str:
     """An iterative analysis has no design up front: say what it varies and how it proceeds."""
     study = loaded.study
     names = [name for name, p in study.parameters.items() if not isinstance(p, Fixed)]
     return "\n".join([
-        f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
-        f"varied parameters ({len(names)}): {', '.join(names)}",
+        f"study {study.name}: {study.analysis.type} of {model_words(study)}",
+        f"varied parameters ({len(names)}): {', '.join(names)}", *correlated(study),
         f"runs: {how_it_proceeds(loaded)}; each is cached in the store, so a restarted study "
         "replays the runs it already made"])
+
+
+def correlated(study) -> list[str]:
+    """The line naming the study's correlations of normal scores, if it has any."""
+    pairs = [f"{a}-{b} {r:g}" for a, b, r in study.correlation]
+    return [f"correlated (normal scores): {', '.join(pairs)}"] if pairs else []
 
 
 def how_it_proceeds(loaded) -> str:
@@ -93,6 +107,14 @@ def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> st
     why = [f"{failed_before} failed before"] if failed_before else []
     why += [f"{would_run - failed_before} not recorded yet"] if would_run > failed_before else []
     return f"{line} ({', '.join(why)})"
+
+
+def describe_adoption(earlier: Path, run_ids: np.ndarray) -> str:
+    """How many planned runs an earlier results folder holds by identity, to be copied, not run."""
+    ok, _, _ = recorded_runs(earlier)
+    held = int(np.isin(run_ids, ok).sum())
+    why = "" if held else " (its model, quantities, files or fixed inputs differ)"
+    return f"{earlier}: holds {held} of the {len(run_ids)} runs, which a run copies instead of making{why}"
 
 
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:

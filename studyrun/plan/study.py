@@ -3,18 +3,35 @@ run's identity shares (the model as the analysis runs it, the quantities, the fi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..core.design import Design
 from ..dependencies import code_digest, identity_parts
 from ..loading import Loaded
 from . import Plan, make_plan
+
+if TYPE_CHECKING:
+    from ..analyses.given import GivenRows
 
 
 def plan_study(loaded: Loaded) -> Plan:
     """The runs the study's analysis asks for, with their identities."""
     context = loaded.context
     design = loaded.study.analysis.design(context, np.random.SeedSequence(loaded.study.seed))
+    rows = loaded.study.analysis.given(context)
+    if rows is not None:
+        return given_plan(loaded, rows, design)
     return make_plan(design, context.fixed, identity_context(loaded))
+
+
+def given_plan(loaded: Loaded, rows: "GivenRows", design: Design | None = None) -> Plan:
+    """The plan of runs that exist (`analysis.from:`): each identity derived from the row's whole
+    content, its output columns and the quantities; the model plays no part in them."""
+    names, content = rows.content()
+    context = {"given": names, "quantities": loaded.study.quantities}
+    return make_plan(design or rows.design({}), loaded.context.fixed, context, content=content)
 
 
 def identity_context(loaded: Loaded) -> dict:

@@ -10,7 +10,7 @@ from ..core.design import Outcome
 from .figures import Figures
 from .markdown import table
 
-RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "evaluated", "executed")  # README
+RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "given", "evaluated", "executed")  # README
 
 
 def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> str:
@@ -19,7 +19,11 @@ def build_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     lines = [f"# {study.name}", ""]
     if study.description:
         lines += [study.description.strip(), ""]
-    lines += [f"Analysis: **{analysis['analysis']}** with a **{study.model.type}** model.", "",
+    model = (f"with a **{study.model.type}** model" if study.model is not None
+             else "of given runs (no model)")
+    given = analysis.get("provenance", {}).get("given")
+    source = f"; the runs were given: `{given['file']}` ({given['rows']} rows)" if given else ""
+    lines += [f"Analysis: **{analysis['analysis']}** {model}{source}.", "",
               table(shown := [k for k in RUN_COUNTS if k in runs], [[runs[k] for k in shown]]), ""]
     lines += ["## Parameters", "", table(["name", "specification"],
               [[name, describe_parameter(p)] for name, p in study.parameters.items()]), ""]

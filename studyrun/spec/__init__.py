@@ -26,6 +26,8 @@ from ..analyses.rbd_fast import RbdFast
 from ..analyses.sobol import Sobol
 from ..analyses.surrogate import Surrogate
 from ..analyses.sweep import Sweep
+from ..models.absent import NoModel
+from ..models.base import ModelSpec
 from ..models.command import Command
 from ..models.ode import Ode
 from ..models.pysd import Pysd
@@ -50,12 +52,21 @@ class Study(BaseModel):
                       description="identifier; results go to results/<name>/")
     description: str = ""
     seed: NonNegativeInt = Field(0, description="every random choice derives from this")
-    model: ModelUnion
+    model: ModelUnion | None = Field(
+        None, description="what makes the runs; may be left out when analysis.from gives them")
     parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
     quantities: dict[str, str] | None = Field(
         None, description="name -> expression; without it every scalar output is a quantity")
+    correlation: list[tuple[str, str, Annotated[float, Field(allow_inf_nan=False)]]] = Field(
+        default_factory=list, description="[a, b, r] triples: the correlation r of parameters a "
+        "and b's normal scores (a Gaussian copula); unlisted pairs are independent")
     analysis: AnalysisUnion
     execution: Execution = Field(default_factory=Execution)
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model, or the stand-in of a study whose runs are all given."""
+        return self.model if self.model is not None else NoModel()
 
     @field_validator("quantities", mode="before")
     @classmethod

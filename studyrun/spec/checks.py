@@ -4,6 +4,9 @@ against the parameters), as located problems."""
 from __future__ import annotations
 
 import re
+import typing
+
+import numpy as np
 
 from ..analyses.base import StudyContext
 from ..core.runtable import RESERVED
@@ -11,7 +14,7 @@ from ..core.text import suggest
 from ..dependencies import check_depends_on
 from ..expr import ExprError
 from ..quantities import parse_quantity, shape_problem
-from . import Study
+from . import AnalysisUnion, Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -20,10 +23,15 @@ def check_study(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     context's folder."""
     folder = context.folder
     problems: list[tuple[tuple, str]] = []
-    problems += checked("model", lambda: study.model.check(folder))
+    problems += checked("model", lambda: study.model_spec.check(folder))
+    if study.model is None and getattr(study.analysis, "from_", None) is None:
+        problems.append((("model",), "a study needs a model: block to make its runs; only an "
+                         "analysis whose from: names runs that exist (a CSV or a results folder) "
+                         "may leave it out"))
     problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, folder))
     problems += check_parameters(study, context)
     problems += check_quantities(study)
+    problems += check_correlation(study, context)
     problems += checked("analysis", lambda: study.analysis.check_size(context))
     problems += checked("analysis", lambda: study.analysis.check(context))
     return list(dict.fromkeys(problems))
@@ -52,7 +60,7 @@ def split_path(path: str) -> tuple:
 
 def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     problems = []
-    inputs = study.model.input_names(context.folder)
+    inputs = study.model_spec.input_names(context.folder)
     for name in study.parameters:
         if not _NAME.match(name) or name in RESERVED:
             problems.append((("parameters", name), f"{name!r} cannot name a parameter: use letters, "
@@ -68,9 +76,9 @@ def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, s
 
 def check_quantities(study: Study) -> list[tuple[tuple, str]]:
     problems = []
-    outputs = study.model.output_names()
+    outputs = study.model_spec.output_names()
     known = None if outputs is None else (set(outputs) | set(study.parameters)
-                                          | set(study.model.defaults()) | {"time"})
+                                          | set(study.model_spec.defaults()) | {"time"})
     for name, text in (study.quantities or {}).items():
         where = ("quantities", name)
         if not _NAME.match(name) or name in RESERVED:
@@ -89,4 +97,55 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
         for unknown in sorted(expr.names - known) if known is not None else []:
             problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
                              f"{suggest(unknown, known)}"))
+    return problems
+
+
+def correlated_analyses() -> list[str]:
+    """The analysis types whose designs draw correlated inputs."""
+    members = typing.get_args(typing.get_args(AnalysisUnion)[0])
+    return sorted(typing.get_args(m.model_fields["type"].annotation)[0] for m in members
+                  if m.without_correlation is None)
+
+
+def check_correlation(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
+    """`correlation:` names varied parameters, each pair once, r in [-1, 1]; the completed matrix
+    is positive definite; the analysis draws correlated inputs."""
+    if not study.correlation:
+        return []
+    problems = []
+    names, seen = list(context.varied), {}
+    for i, (a, b, r) in enumerate(study.correlation):
+        for k, name in enumerate((a, b)):
+            if name not in names:
+                what = ("is fixed; only varied parameters can be correlated"
+                        if name in study.parameters else
+                        f"is not a parameter{suggest(name, names)}")
+                problems.append((("correlation", i, k), f"{name!r} {what} (varied: "
+                                 f"{', '.join(names) or 'none'})"))
+        if a == b:
+            problems.append((("correlation", i), f"{a!r} is paired with itself; a parameter's "
+                             "correlation with itself is 1 already: name two parameters"))
+        pair = frozenset((a, b))
+        if pair in seen and a != b:
+            problems.append((("correlation", i), f"the pair {a}, {b} is given twice (first at "
+                             f"correlation[{seen[pair]}]); give each pair once"))
+        seen.setdefault(pair, i)
+        if not -1 <= r <= 1:
+            problems.append((("correlation", i, 2), f"a correlation lies in [-1, 1]; got {r}"))
+    if not problems and context.correlation is not None:
+        lowest = float(np.linalg.eigvalsh(context.correlation)[0])
+        if lowest <= 1e-10:
+            problems.append((("correlation",), "the correlations are not positive definite (the "
+                             f"completed matrix, unlisted pairs 0, has smallest eigenvalue "
+                             f"{lowest:.3g}): no joint distribution has them; weaken them, "
+                             "or leave out a pair that contradicts the others"))
+    reason = study.analysis.without_correlation
+    if reason is not None:
+        problems.append((("correlation",), f"{study.analysis.type} cannot take correlated inputs: "
+                         f"{reason}; remove `correlation:`, or use an analysis that supports it: "
+                         f"{', '.join(correlated_analyses())}"))
+    elif study.analysis.rows_given():
+        problems.append((("correlation",), f"{study.analysis.type} analyses the rows of "
+                         "analysis.from as given, with the correlations they have; "
+                         "`correlation:` would change nothing: remove it"))
     return problems

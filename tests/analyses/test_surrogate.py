@@ -254,7 +254,9 @@ def test_training_on_another_folders_runs_reruns_nothing(tmp_path):
         name="surrogate.yaml")
     result = studyrun.run(path, tmp_path / "out")
     y = result.results["y"]
-    assert result.analysis["runs"]["planned"] == 0 and y["samples"] == 600
+    runs = result.analysis["runs"]
+    assert (runs["planned"], runs["given"], runs["executed"], y["samples"]) == (600, 600, 0, 600)
+    assert len(result.runs) == 600
     assert y["ST"]["x3"] == pytest.approx(0.2437, abs=0.02)
     trained_on = result.analysis["provenance"]["trained_on"]
     assert trained_on["folder"] == str((tmp_path / "mc").resolve())

@@ -195,6 +195,12 @@ def separator_message(found: str, sep: str, where: str) -> str:
 
 def cells(line: str, sep: str) -> list[tuple[str, int]]:
     """The fields of one CSV line with the 1-based column where each starts (quotes honoured)."""
+    if '"' not in line:  # what csv.reader gives a line without quotes, a hundred times faster
+        out, pos = [], 0
+        for value in line.split(sep):
+            out.append((value, pos + 1))
+            pos += len(value) + 1
+        return out
     fields = next(csv.reader([line], delimiter=sep))
     out, pos = [], 0
     for value in fields:

@@ -13,60 +13,79 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
-from ...params import map_unit, sample_unit, sample_unit_chunks, sample_unit_range
+from ...params import (
+    correlate_unit,
+    design_facts,
+    map_unit,
+    sample_unit,
+    sample_unit_chunks,
+    sample_unit_range,
+)
 from ...report.figures import shown_rows
 from ...report.markdown import table
-from ..base import AnalysisSpec
+from ..given import ReadsGiven, not_with_from
 from ..precision import Samples, grow, reached
 from .ranks import Ranks, StreamedSpearman
 
 
-class Montecarlo(AnalysisSpec):
-    """Draw `samples` parameter sets and summarise each quantity's distribution."""
+class Montecarlo(ReadsGiven):
+    """Draw `samples` parameter sets (or read the runs `from:` names) and summarise each
+    quantity's distribution."""
 
     type: Literal["montecarlo"]
     samples: PositiveInt | Samples = Field(
-        1000, description="number of runs; or {start, until: {ci or rel_ci}, max}: runs double "
-                          "until the 95% interval of every mean and percentile is within it")
+        1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
+                          "max}: runs double until the 95% interval of every mean and "
+                          "percentile is within it")
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
+
+    without_correlation = None  # every sampling draws correlated inputs
+
+    @model_validator(mode="after")
+    def _samples_or_from(self) -> "Montecarlo":
+        not_with_from(self, "samples", "sampling")
+        return self
 
     @property
     def iterative(self) -> bool:  # type: ignore[override]
         """A precision target grows the sample round by round through `iterate`."""
         return isinstance(self.samples, Samples)
 
-    def run_count(self, context) -> tuple[int, str]:
+    def run_count(self, context) -> tuple[int, str] | None:
         if isinstance(self.samples, Samples):
             return self.samples.max, "samples.max"
-        return self.samples, "samples"
+        return None if self.from_ is not None else (self.samples, "samples")
 
     def design(self, context, seed) -> Design:
-        """The runs (the first round's with a precision target)."""
-        if isinstance(self.samples, Samples):
+        if isinstance(self.samples, Samples):  # the first round's runs
             return self.grown(context, seed, self.samples.start)
-        parameters = context.varied
-        names = list(parameters)
-        if not names:
-            return Design(names, np.zeros((self.samples, 0)))
-        u = sample_unit(self.samples, len(names), self.sampling, seed)
-        return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+        rows = self.given(context)
+        if rows is not None:
+            return rows.design({"sampling": "given"})
+        d = len(context.varied)
+        if not d:
+            return Design([], np.zeros((self.samples, 0)))
+        return self.drawn(context, sample_unit(self.samples, d, self.sampling, seed))
 
     def grown(self, context, seed, size: int) -> Design:
         """The first `size` runs of a growing sample: one sequence for random and sobol (the
-        same runs as a fixed `samples: size`), a hypercube per doubling for lhs."""
+        same runs as a fixed `samples: size`), a hypercube per doubling for lhs (each
+        correlated on its own, so the earlier runs stay as they were)."""
         assert isinstance(self.samples, Samples)
-        parameters = context.varied
-        names = list(parameters)
+        names = list(context.varied)
         if not names:
             return Design(names, np.zeros((size, 0)))
         bounds = [0, *(n for n in self.samples.sizes() if n <= size)]
-        u = np.vstack([sample_unit_range(a, b, len(names), self.sampling, seed)
+        u = np.vstack([correlate_unit(sample_unit_range(a, b, len(names), self.sampling, seed),
+                                      context.correlation, self.sampling)
                        for a, b in zip(bounds, bounds[1:])])
-        return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+        x = map_unit(context.varied, u)
+        return Design(names, x, {"sampling": self.sampling,
+                                 **design_facts(context.correlation, names, x)})
 
     def describe_design(self, design: Design, context) -> str:
         if not isinstance(self.samples, Samples):
@@ -100,13 +119,21 @@ class Montecarlo(AnalysisSpec):
         return results
 
     def design_chunks(self, context, seed, rows):
-        parameters = context.varied
-        names = list(parameters)
-        if isinstance(self.samples, Samples) or not names or self.samples <= rows:
+        d = len(context.varied)
+        if (isinstance(self.samples, Samples) or not d or self.samples <= rows
+                or self.from_ is not None):
             yield self.design(context, seed)
             return
-        for u in sample_unit_chunks(self.samples, len(names), self.sampling, seed, rows):
-            yield Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+        for i, u in enumerate(sample_unit_chunks(self.samples, d, self.sampling, seed, rows)):
+            yield self.drawn(context, u, facts=i == 0)
+
+    def drawn(self, context, u: np.ndarray, facts: bool = True) -> Design:
+        """Unit-cube points as the design's rows, correlated as the study asks; the design's
+        facts (from its first slice, when sliced): the matrix and the correlations achieved."""
+        names = list(context.varied)
+        x = map_unit(context.varied, correlate_unit(u, context.correlation, self.sampling))
+        return Design(names, x, {"sampling": self.sampling,
+                                 **(design_facts(context.correlation, names, x) if facts else {})})
 
     def analyse_runs(self, runs, context) -> dict[str, Any]:
         """In memory for a design of one chunk; otherwise streamed: moments merged chunk by
@@ -157,6 +184,7 @@ class Montecarlo(AnalysisSpec):
             lines += ["### Rank correlations (Spearman)", "",
                       table(["quantity", *names],
                             [[q, *(r["correlations"].get(p) for p in names)] for q, r in results.items()]), ""]
+        lines += correlation_table(analysis.get("design", {}))
         for q, r in results.items():
             if "convergence" in r:
                 from .precision import precision_section
@@ -246,6 +274,21 @@ class OrderStatistics:
             a, b = self.found[low], self.found[high]
             values.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))
         return dict(zip(self.labels, values))
+
+
+def correlation_table(design: dict[str, Any]) -> list[str]:
+    """The input correlations asked for (of normal scores) beside those the sample achieved."""
+    asked, got = design.get("correlation"), design.get("achieved_correlation") or {}
+    if not asked:
+        return []
+    names = list(asked)
+    rows = [[f"{a}, {b}", asked[a][b], *((got.get(kind) or {}).get(a, {}).get(b)
+                                         for kind in ("pearson", "spearman"))]
+            for i, a in enumerate(names) for b in names[i + 1:]]
+    return ["### Input correlations", "",
+            "Asked for (of the inputs' normal scores) and achieved by the design "
+            f"({got.get('runs')} runs):", "",
+            table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
 
 
 def draw_distributions(outcome: Outcome, figures) -> list[str]:

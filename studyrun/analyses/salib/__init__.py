@@ -25,12 +25,13 @@ from typing import (
 )
 
 import numpy as np
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec, StudyContext
+from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
+from ..given import ReadsGiven, not_with_from
 
 if TYPE_CHECKING:
     from ...core.design import Outcome
@@ -210,6 +211,7 @@ class SalibAnalysis(AnalysisSpec):
     """
 
     title: ClassVar[str] = ""
+    without_correlation = INDEPENDENT_INPUTS
     keys: ClassVar[tuple[str, ...]] = ()
     bars: ClassVar[tuple[str, ...]] = ()
 
@@ -250,27 +252,42 @@ class SalibAnalysis(AnalysisSpec):
         return generic_section(self.title, analysis, figures, self.keys, self.bars)
 
 
-class GivenDataAnalysis(SalibAnalysis):
+class GivenDataAnalysis(SalibAnalysis, ReadsGiven):
     """Methods that read indices from any sample ("given data", Plischke 2013): RBD-FAST, delta,
-    PAWN. `samples` unit-cube points (`sampling`), mapped through each ppf; a failed run is
-    simply left out."""
+    PAWN. `samples` unit-cube points (`sampling`; correlated as the study asks, for delta and
+    pawn), mapped through each ppf, or the runs `from:` names; a failed run is simply left out."""
 
-    samples: int = Field(1024, ge=MIN_RUNS, description="runs")
+    samples: int = Field(1024, ge=MIN_RUNS, description="runs (not with from)")
     sampling: Literal["random", "lhs", "sobol"] = Field(
         "lhs", description="unit-cube points: random, Latin hypercube or scrambled Sobol'")
 
-    def run_count(self, context: StudyContext) -> tuple[int, str]:
-        return self.samples, "samples"
+    @model_validator(mode="after")
+    def _samples_or_from(self) -> "GivenDataAnalysis":
+        not_with_from(self, "samples", "sampling")
+        return self
+
+    def check(self, context: StudyContext) -> list[Problem]:
+        return SalibAnalysis.check(self, context) + ReadsGiven.check(self, context)
+
+    def run_count(self, context: StudyContext) -> tuple[int, str] | None:
+        return None if self.from_ is not None else (self.samples, "samples")
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        from ...params import sample_unit
+        from ...params import correlate_unit, design_facts, sample_unit
 
         parameters = context.varied
         names = list(parameters)
-        unit = sample_unit(self.samples, len(names), self.sampling, seed)
+        rows = self.given(context)
+        if rows is not None:
+            return rows.design({"method": self.type, "sampling": "given",  # type: ignore[attr-defined]
+                                "analysis_seed": derive_seed(seed) or 1})
+        unit = correlate_unit(sample_unit(self.samples, len(names), self.sampling, seed),
+                              context.correlation, self.sampling)
+        x = map_to_natural(unit, parameters, names)
         info = {"method": self.type, "sampling": self.sampling,  # type: ignore[attr-defined]
-                "analysis_seed": derive_seed(seed) or 1}  # bootstraps; SALib skips a seed of 0
-        return Design(names, map_to_natural(unit, parameters, names), info)
+                "analysis_seed": derive_seed(seed) or 1,  # bootstraps; SALib skips a seed of 0
+                **design_facts(context.correlation, names, x)}
+        return Design(names, x, info)
 
 
 @contextmanager

@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec, StudyContext
+from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 from ..precision import PowerOfTwoSamples, Round, grow, reached
 from ..salib import (
     MIN_BLOCKS,
@@ -64,6 +64,8 @@ SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 
 class Sobol(AnalysisSpec):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
+
+    without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["sobol"]
     samples: int | PowerOfTwoSamples = Field(

@@ -14,7 +14,10 @@ Results per quantity: q2, rmse, mean, std, S1, S1_conf, ST, ST_conf (S2, S2_conf
 convergence (with `until:`), and the fitted surrogate as JSON: inputs and terms (pce) or kernel
 (gp). `studyrun predict` and `open_results(DIR).predict` evaluate it.
 
-Formulas, defaults and edge cases: docs/methods.md, "Surrogate models".
+With correlated inputs (the study's `correlation:`) the training runs are drawn correlated, mean
+and std are the surrogate's over correlated draws, and the Sobol' indices are null.
+
+Formulas, defaults and edge cases: docs/methods.md, "Surrogate models" and "Correlated inputs".
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
-from ...params import map_unit, sample_unit, sample_unit_range
+from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from ..base import AnalysisSpec, StudyContext
+from ..given import given_problems, read_given
 from ..salib import Confidence, Resamples
-from .training import Training, earlier_runs, read_earlier, training_problems
+from .training import Training, earlier_runs
 
 if TYPE_CHECKING:
+    from ..given import GivenRows
     from .fitting import Fitted, Settings
 
 DEFAULT_SAMPLES = 400
@@ -54,14 +59,16 @@ class Surrogate(AnalysisSpec):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     iterative = True
+    without_correlation = None  # training runs drawn correlated; moments over correlated draws
 
     type: Literal["surrogate"]
     method: Literal["pce", "gp"] = "pce"
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")
     sampling: Literal["lhs", "sobol", "random"] = "lhs"
-    from_: str | None = Field(None, alias="from", description="train on the runs of another "
-                              "study's results folder (relative to the study file); nothing re-runs")
+    from_: str | None = Field(None, alias="from", description="train on the runs of a CSV (one "
+                              "column per varied parameter and per quantity) or of another study's "
+                              "results folder (relative to the study file); nothing re-runs")
     degree: Literal["auto"] | PositiveInt = Field(
         "auto", description="pce: the largest total degree; auto: chosen by the corrected "
                             "leave-one-out error")
@@ -107,7 +114,10 @@ class Surrogate(AnalysisSpec):
         if not context.varied:
             problems.append(Problem("a surrogate needs at least one varied parameter", "type"))
         if self.from_ is not None:
-            problems += training_problems(self.from_, context)
+            problems += given_problems(self.from_, context)
+        if self.until is not None and getattr(context.model, "type", None) == "none":
+            problems.append(Problem("until adds runs of the model, and the study has none; add a "
+                                    "model: block, or leave until out", "until"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
@@ -115,16 +125,22 @@ class Surrogate(AnalysisSpec):
             return self.until.max_samples, "until.max_samples"
         return (None if self.from_ is not None else (self.initial_samples, "samples"))
 
+    def given(self, context: StudyContext) -> "GivenRows | None":
+        return None if self.from_ is None else read_given(self.from_, context)
+
+    def rows_given(self) -> bool:
+        return False  # trained on given rows, its moments are over the parameters' distribution
+
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         if self.from_ is None:
             return {}
-        return {"trained_on": read_earlier(self.from_, context).provenance()}
+        return {"trained_on": read_given(self.from_, context).provenance()}
 
     def iterate(self, evaluate, context: StudyContext, seed: np.random.SeedSequence) -> dict:
         """Train, validate, and (with `until:`) add batches of runs until Q2 is reached."""
         from .fitting import Inputs, fit_quantity
 
-        inputs = Inputs(context.varied)
+        inputs = Inputs(context.varied, context.correlation)
         design_seed, fit_seed, batch_seed = seed.spawn(3)
         training = (earlier_runs(self.from_, context) if self.from_ is not None
                     else Training.of(evaluate(self.initial_design(context, design_seed))))
@@ -164,8 +180,8 @@ class Surrogate(AnalysisSpec):
     def sequence(self, context: StudyContext, seed, start: int, stop: int) -> np.ndarray:
         """Runs start..stop of the design's sequence, in natural units (sobol and random: the
         prefix property; lhs: a hypercube per batch, seeded by its start)."""
-        return map_unit(context.varied, sample_unit_range(start, stop, len(context.varied),
-                                                          self.sampling, seed))
+        unit = sample_unit_range(start, stop, len(context.varied), self.sampling, seed)
+        return map_unit(context.varied, correlate_unit(unit, context.correlation, self.sampling))
 
     def more_needed(self, fitted: dict[str, "Fitted"], size: int) -> bool:
         if self.until is None or size >= self.until.max_samples or not fitted:
@@ -191,7 +207,7 @@ class Surrogate(AnalysisSpec):
         candidates = sample_unit(CANDIDATES, len(inputs.names), "sobol",
                                  np.random.SeedSequence(batch_seed.entropy,
                                                         spawn_key=(*batch_seed.spawn_key, round_)))
-        natural = inputs.natural(candidates)
+        natural = inputs.natural(correlate_unit(candidates, context.correlation, "sobol"))
         chosen = gp.greedy_points(fitted[worst].model, inputs.scaled(natural), size,
                                   inputs.scaled(x))
         return natural[chosen]
