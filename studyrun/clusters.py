@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -66,11 +67,17 @@ def walltime_for(kind: str, text: str) -> str:
 
 def cluster_class(kind: str):
     """dask-jobqueue's cluster class for a batch system, or a clear error when it is missing."""
+    ctrl_c = signal.getsignal(signal.SIGINT)
     try:
         import dask_jobqueue
     except ImportError:
         raise ExecutionError("a cluster block needs dask-jobqueue: pip install "
                              "'studyrun[jobqueue]' (or pip install dask-jobqueue)") from None
+    finally:
+        if signal.getsignal(signal.SIGINT) is not ctrl_c:
+            # its runner module, imported with it, makes Ctrl-C a silent sys.exit() (status 0):
+            # the driver would stop without saying so, as if it had finished
+            signal.signal(signal.SIGINT, ctrl_c)
     return getattr(dask_jobqueue, CLASSES[kind])
 
 

@@ -105,7 +105,8 @@ def job_lines(jobs: dict | None) -> list[str]:
     states: dict[str, int] = {}
     for _, state in listed:
         states[state.lower()] = states.get(state.lower(), 0) + 1
-    shown = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "none"
+    order = sorted(states, key=lambda s: (s != "running", s != "pending", s))
+    shown = ", ".join(f"{states[s]} {s}" for s in order) or "none"
     return [f"jobs: {shown} (squeue --name {jobs['name']})"]
 
 
