@@ -55,7 +55,7 @@ def study(folder: Path, samples: int, seconds: float, jobs: str = "jobs: 1") -> 
 
 
 def cluster_is_up() -> bool:
-    return subprocess.run([SCRIPT, "status"], capture_output=True).returncode == 0
+    return subprocess.run(["bash", SCRIPT, "status"], capture_output=True).returncode == 0
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +67,7 @@ def slurm_up():
             return
         if os.geteuid() != 0:
             pytest.fail(f"SLURM is not up and only root can bring it up: {HOW}", pytrace=False)
-        done = subprocess.run([SCRIPT, "up"], capture_output=True, text=True, timeout=900)
+        done = subprocess.run(["bash", SCRIPT, "up"], capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             pytest.fail(f"{SCRIPT} up failed:\n{done.stdout}{done.stderr}\n{HOW}", pytrace=False)
 
