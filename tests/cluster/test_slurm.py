@@ -2,14 +2,16 @@
 lost jobs replaced, no job left in squeue however the driver ends, jobs in `studyrun status`.
 
 A session fixture brings SLURM up when it is down (as root); when it cannot, the tests fail
-saying how to bring it up, or to leave them out with -m "not slurm". The tests hold a file lock
-while they use the cluster: its 2 CPUs are too few for two of them at once."""
+saying how to bring it up, or to leave them out with -m "not slurm". The tests share the
+cluster, in parallel: a test's jobs may wait for CPUs that another's hold, and no test counts
+on a free node."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,15 +44,17 @@ quantities: {y: y}
 analysis: {type: montecarlo, samples: SAMPLES}
 execution:
   batch_size: 6
-  scheduler: {cluster: slurm, cores: 1, memory: 1GB, interface: lo, JOBS}
+  scheduler: {cluster: slurm, cores: 1, memory: 1GB, interface: lo, log_directory: LOGS, JOBS}
 """
 
 
 def study(folder: Path, samples: int, seconds: float, jobs: str = "jobs: 1") -> Path:
-    """A Monte Carlo study of `samples` runs of `seconds` each, on SLURM jobs of one worker."""
+    """A Monte Carlo study of `samples` runs of `seconds` each, on SLURM jobs of one worker
+    whose output files go to FOLDER/logs."""
     (folder / "slow.py").write_text("import time\ndef model(a, b):\n"
                                     f"    time.sleep({seconds})\n    return {{'y': 2 * a - b}}\n")
     text = STUDY.replace("SAMPLES", str(samples)).replace("JOBS", jobs)
+    text = text.replace("LOGS", json.dumps(str(folder / "logs")))  # not slurm-N.out in the cwd
     return write_study(folder, text)
 
 
@@ -60,7 +64,7 @@ def cluster_is_up() -> bool:
 
 @pytest.fixture(scope="session")
 def slurm_up():
-    """SLURM, brought up by slurm.sh when it is down (one test process at a time)."""
+    """SLURM, brought up by slurm.sh when it is down (by one test process at a time: a lock)."""
     with LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if cluster_is_up():
@@ -74,14 +78,13 @@ def slurm_up():
 
 @pytest.fixture
 def slurm(slurm_up, study_dir):
-    """The cluster to this test alone (a file lock); the test's jobs are cancelled after it."""
-    with LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-        for folder in study_dir.iterdir():
-            if folder.is_dir():
-                for job, _ in slurm_jobs(job_name(folder)) or []:
-                    subprocess.run(["scancel", job])
+    """The cluster, shared with the other tests (their jobs may wait for its CPUs); the jobs of
+    the test's results folders are cancelled after it."""
+    yield
+    for folder in study_dir.iterdir():
+        if folder.is_dir():
+            for job, _ in slurm_jobs(job_name(folder)) or []:
+                subprocess.run(["scancel", job])
 
 
 def jobs(out: Path) -> list[tuple[str, str]]:
@@ -160,16 +163,18 @@ def test_ctrl_c_of_the_driver_leaves_no_job(slurm, study_dir):
 
 
 def test_a_killed_driver_leaves_no_job_and_status_shows_jobs(slurm, study_dir):
-    """Three one-core jobs on two CPUs: `studyrun status` shows 2 running and 1 pending. After a
-    SIGKILL of the driver the running jobs' workers lose their scheduler and end the jobs; the
-    pending one, which would start and wait out its workers' --death-timeout, is cancelled when
-    the study is run again (resumed)."""
+    """Three one-core jobs on two CPUs: `studyrun status` shows some running and some pending.
+    After a SIGKILL of the driver the running jobs' workers lose their scheduler and end the
+    jobs; a pending one, which would start and wait out its workers' --death-timeout, is
+    cancelled when the study is run again (resumed)."""
     path, out = study(study_dir, 120, 0.1, "jobs: 3"), study_dir / "out"
     process = driver(path, out)
     wait_for(lambda: count_runs(out / "runs.sqlite") >= 12, 120)
     shown = subprocess.run([sys.executable, "-m", "studyrun", "status", str(out)],
                            capture_output=True, text=True, timeout=60).stdout
-    assert f"jobs: 2 running, 1 pending (squeue --name {job_name(out)})" in shown, shown
+    line = rf"^jobs: [12] running, [12] pending \(squeue --name {re.escape(job_name(out))}\)$"
+    counted = re.search(line, shown, re.MULTILINE)
+    assert counted, shown
     running = {job for job, state in jobs(out) if state == "RUNNING"}
     process.kill()
     process.communicate()
@@ -181,7 +186,8 @@ def test_a_killed_driver_leaves_no_job_and_status_shows_jobs(slurm, study_dir):
     print(f"resumed in {time.time() - start:.1f} s")
     assert resumed.analysis["runs"]["succeeded"] == 120 and resumed.analysis["runs"]["reused"]
     notes = json.dumps(resumed.analysis)
-    assert "cancelled 1 batch job left by an earlier driver of this folder" in notes, notes
+    assert re.search(r"cancelled [12] batch jobs? left by an earlier driver of this folder",
+                     notes), notes
     wait_for(lambda: not jobs(out), 10)
 
 
