@@ -65,7 +65,7 @@ def cluster_is_up() -> bool:
 @pytest.fixture(scope="session")
 def slurm_up():
     """SLURM, brought up by slurm.sh when it is down (by one test process at a time: a lock)."""
-    with LOCK.open("a") as lock:
+    with os.fdopen(os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o644)) as lock:  # any user's
         fcntl.flock(lock, fcntl.LOCK_EX)
         if cluster_is_up():
             return
