@@ -145,6 +145,7 @@ def command_plan(args) -> int:
     from .loading import load_study
     from .pipeline import settings_for
     from .plan.describe import (
+        describe_adoption,
         describe_dependencies,
         describe_iterative,
         describe_plan,
@@ -168,6 +169,9 @@ def command_plan(args) -> int:
     print(describe_plan(loaded, plan, settings))
     print(describe_dependencies(record))
     print(describe_reuse(folder, record, plan.run_ids))
+    earlier = loaded.study.analysis.earlier_results(loaded.context)
+    if earlier is not None:
+        print(describe_adoption(earlier, plan.run_ids))
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")

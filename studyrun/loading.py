@@ -21,6 +21,7 @@ from .analyses.base import StudyContext
 from .core.errors import StudyError
 from .dependencies import dependency_digests
 from .params import varied
+from .params.correlation import correlation_matrix
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from .spec import Study
 from .spec.checks import check_study
@@ -82,7 +83,8 @@ def study_context(study: Study, folder: Path) -> StudyContext:
              if name not in vary}
     return StudyContext(model=model, parameters=dict(study.parameters), varied=vary, fixed=fixed,
                         defaults=defaults, folder=folder, quantities=study.quantities,
-                        notes=tuple(notes))
+                        notes=tuple(notes),
+                        correlation=correlation_matrix(study.correlation, list(vary)))
 
 
 @dataclass

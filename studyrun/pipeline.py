@@ -16,6 +16,7 @@ import yaml
 
 from . import outputs
 from .core.design import Design, Outcome
+from .core.errors import StudyError
 from .core.numbers import finite_or_none
 from .core.text import terminal_safe
 from .dependencies import code_digest
@@ -63,6 +64,10 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     loaded = load_study(path)
     warnings = study_warnings(loaded)
     folder = Path(out) if out else Path("results") / loaded.study.name
+    earlier = loaded.study.analysis.earlier_results(loaded.context)
+    if earlier is not None and earlier.resolve() == folder.resolve():
+        raise StudyError(f"{loaded.path}: analysis.from names the folder this run writes "
+                         f"({folder}), whose results it would replace; give --out another folder")
     job = make_job(loaded, folder.resolve())
     settings = settings_for(loaded.study, scheduler, workers, quiet)
     parameters = list(loaded.context.varied)
@@ -112,8 +117,12 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                        series_wanted(job.quantities, study.analysis, context),
                        study.analysis.series_grid(context))
     designs = study.analysis.design_chunks(context, np.random.SeedSequence(study.seed), CHUNK_ROWS)
+    earlier = study.analysis.earlier_results(context)
+    adopted = 0
     with Runner(store, job, settings) as runner:
         for plan in plan_slices(designs, context.fixed, identity):
+            if earlier is not None:
+                adopted += adopt_earlier(store, earlier, plan.run_ids)
             runner.execute(plan, sink=runs.add(plan))
             runs.settle(plan)
     results = study.analysis.analyse_runs(runs, context)
@@ -122,13 +131,20 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     analysis = {
         "study": study.name, "analysis": study.analysis.type,
         "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused},
+                 "reused": totals.reused, **({"adopted": adopted} if earlier is not None else {})},
         "results": results,
         "design": {"runs": runs.size, **runs.info},
         "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,
                       "executed": totals.executed, "notes": totals.notes},
     }
     return analysis, runs.first()
+
+
+def adopt_earlier(store: RunStore, folder: Path, run_ids: np.ndarray) -> int:
+    """Copy into the store the earlier folder's succeeded runs that this plan has by identity
+    (unchanged model, quantities, files and inputs), so they are reused, not made again."""
+    with RunStore.open_readonly(folder / "runs.sqlite") as earlier:
+        return store.adopt(earlier, run_ids)
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,

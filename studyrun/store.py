@@ -228,15 +228,43 @@ class RunStore:
     def write(self, batch: Batch) -> None:
         """Record a finished batch in one transaction: all of it or, after a crash, none."""
         n = len(batch.ids)
-        ids = np.asarray(batch.ids, dtype=np.int64)
-        ok = np.asarray(batch.ok, dtype=bool)
+        self._append(RunTable(
+            ids=np.asarray(batch.ids, dtype=np.int64), found=np.ones(n, bool),
+            ok=np.asarray(batch.ok, dtype=bool), errors=objects(batch.errors),
+            duration=np.full(n, batch.duration), worker=objects([batch.worker] * n),
+            inputs=np.asarray(batch.inputs, dtype=float).reshape(n, len(self.parameters)),
+            values=np.asarray(batch.values, dtype=float).reshape(n, len(self.quantities))),
+            batch.series)
+
+    def adopt(self, other: "RunStore", run_ids: np.ndarray) -> int:
+        """Copy in the runs among `run_ids` that `other` (an earlier study's store) holds as
+        succeeded and this one does not; an identity names what a run depends on, so the same
+        identity is the same run. Returns how many were copied."""
+        run_ids = np.unique(np.asarray(run_ids, dtype=np.int64))
+        wanted = run_ids[other.succeeded_among(run_ids) & ~self.succeeded_among(run_ids)]
+        if not len(wanted):
+            return 0
+        if self.meta("format") is None:
+            self.prepare(other.parameters, other.quantities)
+        if (self.parameters, self.quantities) != (other.parameters, other.quantities):
+            return 0
+        table = other.read(wanted)
+        blobs = dict(other.db.execute("SELECT id, data FROM series WHERE id IN "
+                                      "(SELECT value FROM json_each(?))",
+                                      (json.dumps(wanted.tolist()),)))
+        self._append(table, [blobs[i] for i in wanted.tolist()] if blobs else None)
+        return len(wanted)
+
+    def _append(self, table: RunTable, series: list[bytes] | None) -> None:
+        """Append runs in one transaction, each replacing a failed record of the same run."""
+        n = len(table)
+        ids, ok = table.ids, table.ok
         seq = np.arange(self._next_seq, self._next_seq + n, dtype=np.int64)
         marks = ", ".join("?" * (6 + len(self.parameters) + len(self.quantities)))
         # SQLite stores NaN as NULL, which is what a failed run's quantities are.
         rows = zip(seq.tolist(), ids.tolist(), np.where(ok, "ok", "failed").tolist(),
-                   batch.errors, [batch.duration] * n, [batch.worker] * n,
-                   *np.asarray(batch.inputs, dtype=float).T.tolist(),
-                   *np.asarray(batch.values, dtype=float).T.tolist())
+                   table.errors.tolist(), table.duration.tolist(), table.worker.tolist(),
+                   *table.inputs.T.tolist(), *table.values.T.tolist())
         replaced = self._replaced_failures(ids)
         try:
             with self.transaction():
@@ -244,9 +272,9 @@ class RunStore:
                     self.db.execute("DELETE FROM runs WHERE status != 'ok' AND id IN "
                                     "(SELECT value FROM json_each(?))", (json.dumps(replaced),))
                 self.db.executemany(f"INSERT INTO runs VALUES ({marks})", rows)
-                if batch.series is not None:
+                if series is not None:
                     self.db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)",
-                                        zip(ids.tolist(), batch.series))
+                                        zip(ids.tolist(), series))
         except sqlite3.OperationalError as error:
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None

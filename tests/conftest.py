@@ -109,17 +109,28 @@ def count_runs(path: Path) -> int:
 
 # A sequential example study -> the one whose results it starts from (`start: {from:
 # ../results/NAME}`); it validates only once that one has run.
-SEQUENTIAL = {"stock-harvest-sequential": "stock-survey-calibrate"}
+SEQUENTIAL = {"stock-harvest-sequential": "stock-survey-calibrate",
+              "bowl-foldover": "bowl-screen", "bowl-grown-ccd": "bowl-foldover"}
 
 
-def run_earlier_steps(studies: Path) -> None:
-    """Run, into studies/../results/, the studies the sequential examples start from, so that a
-    copy of studies/ validates whole."""
+def run_earlier_steps(studies: Path, names: list[str] | None = None) -> None:
+    """Run, into studies/../results/, the studies the sequential examples (or the named ones)
+    start from, each after the one it starts from in turn, so that a copy of studies/ validates
+    whole."""
     import studyrun
 
-    for earlier in sorted(set(SEQUENTIAL.values())):
-        studyrun.run(studies / f"{earlier}.yaml", studies.parent / "results" / earlier,
-                     scheduler="sync")
+    done: set[str] = set()
+
+    def run(name: str) -> None:
+        if name not in done:
+            if name in SEQUENTIAL:
+                run(SEQUENTIAL[name])
+            studyrun.run(studies / f"{name}.yaml", studies.parent / "results" / name,
+                         scheduler="sync")
+            done.add(name)
+
+    for earlier in sorted({SEQUENTIAL[n] for n in names or SEQUENTIAL}):
+        run(earlier)
 
 
 def hash_seeds_that_reorder(*names: str, count: int = 2) -> list[int]:

@@ -533,3 +533,34 @@ def test_planned_runs_stream_in_plan_order_or_sorted_by_a_column(tmp_path):
         position, got_y = np.hstack(list(store.stream_planned(["run", "y"], order_by="y", rows=3)))
         assert np.isnan(got_y[:2]).all() and (np.diff(got_y[2:]) >= 0).all()  # NULL first
         assert sorted(position[:2]) == [2, 6] and position[-1] == 7
+
+
+def test_adopt_copies_only_the_succeeded_runs_asked_for_exactly(tmp_path):
+    from studyrun.store import RunStore
+
+    with prepared(tmp_path / "earlier.sqlite") as earlier:
+        earlier.write(batch([1, 2, 3, 4], ok=[True, True, False, True], duration=0.25,
+                            inputs=np.c_[[0.1, 0.2, 0.3, 0.4], [1 / 3, 2 / 3, 1.0, 4 / 3]],
+                            series=[b"s1", b"s2", b"s3", b"s4"]))
+    with RunStore.open(tmp_path / "new.sqlite") as store, \
+            RunStore.open_readonly(tmp_path / "earlier.sqlite") as source:
+        assert store.adopt(source, np.array([2, 3, 4, 9])) == 2  # 3 failed, 9 was never made
+        assert store.adopt(source, np.array([2, 4])) == 0  # held already
+        assert (store.parameters, store.quantities) == (["a", "b"], ["y", "z"])
+        assert store.succeeded_among(np.array([1, 2, 3, 4])).tolist() == [False, True, False, True]
+        copied, original = store.read(np.array([2, 4])), source.read(np.array([2, 4]))
+        for name in ("ids", "ok", "inputs", "values", "duration", "worker"):
+            np.testing.assert_array_equal(getattr(copied, name), getattr(original, name))
+        assert store.db.execute("SELECT data FROM series WHERE id = 4").fetchone()[0] == b"s4"
+
+
+def test_adopt_copies_nothing_into_a_store_of_other_quantities(tmp_path):
+    from studyrun.store import RunStore
+
+    with prepared(tmp_path / "earlier.sqlite") as earlier:
+        earlier.write(batch([1, 2]))
+    with RunStore.open(tmp_path / "new.sqlite") as store, \
+            RunStore.open_readonly(tmp_path / "earlier.sqlite") as source:
+        store.prepare(["a", "b"], ["y"])
+        assert store.adopt(source, np.array([1, 2])) == 0
+        assert not store.succeeded_among(np.array([1, 2])).any()

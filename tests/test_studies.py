@@ -12,7 +12,7 @@ ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
          "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
          "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe",
-         "tank-inflow", "chain-gradient"]
+         "tank-inflow", "chain-gradient", "correlated-sum-montecarlo"]
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ analysis block is frozen and holds nothing but its own keys.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
@@ -38,6 +38,8 @@ class StudyContext:
     folder: Path  # the study file's folder; relative paths resolve here
     quantities: dict[str, str] | None
     notes: tuple[str, ...] = ()  # what model_for changed, in words
+    # the study's `correlation:` completed over `varied` (in its order); None: independent inputs
+    correlation: np.ndarray | None = field(default=None, compare=False)
 
     def path(self, name: str) -> Path:
         """A file the study names: relative to the study's folder unless absolute."""
@@ -47,6 +49,9 @@ class StudyContext:
         """A parameter's nominal value: its `nominal`, else the model's own value, else its median."""
         parameter: ParameterBase = self.parameters[name]
         return parameter.nominal_value(self.defaults.get(name))
+
+
+INDEPENDENT_INPUTS = "its estimators assume independent inputs"
 
 
 def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
@@ -65,6 +70,9 @@ class AnalysisSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     iterative: ClassVar[bool] = False  # True for calibrate/optimize, which use iterate()
+    # Why a study with `correlation:` is refused; None: the design draws correlated inputs.
+    without_correlation: ClassVar[str | None] = ("its design does not draw from the parameters' "
+                                                 "joint distribution")
 
     def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
         """The model as this analysis runs it and what it changed, in words (local tightens an
@@ -128,6 +136,12 @@ class AnalysisSpec(BaseModel):
                 seed: np.random.SeedSequence) -> dict[str, Any]:
         """Iterative analyses: ask for runs through `evaluate` and return the results block."""
         raise NotImplementedError
+
+    def earlier_results(self, context: StudyContext) -> Path | None:
+        """A finished results folder whose succeeded runs this study's plan may share (a grown
+        design): the runs of the same identity are copied from its store instead of made
+        again; by default none."""
+        return None
 
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         """What the results rest on beyond the study and its files (an earlier study's results

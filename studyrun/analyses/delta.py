@@ -35,6 +35,7 @@ class Delta(GivenDataAnalysis):
     confidence: Confidence = 0.95
     resamples: Resamples = 100
 
+    without_correlation = None  # its sample is drawn correlated
     title = "Delta moment-independent indices"
     keys = ("delta_balanced", "delta_balanced_conf", "delta_raw", "delta_raw_conf",
             "delta_step", "delta_step_conf", "S1", "S1_conf")

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
-from .base import AnalysisSpec, StudyContext
+from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 from .salib import (
     MIN_BLOCKS,
     Confidence,
@@ -49,6 +49,8 @@ KEYS = ("mu", "mu_star", "sigma", "mu_star_conf")
 
 class Morris(AnalysisSpec):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
+
+    without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
     trajectories: int = Field(10, ge=2, description="trajectories (candidates when optimising)")

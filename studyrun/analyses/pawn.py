@@ -24,6 +24,7 @@ class Pawn(GivenDataAnalysis):
     type: Literal["pawn"]
     S: int = Field(10, ge=2, description="slices of each input's range (conditioning intervals)")
 
+    without_correlation = None  # its sample is drawn correlated
     title = "PAWN indices (KS distance)"
     keys = ("minimum", "mean", "median", "maximum", "CV", "stdev")
     bars = ("median",)

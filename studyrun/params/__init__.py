@@ -22,6 +22,7 @@ from .continuous import (
     TruncNormal,
     Uniform,
 )
+from .correlation import correlate_unit, design_facts
 from .mapping import map_unit, varied
 from .sampling import sample_unit, sample_unit_chunks
 from .union import ParameterSpec
@@ -29,5 +30,5 @@ from .values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",
-           "Real", "Triangular", "TruncNormal", "Uniform", "Whole", "map_unit", "sample_unit",
-           "sample_unit_chunks", "stats", "varied"]
+           "Real", "Triangular", "TruncNormal", "Uniform", "Whole", "correlate_unit",
+           "design_facts", "map_unit", "sample_unit", "sample_unit_chunks", "stats", "varied"]

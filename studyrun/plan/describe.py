@@ -22,7 +22,7 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     lines = [f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
              f"varied parameters ({len(names)}): {', '.join(names)}",
              f"fixed: {', '.join(f'{k}={v:g}' for k, v in plan.fixed.items()) or 'none'}",
-             f"runs: {plan.size}"]
+             *correlated(study), f"runs: {plan.size}"]
     if settings.batch_size == "auto":
         lines.append(f"batches: sized after timing the model in-process; scheduler {settings.scheduler}")
     else:
@@ -46,9 +46,15 @@ def describe_iterative(loaded) -> str:
     names = [name for name, p in study.parameters.items() if not isinstance(p, Fixed)]
     return "\n".join([
         f"study {study.name}: {study.analysis.type} of a {study.model.type} model",
-        f"varied parameters ({len(names)}): {', '.join(names)}",
+        f"varied parameters ({len(names)}): {', '.join(names)}", *correlated(study),
         f"runs: {how_it_proceeds(loaded)}; each is cached in the store, so a restarted study "
         "replays the runs it already made"])
+
+
+def correlated(study) -> list[str]:
+    """The line naming the study's correlations of normal scores, if it has any."""
+    pairs = [f"{a}-{b} {r:g}" for a, b, r in study.correlation]
+    return [f"correlated (normal scores): {', '.join(pairs)}"] if pairs else []
 
 
 def how_it_proceeds(loaded) -> str:
@@ -93,6 +99,14 @@ def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> st
     why = [f"{failed_before} failed before"] if failed_before else []
     why += [f"{would_run - failed_before} not recorded yet"] if would_run > failed_before else []
     return f"{line} ({', '.join(why)})"
+
+
+def describe_adoption(earlier: Path, run_ids: np.ndarray) -> str:
+    """How many planned runs an earlier results folder holds by identity, to be copied, not run."""
+    ok, _, _ = recorded_runs(earlier)
+    held = int(np.isin(run_ids, ok).sum())
+    why = "" if held else " (its model, quantities, files or fixed inputs differ)"
+    return f"{earlier}: holds {held} of the {len(run_ids)} runs, which a run copies instead of making{why}"
 
 
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:

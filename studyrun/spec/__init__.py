@@ -54,6 +54,9 @@ class Study(BaseModel):
     parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
     quantities: dict[str, str] | None = Field(
         None, description="name -> expression; without it every scalar output is a quantity")
+    correlation: list[tuple[str, str, Annotated[float, Field(allow_inf_nan=False)]]] = Field(
+        default_factory=list, description="[a, b, r] triples: the correlation r of parameters a "
+        "and b's normal scores (a Gaussian copula); unlisted pairs are independent")
     analysis: AnalysisUnion
     execution: Execution = Field(default_factory=Execution)
 

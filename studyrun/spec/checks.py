@@ -4,6 +4,9 @@ against the parameters), as located problems."""
 from __future__ import annotations
 
 import re
+import typing
+
+import numpy as np
 
 from ..analyses.base import StudyContext
 from ..core.runtable import RESERVED
@@ -11,7 +14,7 @@ from ..core.text import suggest
 from ..dependencies import check_depends_on
 from ..expr import ExprError
 from ..quantities import parse_quantity, shape_problem
-from . import Study
+from . import AnalysisUnion, Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -24,6 +27,7 @@ def check_study(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     problems += checked("execution", lambda: check_depends_on(study.execution.depends_on, folder))
     problems += check_parameters(study, context)
     problems += check_quantities(study)
+    problems += check_correlation(study, context)
     problems += checked("analysis", lambda: study.analysis.check_size(context))
     problems += checked("analysis", lambda: study.analysis.check(context))
     return list(dict.fromkeys(problems))
@@ -89,4 +93,51 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
         for unknown in sorted(expr.names - known) if known is not None else []:
             problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
                              f"{suggest(unknown, known)}"))
+    return problems
+
+
+def correlated_analyses() -> list[str]:
+    """The analysis types whose designs draw correlated inputs."""
+    members = typing.get_args(typing.get_args(AnalysisUnion)[0])
+    return sorted(typing.get_args(m.model_fields["type"].annotation)[0] for m in members
+                  if m.without_correlation is None)
+
+
+def check_correlation(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
+    """`correlation:` names varied parameters, each pair once, r in [-1, 1]; the completed matrix
+    is positive definite; the analysis draws correlated inputs."""
+    if not study.correlation:
+        return []
+    problems = []
+    names, seen = list(context.varied), {}
+    for i, (a, b, r) in enumerate(study.correlation):
+        for k, name in enumerate((a, b)):
+            if name not in names:
+                what = ("is fixed; only varied parameters can be correlated"
+                        if name in study.parameters else
+                        f"is not a parameter{suggest(name, names)}")
+                problems.append((("correlation", i, k), f"{name!r} {what} (varied: "
+                                 f"{', '.join(names) or 'none'})"))
+        if a == b:
+            problems.append((("correlation", i), f"{a!r} is paired with itself; a parameter's "
+                             "correlation with itself is 1 already: name two parameters"))
+        pair = frozenset((a, b))
+        if pair in seen and a != b:
+            problems.append((("correlation", i), f"the pair {a}, {b} is given twice (first at "
+                             f"correlation[{seen[pair]}]); give each pair once"))
+        seen.setdefault(pair, i)
+        if not -1 <= r <= 1:
+            problems.append((("correlation", i, 2), f"a correlation lies in [-1, 1]; got {r}"))
+    if not problems and context.correlation is not None:
+        lowest = float(np.linalg.eigvalsh(context.correlation)[0])
+        if lowest <= 1e-10:
+            problems.append((("correlation",), "the correlations are not positive definite (the "
+                             f"completed matrix, unlisted pairs 0, has smallest eigenvalue "
+                             f"{lowest:.3g}): no joint distribution has them; weaken them, "
+                             "or leave out a pair that contradicts the others"))
+    reason = study.analysis.without_correlation
+    if reason is not None:
+        problems.append((("correlation",), f"{study.analysis.type} cannot take correlated inputs: "
+                         f"{reason}; remove `correlation:`, or use an analysis that supports it: "
+                         f"{', '.join(correlated_analyses())}"))
     return problems

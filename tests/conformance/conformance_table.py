@@ -196,6 +196,11 @@ EXTRAS: dict[str, Example] = {
                                 analysis={"type": "sobol", "samples": 8, "resamples": 10,
                                           "outputs": ["y"]}),
 }
+# correlated inputs (the study's `correlation:`), in a fixed design and an iterative one
+for _name in ("montecarlo", "surrogate"):
+    _example = ANALYSES[_name]
+    EXTRAS[f"correlated-{_name}"] = Example(
+        merged(_example.study, {"correlation": [["a", "b", 0.7]]}), _example.files)
 
 
 def member_types(union: Any) -> dict[str, type]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -27,6 +28,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ..base import AnalysisSpec, StudyContext
+from .augment import earlier_folder, earlier_problems, grow, read_earlier
 from .designs import build_design, coded_matrix, describe_design
 from .interpret import (
     build_pareto,
@@ -82,6 +84,14 @@ class Doe(AnalysisSpec):
                           "for ccd, bbd, lhs and csv, interaction for full, linear for fractions")
     pareto: dict[str, Literal["min", "max"]] | None = Field(
         None, description="quantity -> min | max: report the non-dominated runs")
+    from_: str | None = Field(
+        None, alias="from", description="augment: an earlier doe study's results folder (relative "
+                                        "to the study file) whose design grows; its runs are "
+                                        "reused where the model is unchanged")
+    augment: Literal["foldover", "ccd", "lhs"] | None = Field(
+        None, description="grow the design of `from`: its fold-over (every sign reversed), 2k "
+                          "axial and `center` centre points into a central composite design, or "
+                          "`samples` more Latin hypercube points (default as many as it has)")
 
     @field_validator("levels")
     @classmethod
@@ -101,6 +111,11 @@ class Doe(AnalysisSpec):
 
     @model_validator(mode="after")
     def _check_keys_fit_design(self) -> "Doe":
+        if (self.augment is None) != (self.from_ is None):
+            raise ValueError("augment and from go together: from names an earlier doe study's "
+                             "results folder, augment how its design grows (foldover | ccd | lhs)")
+        if self.augment is not None:
+            return self._check_augment()
         misplaced = {"samples": "lhs", "file": "csv", "resolution": "fractional",
                      "generators": "fractional", "alpha": "ccd"}
         for key, design in misplaced.items():
@@ -116,14 +131,37 @@ class Doe(AnalysisSpec):
             raise ValueError("levels mapping is empty")
         return self
 
+    def _check_augment(self) -> "Doe":
+        own = {"foldover": set(), "ccd": {"alpha", "center"}, "lhs": {"samples"}}[self.augment]
+        keys = {"kind": "design", "levels": "levels", "resolution": "resolution",
+                "generators": "generators", "file": "file", "alpha": "alpha", "center": "center",
+                "samples": "samples"}
+        foreign = [keys[k] for k in keys if k in self.model_fields_set and keys[k] not in own]
+        if foreign:
+            raise ValueError(f"{', '.join(foreign)} do not apply with augment: {self.augment} (the "
+                             "design is the earlier folder's, grown; "
+                             f"{', '.join(sorted(own)) or 'no key'} may be given)")
+        if self.alpha not in (None, "face"):
+            raise ValueError("augment: ccd adds its axial points on the bounds (alpha: face): the "
+                             "earlier factorial points sit on them already, so rotatable or "
+                             "orthogonal axial points would leave the parameters' bounds")
+        return self
+
+    @property
+    def design_kind(self) -> str:
+        """The design's type: `design`, or what `augment` grows the earlier design into."""
+        grown = {"foldover": "fractional", "ccd": "ccd", "lhs": "lhs"}
+        return grown[self.augment] if self.augment else self.kind
+
     def response_model(self) -> str:
         """The requested response: the user's, or the design's usual one."""
         if self.response:
             return self.response
-        if self.kind == "full" and (self.levels if isinstance(self.levels, int)
-                                      else max(self.levels.values(), default=2)) > 2:
+        if self.kind == "full" and not self.augment and (
+                self.levels if isinstance(self.levels, int)
+                else max(self.levels.values(), default=2)) > 2:
             return "quadratic"
-        return _DEFAULT_RESPONSE[self.kind]
+        return _DEFAULT_RESPONSE[self.design_kind]
 
     def check(self, context: StudyContext) -> list[Problem]:
         """Problems that need the varied parameters: their number, bounds and the keys naming them."""
@@ -134,10 +172,13 @@ class Doe(AnalysisSpec):
         except StudyError as error:
             problems += [Problem(f"{p.path.removeprefix('parameters.')}: {p.message}", path="design")
                          for p in error.problems]
-        least = {"fractional": 2, "plackett_burman": 2, "ccd": 2, "bbd": 3}.get(self.kind, 1)
+        least = {"fractional": 2, "plackett_burman": 2, "ccd": 2, "bbd": 3}.get(self.design_kind, 1)
         if len(parameters) < least:
-            problems.append(Problem(f"design {self.kind} needs at least {least} varied parameters; "
-                                    f"got {len(parameters)}", path="design"))
+            problems.append(Problem(f"design {self.design_kind} needs at least {least} varied "
+                                    f"parameters; got {len(parameters)}",
+                                    path="augment" if self.augment else "design"))
+        if self.augment and not problems:
+            problems += earlier_problems(self, context)
         if isinstance(self.levels, dict):
             unknown = sorted(set(self.levels) - set(parameters))
             if unknown:
@@ -157,6 +198,8 @@ class Doe(AnalysisSpec):
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
         """The runs a user's number sets: a full factorial's levels, lhs samples, centre points."""
         parameters = context.varied
+        if self.augment:
+            return (self.samples, "samples") if self.samples else None
         if self.kind == "full":
             levels = self.levels if isinstance(self.levels, dict) else {}
             default = self.levels if isinstance(self.levels, int) else 2
@@ -174,6 +217,10 @@ class Doe(AnalysisSpec):
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """The coded design mapped onto the parameters' bounds (a design file's path relative to
         the study's folder)."""
+        if self.augment:
+            design = grow(self, context, seed)
+            design.info["response"] = self.response_model()
+            return design
         update = {"response": self.response_model()}
         if self.file is not None:
             update["file"] = str(context.path(self.file))
@@ -181,6 +228,16 @@ class Doe(AnalysisSpec):
         design = build_design(spec, context.varied, seed)
         design.info["response"] = spec.response
         return design
+
+    def earlier_results(self, context: StudyContext) -> Path | None:
+        """The results folder whose runs a grown design starts with."""
+        return earlier_folder(self.from_, context) if self.from_ else None
+
+    def provenance(self, context: StudyContext) -> dict[str, Any]:
+        """A grown design rests on the earlier study's results."""
+        if not self.from_:
+            return {}
+        return {"grows": read_earlier(self.from_, context).finished.provenance()}
 
     def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """Per quantity: the response-surface fit, ANOVA, effects and canonical analysis."""

@@ -36,9 +36,14 @@ def build_design(spec: Any, parameters: dict[str, Any], seed: np.random.SeedSequ
         coded, info = build_coded(spec, names, seed)
         natural = to_natural(coded, centers, halves)
     info = {"type": spec.kind, "runs": int(coded.shape[0])} | info
-    info["factors"] = {name: {"symbol": f"x{i + 1}", "low": float(c - h), "high": float(c + h)}
-                       for i, (name, c, h) in enumerate(zip(names, centers, halves))}
+    info["factors"] = describe_factors(names, centers, halves)
     return Design(names=names, matrix=natural, info=info)
+
+
+def describe_factors(names: list[str], centers: np.ndarray, halves: np.ndarray) -> dict:
+    """Each factor's symbol and the natural values coded -1 and +1 (the design's `factors`)."""
+    return {name: {"symbol": f"x{i + 1}", "low": float(c - h), "high": float(c + h)}
+            for i, (name, c, h) in enumerate(zip(names, centers, halves))}
 
 
 def coded_matrix(design: Design) -> np.ndarray:
@@ -231,7 +236,11 @@ def describe_design(design: Design, limit: int = 40) -> str:
         f = info["factors"][name]
         lines.append(f"  x{i + 1} ({LETTERS[i] if i < 26 else '-'}) = {name}: "
                      f"coded -1..1 = [{f['low']:.6g}, {f['high']:.6g}]")
-    for key in ("alpha", "alpha_value", "center", "method", "levels", "criterion"):
+    if "augment" in info:
+        lines.append(f"  grown by {info['augment']} from {info['from']}: its "
+                     f"{info['earlier_runs']} runs (reused where the model is unchanged), then "
+                     f"{info['new_runs']} new runs")
+    for key in ("alpha", "alpha_value", "center", "method", "levels", "criterion", "strata"):
         if key in info:
             lines.append(f"  {key}: {info[key]}")
     if "resolution" in info:

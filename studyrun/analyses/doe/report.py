@@ -43,6 +43,11 @@ def describe_design_block(analysis: dict[str, Any]) -> str:
     lines = [f"Design: **{design.get('type', '?')}**, {design.get('runs', '?')} runs; "
              f"response model: {design.get('response', '?')}. Coefficients are in coded units "
              "x = (p - center) / half-range, so ±1 are the parameter bounds."]
+    if design.get("augment"):
+        lines.append(f"Grown by **{design['augment']}** from the {design.get('grown_from')} "
+                     f"design of `{design.get('from')}`: its {design.get('earlier_runs')} runs, "
+                     f"then {design.get('new_runs')} new ones"
+                     + (f" ({design['strata']})" if design.get("strata") else "") + ".")
     factors = design.get("factors", {})
     if factors:
         lines.append(table(["symbol", "parameter", "low (-1)", "high (+1)"],
@@ -71,6 +76,7 @@ def write_quantity(quantity: str, fit: dict[str, Any], outcome: Any, figures: An
         parts.append("Terms the design cannot estimate (dropped): " + ", ".join(
             f"`{t}`" + (f" (= {format_alias(aliases[t])})" if aliases.get(t) else "")
             for t in fit["dropped_terms"]))
+    parts.append(describe_aliases(fit.get("aliases")))
     if "anova" in fit:
         parts.append("ANOVA (partial sums of squares):\n\n" + anova_table(fit))
     point = fit.get("stationary_point")
@@ -85,6 +91,19 @@ def write_quantity(quantity: str, fit: dict[str, Any], outcome: Any, figures: An
               plot_interactions(slug, quantity, fit, figures),
               plot_contour(slug, quantity, fit, outcome, figures)]
     return "\n\n".join(p for p in parts if p)
+
+
+def describe_aliases(aliases: dict[str, dict] | None) -> str:
+    """Which estimates also carry two-factor interactions left out of the model, and how much."""
+    if not aliases:
+        return ""
+    chains = [f"`{term}` + {format_alias(chain)}".replace("+ -", "-")
+              for term, chain in aliases.items() if chain]
+    if not chains:
+        return "Every estimate is clear of the two-factor interactions left out of the model."
+    return ("Aliases: what an estimate measures besides its term, in two-factor interactions left "
+            "out of the model (a non-zero interaction biases it):\n\n"
+            + "\n".join(f"- {chain}" for chain in chains))
 
 
 def format_alias(combination: dict[str, float]) -> str:

@@ -12,6 +12,7 @@ Formulas, defaults and edge cases: docs/methods.md, "Response surfaces".
 
 from __future__ import annotations
 
+from itertools import combinations
 from typing import Any, Sequence
 
 import numpy as np
@@ -59,11 +60,25 @@ def fit_surface(coded: np.ndarray, y: np.ndarray, terms: Sequence[Term]) -> dict
     elif sst > 0 and ssr <= 1e-20 * sst:
         notes.append("the surface fits the runs exactly (to rounding): standard errors, t, F and "
                      "p reflect rounding noise only")
+    result["aliases"] = find_aliases(coded, [terms[j] for j in kept], result["terms"])
     result["anova"] = build_anova(X, y, [terms[j] for j in kept], result["terms"], scale)
     result["lack_of_fit"] = test_lack_of_fit(coded, y, ssr, df_resid)
     result["residuals"] = summarise_residuals(model.resid)
     result["notes"] = notes
     return result
+
+
+def find_aliases(coded: np.ndarray, terms: list[Term], names: list[str]) -> dict[str, dict]:
+    """Each fitted term's alias chain in the two-factor interactions left out of the model: the
+    rows of the alias matrix A = (X1'X1)^-1 X1'X2 (an estimate's expectation is its term plus A
+    times the omitted terms), entries with |A| > 1e-9; an empty chain is a clear estimate."""
+    k = coded.shape[1]
+    pairs = [tuple(int(j in (a, b)) for j in range(k)) for a, b in combinations(range(k), 2)]
+    omitted = [t for t in pairs if t not in terms]
+    X1, X2 = build_matrix(coded, terms), build_matrix(coded, omitted)
+    alias = np.linalg.solve(X1.T @ X1, X1.T @ X2) if omitted else np.zeros((len(terms), 0))
+    return {name: {name_term(t): round(float(a), 10) for t, a in zip(omitted, row) if abs(a) > 1e-9}
+            for name, row in zip(names, alias)}
 
 
 def covariance_of(X: np.ndarray, scale: float | None) -> list[list[float]] | None:

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from ...core.design import Design, Outcome
-from ...params import map_unit, sample_unit, sample_unit_chunks
+from ...params import correlate_unit, design_facts, map_unit, sample_unit, sample_unit_chunks
 from ...report.figures import shown_rows
 from ...report.markdown import table
 from ..base import AnalysisSpec
@@ -27,25 +27,32 @@ class Montecarlo(AnalysisSpec):
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
 
+    without_correlation = None  # every sampling draws correlated inputs
+
     def run_count(self, context) -> tuple[int, str]:
         return self.samples, "samples"
 
     def design(self, context, seed) -> Design:
-        parameters = context.varied
-        names = list(parameters)
-        if not names:
-            return Design(names, np.zeros((self.samples, 0)))
-        u = sample_unit(self.samples, len(names), self.sampling, seed)
-        return Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+        d = len(context.varied)
+        if not d:
+            return Design([], np.zeros((self.samples, 0)))
+        return self.drawn(context, sample_unit(self.samples, d, self.sampling, seed))
 
     def design_chunks(self, context, seed, rows):
-        parameters = context.varied
-        names = list(parameters)
-        if not names or self.samples <= rows:
+        d = len(context.varied)
+        if not d or self.samples <= rows:
             yield self.design(context, seed)
             return
-        for u in sample_unit_chunks(self.samples, len(names), self.sampling, seed, rows):
-            yield Design(names, map_unit(parameters, u), {"sampling": self.sampling})
+        for i, u in enumerate(sample_unit_chunks(self.samples, d, self.sampling, seed, rows)):
+            yield self.drawn(context, u, facts=i == 0)
+
+    def drawn(self, context, u: np.ndarray, facts: bool = True) -> Design:
+        """Unit-cube points as the design's rows, correlated as the study asks; the design's
+        facts (from its first slice, when sliced): the matrix and the correlations achieved."""
+        names = list(context.varied)
+        x = map_unit(context.varied, correlate_unit(u, context.correlation, self.sampling))
+        return Design(names, x, {"sampling": self.sampling,
+                                 **(design_facts(context.correlation, names, x) if facts else {})})
 
     def analyse_runs(self, runs, context) -> dict[str, Any]:
         """In memory for a design of one chunk; otherwise streamed: moments merged chunk by
@@ -95,6 +102,7 @@ class Montecarlo(AnalysisSpec):
             lines += ["### Rank correlations (Spearman)", "",
                       table(["quantity", *names],
                             [[q, *(r["correlations"].get(p) for p in names)] for q, r in results.items()]), ""]
+        lines += correlation_table(analysis.get("design", {}))
         if outcome is not None:
             lines += draw_distributions(outcome, figures)
         return "\n".join(lines)
@@ -179,6 +187,21 @@ class OrderStatistics:
             a, b = self.found[low], self.found[high]
             values.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))
         return dict(zip(self.labels, values))
+
+
+def correlation_table(design: dict[str, Any]) -> list[str]:
+    """The input correlations asked for (of normal scores) beside those the sample achieved."""
+    asked, got = design.get("correlation"), design.get("achieved_correlation") or {}
+    if not asked:
+        return []
+    names = list(asked)
+    rows = [[f"{a}, {b}", asked[a][b], *((got.get(kind) or {}).get(a, {}).get(b)
+                                         for kind in ("pearson", "spearman"))]
+            for i, a in enumerate(names) for b in names[i + 1:]]
+    return ["### Input correlations", "",
+            "Asked for (of the inputs' normal scores) and achieved by the design "
+            f"({got.get('runs')} runs):", "",
+            table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
 
 
 def draw_distributions(outcome: Outcome, figures) -> list[str]:

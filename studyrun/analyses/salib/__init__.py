@@ -30,7 +30,7 @@ from pydantic import AfterValidator, Field
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec, StudyContext
+from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 
 if TYPE_CHECKING:
     from ...core.design import Outcome
@@ -210,6 +210,7 @@ class SalibAnalysis(AnalysisSpec):
     """
 
     title: ClassVar[str] = ""
+    without_correlation = INDEPENDENT_INPUTS
     keys: ClassVar[tuple[str, ...]] = ()
     bars: ClassVar[tuple[str, ...]] = ()
 
@@ -252,8 +253,8 @@ class SalibAnalysis(AnalysisSpec):
 
 class GivenDataAnalysis(SalibAnalysis):
     """Methods that read indices from any sample ("given data", Plischke 2013): RBD-FAST, delta,
-    PAWN. `samples` unit-cube points (`sampling`), mapped through each ppf; a failed run is
-    simply left out."""
+    PAWN. `samples` unit-cube points (`sampling`; correlated as the study asks, for delta and
+    pawn), mapped through each ppf; a failed run is simply left out."""
 
     samples: int = Field(1024, ge=MIN_RUNS, description="runs")
     sampling: Literal["random", "lhs", "sobol"] = Field(
@@ -263,14 +264,17 @@ class GivenDataAnalysis(SalibAnalysis):
         return self.samples, "samples"
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        from ...params import sample_unit
+        from ...params import correlate_unit, design_facts, sample_unit
 
         parameters = context.varied
         names = list(parameters)
-        unit = sample_unit(self.samples, len(names), self.sampling, seed)
+        unit = correlate_unit(sample_unit(self.samples, len(names), self.sampling, seed),
+                              context.correlation, self.sampling)
+        x = map_to_natural(unit, parameters, names)
         info = {"method": self.type, "sampling": self.sampling,  # type: ignore[attr-defined]
-                "analysis_seed": derive_seed(seed) or 1}  # bootstraps; SALib skips a seed of 0
-        return Design(names, map_to_natural(unit, parameters, names), info)
+                "analysis_seed": derive_seed(seed) or 1,  # bootstraps; SALib skips a seed of 0
+                **design_facts(context.correlation, names, x)}
+        return Design(names, x, info)
 
 
 @contextmanager

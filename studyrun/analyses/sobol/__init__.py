@@ -27,7 +27,7 @@ from pydantic import Field, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec, StudyContext
+from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 from ..salib import (
     MIN_BLOCKS,
     Confidence,
@@ -58,6 +58,8 @@ SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 
 class Sobol(AnalysisSpec):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
+
+    without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["sobol"]
     samples: int = Field(1024, description="base samples N (a power of 2); runs = N (D + 2), "

@@ -14,7 +14,10 @@ Results per quantity: q2, rmse, mean, std, S1, S1_conf, ST, ST_conf (S2, S2_conf
 convergence (with `until:`), and the fitted surrogate as JSON: inputs and terms (pce) or kernel
 (gp). `studyrun predict` and `open_results(DIR).predict` evaluate it.
 
-Formulas, defaults and edge cases: docs/methods.md, "Surrogate models".
+With correlated inputs (the study's `correlation:`) the training runs are drawn correlated, mean
+and std are the surrogate's over correlated draws, and the Sobol' indices are null.
+
+Formulas, defaults and edge cases: docs/methods.md, "Surrogate models" and "Correlated inputs".
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
-from ...params import map_unit, sample_unit
+from ...params import correlate_unit, map_unit, sample_unit
 from ..base import AnalysisSpec, StudyContext
 from ..salib import Confidence, Resamples
 from .training import Training, earlier_runs, read_earlier, training_problems
@@ -54,6 +57,7 @@ class Surrogate(AnalysisSpec):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     iterative = True
+    without_correlation = None  # training runs drawn correlated; moments over correlated draws
 
     type: Literal["surrogate"]
     method: Literal["pce", "gp"] = "pce"
@@ -124,7 +128,7 @@ class Surrogate(AnalysisSpec):
         """Train, validate, and (with `until:`) add batches of runs until Q2 is reached."""
         from .fitting import Inputs, fit_quantity
 
-        inputs = Inputs(context.varied)
+        inputs = Inputs(context.varied, context.correlation)
         design_seed, fit_seed, batch_seed = seed.spawn(3)
         training = (earlier_runs(self.from_, context) if self.from_ is not None
                     else Training.of(evaluate(self.initial_design(context, design_seed))))
@@ -170,7 +174,7 @@ class Surrogate(AnalysisSpec):
             unit = sample_unit(stop - start, d, "lhs", batch_seed if start else seed)
         else:
             unit = sample_unit(stop, d, self.sampling, seed)[start:]
-        return map_unit(context.varied, unit)
+        return map_unit(context.varied, correlate_unit(unit, context.correlation, self.sampling))
 
     def more_needed(self, fitted: dict[str, "Fitted"], size: int) -> bool:
         if self.until is None or size >= self.until.max_samples or not fitted:
@@ -196,7 +200,7 @@ class Surrogate(AnalysisSpec):
         candidates = sample_unit(CANDIDATES, len(inputs.names), "sobol",
                                  np.random.SeedSequence(batch_seed.entropy,
                                                         spawn_key=(*batch_seed.spawn_key, round_)))
-        natural = inputs.natural(candidates)
+        natural = inputs.natural(correlate_unit(candidates, context.correlation, "sobol"))
         chosen = gp.greedy_points(fitted[worst].model, inputs.scaled(natural), size,
                                   inputs.scaled(x))
         return natural[chosen]

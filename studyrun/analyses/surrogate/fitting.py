@@ -17,6 +17,8 @@ from .basis import Germ, design_matrix, germ_for
 TRUSTED_Q2 = 0.9  # below this cross-validated Q2 the indices are flagged, not trusted
 GP_BASE = 8192  # base samples of the Saltelli design on which the GP's posterior mean is read
 GP_DRAW_BASE = 256  # base samples of the design on which posterior draws are taken
+CORRELATED_DRAWS = 1 << 16  # correlated Sobol' points on which the moments are then averaged
+INDEX_KEYS = ("S1", "S1_conf", "ST", "ST_conf", "S2", "S2_conf")
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,12 @@ class Fitted:
 
 
 class Inputs:
-    """The varied parameters, and their maps to the unit cube and the polynomial variables."""
+    """The varied parameters, their correlation (None: independent), and their maps to the unit
+    cube and the polynomial variables."""
 
-    def __init__(self, parameters: dict[str, Any]) -> None:
+    def __init__(self, parameters: dict[str, Any], correlation: np.ndarray | None = None) -> None:
         self.names = list(parameters)
+        self.correlation = correlation
         self.parameters = list(parameters.values())
         self.germs = [germ_for(p) for p in self.parameters]
 
@@ -84,10 +88,18 @@ def fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Setting
     fit_seed, fold_seed, draw_seed = (int(s) for s in
                                       np.random.SeedSequence(seed).generate_state(3))
     if settings.method == "pce":
-        results, predicted = fit_pce(x, y, inputs, settings, fold_seed, draw_seed)
+        results, predicted, expansion = fit_pce(x, y, inputs, settings, fold_seed, draw_seed)
         model = None
+
+        def surrogate(x):
+            return expansion.predict(inputs.standard(x), inputs.germs)
     else:
         results, predicted, model = fit_gp(x, y, inputs, settings, fit_seed, fold_seed, draw_seed)
+
+        def surrogate(x):
+            return model.predict(inputs.scaled(x))
+    if inputs.correlation is not None:
+        results = of_correlated_inputs(results, surrogate, inputs, draw_seed)
     q2, rmse = scores(y, predicted)
     results = {"q2": q2, "rmse": rmse, **results, "samples": int(len(y)),
                "validation": {"method": "leave-one-out" if settings.folds is None
@@ -139,7 +151,30 @@ def fit_pce(x, y, inputs: Inputs, settings: Settings, fold_seed: int, draw_seed:
     }
     if notes:
         results["warnings"] = notes
-    return results, predicted
+    return results, predicted, expansion
+
+
+def of_correlated_inputs(results: dict[str, Any], surrogate, inputs: Inputs,
+                         seed: int) -> dict[str, Any]:
+    """Correlated inputs: the mean and standard deviation of the surrogate over correlated draws
+    (its own moments are those of independent inputs), and the Sobol' indices null, with a
+    warning: they apportion variance among independent inputs only."""
+    from ...params import correlate_unit, sample_unit
+    from ...params.correlation import correlations
+
+    unit = sample_unit(CORRELATED_DRAWS, len(inputs.names), "sobol", np.random.SeedSequence(seed))
+    values = surrogate(inputs.natural(correlate_unit(unit, inputs.correlation, "sobol")))
+    results = {**results, "mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)),
+               "correlation": correlations(inputs.correlation, inputs.names)}
+    for key in INDEX_KEYS:
+        if key in results:
+            results[key] = {a: (None if not isinstance(v, dict) else dict.fromkeys(v))
+                            for a, v in results[key].items()}
+    results["warnings"] = [*results.get("warnings", []),
+                           "the inputs are correlated: Sobol' indices apportion the variance of "
+                           "independent inputs only, so none are given; the mean and std are "
+                           f"those of the surrogate over {CORRELATED_DRAWS} correlated draws"]
+    return results
 
 
 def loo_predictions(psi: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -39,12 +39,12 @@ def quantity_section(quantity: str, block: dict[str, Any], figures) -> str:
                   "The indices below are shown for the record only.", ""]
     for warning in block.get("warnings", []):
         lines += [f"- warning: {warning}"]
-    names = list(block.get("S1", {}))
-    lines += ["", table(["parameter", "S1", "S1 ± conf", "ST", "ST ± conf"],
+    names = [n for n, v in block.get("S1", {}).items() if v is not None]
+    lines += [] if not names else ["", table(["parameter", "S1", "S1 ± conf", "ST", "ST ± conf"],
                         [[n, block["S1"][n], block["S1_conf"][n], block["ST"][n],
                           block["ST_conf"][n]] for n in names]), ""]
     lines += [predicted_vs_observed(quantity, slug, block, figures), ""]
-    lines += [index_bars(quantity, slug, block, names, figures), ""]
+    lines += [index_bars(quantity, slug, block, names, figures), ""] if names else []
     if block.get("convergence") and len(block["convergence"]) > 1:
         lines += [convergence_plot(quantity, slug, block["convergence"], figures), ""]
     return "\n".join(lines)

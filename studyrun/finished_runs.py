@@ -1,0 +1,69 @@
+"""The runs of a finished results folder, read exactly: inputs as its store recorded them (bit for
+bit, not re-read from text), in the order of its plan (runs.csv's `run` column), for a study that
+grows the earlier one's design."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .core.errors import StudyrunError
+
+
+@dataclass(frozen=True)
+class FinishedRuns:
+    """Every planned run of a finished study: its identity, inputs and whether it succeeded."""
+
+    names: list[str]  # the varied parameters, in the store's order
+    ids: np.ndarray  # int64, plan order
+    inputs: np.ndarray  # (runs, parameters), natural units
+    ok: np.ndarray  # bool
+
+
+def read_finished_runs(folder: Path) -> FinishedRuns:
+    """The runs of a results folder in plan order; StudyrunError where the folder lacks them."""
+    folder = Path(folder)
+    order = _plan_order(folder / "runs.csv")
+    path = folder / "runs.sqlite"
+    if not path.is_file():
+        raise StudyrunError(f"{folder}: no runs.sqlite here to read the earlier runs from")
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
+            names = list(meta.get("parameters", []))
+            columns = (meta.get("columns") or names)[:len(names)]
+            selected = "".join(f', "{c.replace(chr(34), chr(34) * 2)}"' for c in columns)
+            rows = db.execute(f"SELECT id, status = 'ok'{selected} FROM runs ORDER BY seq").fetchall()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as error:
+        raise StudyrunError(f"{path}: cannot read the earlier runs ({error})") from None
+    latest = {row[0]: row for row in rows}  # a run made again replaces its failed record
+    missing = [i for i in order if i not in latest]
+    if missing:
+        raise StudyrunError(f"{folder}: runs.csv lists {len(missing)} runs its runs.sqlite does "
+                            "not hold; run the earlier study again to finish it")
+    picked = [latest[i] for i in order]
+    inputs = np.array([row[2:] for row in picked], dtype=float).reshape(len(picked), len(names))
+    return FinishedRuns(names, np.array(order, dtype=np.int64), inputs,
+                        np.array([bool(row[1]) for row in picked], dtype=bool))
+
+
+def _plan_order(path: Path) -> list[int]:
+    """The run identities of runs.csv, sorted by their position in the plan."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            if header[:2] != ["run", "id"]:
+                raise StudyrunError(f"{path}: not a runs.csv of studyrun (it starts {header[:2]})")
+            pairs = sorted((int(row[0]), int(row[1])) for row in reader if row)
+    except OSError as error:
+        raise StudyrunError(f"{path}: cannot read it ({error.strerror})") from None
+    return [run_id for _, run_id in pairs]
