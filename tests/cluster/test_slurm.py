@@ -152,13 +152,16 @@ def test_a_cancelled_job_is_replaced_and_nothing_is_lost(slurm, study_dir):
     wait_for(lambda: not jobs(out), 10)
 
 
-def test_ctrl_c_of_the_driver_leaves_no_job(slurm, study_dir):
+@pytest.mark.parametrize("sent, code, word", [(signal.SIGINT, 130, "interrupted"),
+                                               (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_or_sigterm_of_the_driver_leaves_no_job(slurm, study_dir, sent, code, word):
+    """SIGTERM is what SLURM sends a driver job at its walltime or on scancel."""
     path, out = study(study_dir, 600, 0.1, "jobs: 2"), study_dir / "out"
     process = driver(path, out)
     wait_for(lambda: count_runs(out / "runs.sqlite") >= 12, 120)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sent)
     _, errors = process.communicate(timeout=60)
-    assert process.returncode == 130 and "interrupted" in errors, errors
+    assert process.returncode == code and word in errors, errors
     assert wait_for(lambda: not jobs(out), 10) < 10, jobs(out)
 
 
