@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .core.errors import StudyError, StudyrunError
 from .core.text import terminal_safe
+from .interrupts import Terminated
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"studyrun: {terminal_safe(describe_os_error(error))}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("studyrun: terminated (SIGTERM); finished runs are saved, run again to resume",
+              file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("studyrun: interrupted; finished runs are saved, run again to resume", file=sys.stderr)
         return 130

@@ -6,11 +6,21 @@ account, extra directives, shell lines to run first) and how many jobs to keep: 
 single-threaded Dask workers (one per core by default), which connect back to a scheduler that
 studyrun starts in the driver. dask-jobqueue is an optional extra (`pip install
 'studyrun[jobqueue]'`), imported only when a cluster is started or its job script is shown.
+
+The jobs are named after the results folder (`job_name`): on SLURM, `studyrun status` counts
+them with squeue, and the next driver of the folder cancels those a killed driver left behind.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
 import sys
+from pathlib import Path
 
 from .core.errors import ExecutionError
 from .spec.execution import Cluster
@@ -19,10 +29,10 @@ CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}
 _PLACEHOLDER_ADDRESS = "tcp://SCHEDULER-ADDRESS:8786"
 
-def job_keywords(spec: Cluster) -> dict:
+def job_keywords(spec: Cluster, name: str = "studyrun") -> dict:
     """dask-jobqueue's keyword arguments for the job each submission runs."""
     keywords = dict(cores=spec.cores, memory=spec.memory, processes=spec.workers_per_job,
-                    job_name="studyrun", interface=spec.interface,
+                    job_name=name, interface=spec.interface,
                     local_directory=spec.local_directory, log_directory=spec.log_directory,
                     python=spec.python or sys.executable,
                     job_extra_directives=list(spec.job_extra),
@@ -57,11 +67,17 @@ def walltime_for(kind: str, text: str) -> str:
 
 def cluster_class(kind: str):
     """dask-jobqueue's cluster class for a batch system, or a clear error when it is missing."""
+    ctrl_c = signal.getsignal(signal.SIGINT)
     try:
         import dask_jobqueue
     except ImportError:
         raise ExecutionError("a cluster block needs dask-jobqueue: pip install "
                              "'studyrun[jobqueue]' (or pip install dask-jobqueue)") from None
+    finally:
+        if signal.getsignal(signal.SIGINT) is not ctrl_c:
+            # its runner module, imported with it, makes Ctrl-C a silent sys.exit() (status 0):
+            # the driver would stop without saying so, as if it had finished
+            signal.signal(signal.SIGINT, ctrl_c)
     return getattr(dask_jobqueue, CLASSES[kind])
 
 
@@ -75,11 +91,46 @@ def job_script(spec: Cluster) -> str:
                      **keywords).job_script()
 
 
-def start_cluster(spec: Cluster):
-    """A running dask-jobqueue cluster for `spec`, scaled or adaptive, and a client of it."""
+def job_name(folder: Path) -> str:
+    """The name of a results folder's batch jobs: the folder's name, for people reading squeue,
+    and a digest of its path, which no other folder's jobs share."""
+    path = Path(folder).resolve()
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+    return f"studyrun-{re.sub(r'[^A-Za-z0-9_.-]', '_', path.name)[:32]}-{digest}"
+
+
+def slurm_jobs(name: str) -> list[tuple[str, str]] | None:
+    """(job id, state) of this user's SLURM jobs called `name`, e.g. ("42", "PENDING"); None
+    when squeue is missing or fails (no SLURM here, or its controller is down)."""
+    if shutil.which("squeue") is None:
+        return None
+    try:
+        done = subprocess.run(["squeue", "--noheader", f"--user={os.getuid()}", f"--name={name}",
+                               "--format=%i %T"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return [tuple(line.split(None, 1)) for line in done.stdout.splitlines() if " " in line]
+
+
+def cancel_leftovers(kind: str, name: str) -> int:
+    """Cancel the jobs called `name` that an earlier driver of the same folder left (killed, it
+    could not cancel them; this driver holds the folder's lock, so no live one owns them).
+    SLURM only; how many were cancelled."""
+    jobs = slurm_jobs(name) if kind == "slurm" else None
+    if not jobs:
+        return 0
+    subprocess.run(["scancel", *(job for job, _ in jobs)], capture_output=True, timeout=30)
+    return len(jobs)
+
+
+def start_cluster(spec: Cluster, name: str = "studyrun"):
+    """A running dask-jobqueue cluster for `spec`, scaled or adaptive, whose jobs are called
+    `name`, and a client of it."""
     from distributed import Client
 
-    keywords = job_keywords(spec)
+    keywords = job_keywords(spec, name)
     options = {"dashboard_address": ":0"}
     try:
         cluster = cluster_class(spec.cluster)(scheduler_options=options, **keywords)

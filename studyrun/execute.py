@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .clusters import cancel_leftovers, job_name
 from .core.batch import Evaluator, ModelOutput, RunContext
 from .core.errors import ExecutionError, describe
 from .core.runtable import Sink
@@ -35,7 +36,7 @@ from .isolated import IsolatedExecutor, Loss
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
-from .spec.execution import scheduler_problem
+from .spec.execution import Cluster, scheduler_problem
 from .store import Batch, RunStore
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
@@ -320,13 +321,27 @@ class Runner:
             return
         executor = nearby or self.executor
         if executor is None:
-            executor = self.executor = start_executor(settings.scheduler, settings.workers)
+            executor = self.executor = self.start_executor(counts)
         self.note_workers(executor.workers)
         guided = settings.batch_size == "auto" and executor.workers > 1
         smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
         batches = split_batches(pending, batch, executor.workers if guided else 0, smallest)
         quarantine = self.nearby_executor() if executor.name == "local" else None
         dispatch(executor, plan, self.job, batches, recorder, settings, quarantine)
+
+    def start_executor(self, counts: Counts):
+        """The study's executor; for a batch system, first cancel the jobs a killed driver of
+        this folder left, and note the jobs' name, which `studyrun status` looks them up by."""
+        scheduler = self.settings.scheduler
+        name = job_name(self.store.path.parent)
+        if isinstance(scheduler, Cluster):
+            cancelled = cancel_leftovers(scheduler.cluster, name)
+            if cancelled:
+                counts.notes.append(f"cancelled {cancelled} batch job{'s' * (cancelled > 1)} "
+                                    "left by an earlier driver of this folder")
+        self.store.set_meta(batch_jobs={"cluster": scheduler.cluster, "name": name}
+                            if isinstance(scheduler, Cluster) else None)
+        return start_executor(scheduler, self.settings.workers, name)
 
     def nearby_executor(self):
         """Where the pilot and studies too short for a cluster run: this process for sync and

@@ -272,12 +272,13 @@ def planned_workers(scheduler, workers: int | None) -> int:
     return workers or default_workers()
 
 
-def start_executor(scheduler, workers: int | None):
-    """The executor for `scheduler`: sync, threads, local, tcp://host:port or a cluster block."""
+def start_executor(scheduler, workers: int | None, job_name: str = "studyrun"):
+    """The executor for `scheduler`: sync, threads, local, tcp://host:port or a cluster block
+    (whose batch jobs are called `job_name`)."""
     from .clusters import start_cluster
 
     if isinstance(scheduler, Cluster):
-        client, cluster = start_cluster(scheduler)
+        client, cluster = start_cluster(scheduler, job_name)
         return DaskExecutor(client, cluster, scheduler.cluster, scheduler.most_workers)
     workers = workers or default_workers()
     if scheduler == "sync":

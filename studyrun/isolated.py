@@ -193,6 +193,7 @@ def serve(reading: int, writing: int) -> None:
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the driver's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the driver's handler, inherited by fork
     try:  # a model out of memory here should be what the kernel kills, not the driver
         with open("/proc/self/oom_score_adj", "w") as adjust:
             adjust.write("1000")

@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+from .clusters import slurm_jobs
 from .outputs import read_analysis
 from .store import quote, stored_columns
 from .store_view import StoreView, run_name
@@ -61,6 +62,8 @@ def describe_status(folder: Path, errors: int = 5) -> str:
         else:
             lines.append(f"runs: {recorded} recorded ({ok} succeeded, {failed} failed)")
         lines += rate_lines(view, recorded, planned, state.startswith("running"))
+        if state.startswith("running"):
+            lines += job_lines(view.meta.get("batch_jobs"))
         last = view.query("SELECT id, error FROM runs WHERE status = 'failed' ORDER BY rowid DESC "
                           "LIMIT ?", (errors,))
         if last:
@@ -90,6 +93,21 @@ def rate_lines(view: StoreView, recorded: int, planned: int | None, running: boo
         lines.append(f"model: {mean:.3g} s per run on average, on {workers} worker"
                      f"{'s' * (workers != 1)}")
     return lines
+
+
+def job_lines(jobs: dict | None) -> list[str]:
+    """The study's batch jobs by state, as squeue lists them (SLURM only)."""
+    if not jobs or jobs.get("cluster") != "slurm":
+        return []
+    listed = slurm_jobs(jobs["name"])
+    if listed is None:
+        return [f"jobs: unknown (squeue failed; its jobs are called {jobs['name']})"]
+    states: dict[str, int] = {}
+    for _, state in listed:
+        states[state.lower()] = states.get(state.lower(), 0) + 1
+    order = sorted(states, key=lambda s: (s != "running", s != "pending", s))
+    shown = ", ".join(f"{states[s]} {s}" for s in order) or "none"
+    return [f"jobs: {shown} (squeue --name {jobs['name']})"]
 
 
 def describe_runs(folder: Path, failed_only: bool = False, limit: int | None = None) -> str:

@@ -256,3 +256,16 @@ def test_a_job_that_ends_early_is_replaced(study_dir, batch_system):
     assert len((fake / "submitted").read_text().split()) >= 2, "no job replaced the lost one"
     assert len(set(result.runs["worker"])) >= 2
     assert jobs_ended(fake)
+
+
+def test_ctrl_c_stays_a_keyboard_interrupt_once_dask_jobqueue_is_imported():
+    """dask_jobqueue's import replaces Ctrl-C's handler with a silent sys.exit() (status 0): a
+    cluster study's driver would stop as if it had finished. studyrun puts Python's back."""
+    import subprocess
+    import sys
+
+    code = ("import signal; from studyrun.clusters import cluster_class; cluster_class('slurm'); "
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(studyrun.__file__).parents[1])})
+    assert done.stdout.strip() == "True", done.stderr

@@ -363,17 +363,20 @@ def test_a_crash_under_sync_ends_the_driver_with_a_non_zero_status_and_where(stu
     assert 0 < count_runs(study_dir / "out" / "runs.sqlite") < 18
 
 
-def test_ctrl_c_of_the_driver_still_stops_a_sync_study(study_dir):
-    """A SIGINT to the driver is not a run's KeyboardInterrupt: it stops the study (exit status
-    130, every recorded run kept, none failed), though the model is running when it arrives."""
+@pytest.mark.parametrize("sent, code, word", [(signal.SIGINT, 130, "interrupted"),
+                                               (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_or_sigterm_of_the_driver_still_stops_a_sync_study(study_dir, sent, code, word):
+    """A SIGINT (or a batch system's SIGTERM) to the driver is not a run's KeyboardInterrupt: it
+    stops the study (exit status 130, or 143), every recorded run kept, none failed, though the
+    model is running when it arrives."""
     study = slow_study(study_dir, "sync")
     out = study_dir / "out"
     process = start_study(study, out)
     wait_for_runs(process, out / "runs.sqlite", 12)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sent)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr
-    assert "interrupted" in stderr
+    assert process.returncode == code, stderr
+    assert word in stderr
     with sqlite3.connect(out / "runs.sqlite") as db:
         assert db.execute("SELECT count(*) FROM runs WHERE status != 'ok'").fetchone()[0] == 0
     assert not (out / "analysis.json").exists()
