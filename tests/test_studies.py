@@ -12,7 +12,8 @@ ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
          "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
          "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe",
-         "tank-inflow", "chain-gradient", "correlated-sum-montecarlo", "ishigami-given-delta"]
+         "tank-inflow", "chain-gradient", "correlated-sum-montecarlo", "ishigami-given-delta",
+         "ishigami-sobol-precision"]
 
 
 @pytest.mark.slow

@@ -12,19 +12,33 @@ uniform parameter that is exactly what SALib gives with `bounds: [low, high]`. S
 design only for the direction of each step, so the natural-unit design matrix is passed as it
 is (a monotone ppf keeps every direction).
 
+With `trajectories: {start, until: stable, max}` trajectories are added in rounds that double
+their count (round k drawn from the study seed's child k) until the ranking by mu_star of every
+quantity is the same over two consecutive doublings, or the count would pass max.
+
 Formulas, defaults and edge cases: docs/methods.md, "Morris elementary effects".
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
+from .precision import Round, doublings, grow
+from .precision_report import reached_line, widths_plot
 from .salib import (
     MIN_BLOCKS,
     Confidence,
@@ -45,6 +59,30 @@ if TYPE_CHECKING:
     from ..report.figures import Figures
 
 KEYS = ("mu", "mu_star", "sigma", "mu_star_conf")
+STABLE_ROUNDS = 3  # the same ranking at N, 2N and 4N: stable over two doublings
+
+
+class Trajectories(BaseModel):
+    """`trajectories: {start, until: stable, max}`: double until the mu_star ranking settles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start: int = Field(ge=2, description="trajectories in the first round")
+    until: Literal["stable"] = Field(description="stable: the ranking by mu_star of every "
+                                                 "quantity is unchanged over two doublings")
+    max: PositiveInt = Field(description="never more trajectories than this")
+
+    @field_validator("max")
+    @classmethod
+    def _room_for_two_doublings(cls, value: int, info: ValidationInfo) -> int:
+        start = info.data.get("start")
+        if start is not None and value < 4 * start:
+            raise ValueError(f"max ({value}) leaves no room for two doublings of start "
+                             f"({start}); give a max of at least {4 * start}")
+        return value
+
+    def sizes(self) -> list[int]:
+        return doublings(self.start, self.max)
 
 
 class Morris(AnalysisSpec):
@@ -53,7 +91,9 @@ class Morris(AnalysisSpec):
     without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
-    trajectories: int = Field(10, ge=2, description="trajectories (candidates when optimising)")
+    trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
+        10, description="trajectories (candidates when optimising); or {start, until: stable, "
+                        "max}: doubled until the ranking by mu_star is stable")
     levels: int = Field(4, ge=2, description="grid levels per parameter (even)")
     optimal_trajectories: int | None = Field(
         None, description="keep this many of `trajectories`, spread out (Campolongo 2007)")
@@ -71,7 +111,10 @@ class Morris(AnalysisSpec):
     @model_validator(mode="after")
     def _optimal_below_trajectories(self) -> "Morris":
         k = self.optimal_trajectories
-        if k is not None and not 2 <= k < self.trajectories:
+        if k is not None and isinstance(self.trajectories, Trajectories):
+            raise ValueError("optimal_trajectories needs a fixed number of trajectories; growing "
+                             "trajectories are added as drawn")
+        if k is not None and not 2 <= k < self.trajectories:  # type: ignore[operator]
             raise ValueError(f"optimal_trajectories must be between 2 and trajectories - 1 "
                              f"({self.trajectories - 1}); got {k}")
         return self
@@ -79,26 +122,88 @@ class Morris(AnalysisSpec):
     def check(self, context: StudyContext) -> list[Problem]:
         return check_varied(context.varied, "morris")
 
+    @property
+    def iterative(self) -> bool:  # type: ignore[override]
+        """Growing trajectories are added round by round through `iterate`."""
+        return isinstance(self.trajectories, Trajectories)
+
     def run_count(self, context: StudyContext) -> tuple[int, str]:
+        if isinstance(self.trajectories, Trajectories):
+            return self.trajectories.max * (len(context.varied) + 1), "trajectories.max"
         return self.trajectories * (len(context.varied) + 1), "trajectories"
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        """Morris trajectories on the unit grid, mapped through each parameter's ppf."""
+        """Morris trajectories on the unit grid, mapped through each parameter's ppf (the first
+        round's when they grow)."""
+        if isinstance(self.trajectories, Trajectories):
+            return self.grown(context, seed, self.trajectories.start)
+        return self.rounds_design(context, seed, [self.trajectories])
+
+    def grown(self, context: StudyContext, seed: np.random.SeedSequence, count: int) -> Design:
+        """The first `count` trajectories of a growing design: the first round's drawn as a
+        fixed `trajectories: start` study draws them, each later round from its own child seed."""
+        assert isinstance(self.trajectories, Trajectories)
+        sizes = [n for n in self.trajectories.sizes() if n <= count]
+        return self.rounds_design(context, seed, [sizes[0], *sizes[:-1]])
+
+    def rounds_design(self, context: StudyContext, seed: np.random.SeedSequence,
+                      counts: list[int]) -> Design:
+        """Rounds of `counts` trajectories one after another; round k > 0 drawn from the seed's
+        child k."""
         from SALib.sample import morris as morris_sample
 
         parameters = context.varied
         names = list(parameters)
         sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
-        unit = morris_sample.sample(unit_problem(names), self.trajectories,
-                                    num_levels=self.levels,
-                                    optimal_trajectories=self.optimal_trajectories,
-                                    local_optimization=self.local_optimization, seed=sample_seed)
+        units = []
+        for k, count in enumerate(counts):
+            child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k))
+            units.append(morris_sample.sample(
+                unit_problem(names), count, num_levels=self.levels,
+                optimal_trajectories=self.optimal_trajectories,
+                local_optimization=self.local_optimization,
+                seed=sample_seed if k == 0 else int(child.generate_state(1)[0])))
+        unit = np.vstack(units)
         matrix = map_to_natural(unit, parameters, names)
         check_steps(unit, matrix, names)
         info = {"method": "morris", "trajectories": len(unit) // (len(names) + 1),
                 "block": len(names) + 1, "levels": self.levels,
                 "bootstrap_seed": bootstrap_seed or 1}
         return Design(names, matrix, info)
+
+    def describe_design(self, design: Design, context: StudyContext) -> str:
+        if not isinstance(self.trajectories, Trajectories):
+            return ""
+        target, block = self.trajectories, len(context.varied) + 1
+        return (f"morris: {target.start} trajectories of {block} runs, doubled round by round "
+                f"(each round drawn afresh, every earlier run reused) until the ranking by "
+                f"mu_star of every quantity is the same over two doublings, or the trajectories "
+                f"reach {target.max} ({target.max * block} runs)")
+
+    def iterate(self, evaluate, context: StudyContext, seed: np.random.SeedSequence) -> dict:
+        """Double the trajectories until every quantity's mu_star ranking is stable."""
+        assert isinstance(self.trajectories, Trajectories)
+        rankings: list[dict[str, list[str] | None]] = []
+
+        def stable(results: dict[str, Any]) -> dict[str, bool]:
+            rankings.append({name: ranking(entry) for name, entry in results.items()})
+            last = rankings[-STABLE_ROUNDS:]
+            return {name: len(last) == STABLE_ROUNDS and last[0][name] is not None
+                    and all(r.get(name) == last[0][name] for r in last) for name in results}
+
+        rounds = grow(evaluate, self.trajectories.sizes(), lambda n: self.grown(context, seed, n),
+                      lambda outcome: self.analyse(outcome, context), stable)
+        last = rounds[-1]
+        results = {}
+        for name, entry in last.results.items():
+            entry = entry | {"samples_reached": last.size, "target_met": last.met[name],
+                             "target": "stable", "convergence": rounds_table(rounds, name)}
+            if not last.met[name]:
+                entry["warnings"] = [*entry.get("warnings", []),
+                                     f"the ranking by mu_star was not stable over two doublings "
+                                     f"by {last.size} trajectories (trajectories.max)"]
+            results[name] = entry
+        return results
 
     def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """mu, mu_star, sigma, mu_star_conf per quantity, on trajectories without failures."""
@@ -136,11 +241,35 @@ class Morris(AnalysisSpec):
                  "mu_star means interactions or non-linearity."]
         for name, entry in analysis.get("results", {}).items():
             parts.append(f"### {name}")
-            parts += [facts_line(entry), index_table(entry, KEYS)]
+            parts += [reached_line(entry, "trajectories"), facts_line(entry),
+                      index_table(entry, KEYS)]
             if "mu_star" in entry:
                 parts.append(draw_mu_star_sigma(name, entry, figures))
+            if "convergence" in entry:
+                table = entry["convergence"]
+                parts.append(widths_plot(name, "morris", table["N"], table["mu_star_conf"], None,
+                                         figures, "mu_star_conf (95% half-width)"))
             parts.append(warnings_block(entry))
         return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def ranking(entry: dict[str, Any]) -> list[str] | None:
+    """The parameters by decreasing mu_star (ties in study order); None without numbers."""
+    stars = entry.get("mu_star")
+    if not stars or None in stars.values():
+        return None
+    return sorted(stars, key=lambda f: -stars[f])
+
+
+def rounds_table(rounds: list[Round], name: str) -> dict[str, Any]:
+    """Trajectories N -> mu_star, mu_star_conf and the ranking, per round."""
+    entries = [r.results[name] for r in rounds]
+    factors = list(entries[-1].get("mu_star", {}))
+    return {"N": [r.size for r in rounds],
+            "mu_star": {f: [e.get("mu_star", {}).get(f) for e in entries] for f in factors},
+            "mu_star_conf": {f: [e.get("mu_star_conf", {}).get(f) for e in entries]
+                             for f in factors},
+            "ranking": [ranking(e) for e in entries]}
 
 
 def check_steps(unit: np.ndarray, matrix: np.ndarray, names: list[str]) -> None:

@@ -24,11 +24,12 @@ from .continuous import (
 )
 from .correlation import correlate_unit, design_facts
 from .mapping import map_unit, varied
-from .sampling import sample_unit, sample_unit_chunks
+from .sampling import sample_unit, sample_unit_chunks, sample_unit_range
 from .union import ParameterSpec
 from .values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",
            "Real", "Triangular", "TruncNormal", "Uniform", "Whole", "correlate_unit",
-           "design_facts", "map_unit", "sample_unit", "sample_unit_chunks", "stats", "varied"]
+           "design_facts", "map_unit", "sample_unit", "sample_unit_chunks", "sample_unit_range",
+           "stats", "varied"]

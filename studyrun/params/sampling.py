@@ -21,6 +21,13 @@ def _rng_keyword() -> str:
     return "rng" if "rng" in inspect.signature(stats.qmc.Sobol.__init__).parameters else "seed"
 
 
+def _generator(seed: np.random.SeedSequence) -> np.random.Generator:
+    """A generator on a copy of `seed`: scipy's qmc engines spawn from the generator's
+    SeedSequence, which would otherwise change what the same seed gives the next time."""
+    copy = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
+    return np.random.Generator(np.random.PCG64(copy))
+
+
 def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
                 seed: np.random.SeedSequence) -> np.ndarray:
     """n points of the open unit cube (0, 1)^d, the same for the same seed.
@@ -29,7 +36,7 @@ def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
     """
     if n < 0 or d < 1:
         raise ValueError(f"sample_unit needs n >= 0 and d >= 1; got n={n}, d={d}")
-    rng = np.random.Generator(np.random.PCG64(seed))
+    rng = _generator(seed)
     if n == 0:
         return np.empty((0, d))
     if method == "random":
@@ -44,6 +51,17 @@ def sample_unit(n: int, d: int, method: Literal["random", "lhs", "sobol"],
     return np.clip(u, _EPS, 1 - _EPS)
 
 
+def sample_unit_range(start: int, stop: int, d: int, method: Literal["random", "lhs", "sobol"],
+                      seed: np.random.SeedSequence) -> np.ndarray:
+    """Points start..stop of a sample that grows in batches: random and sobol continue one
+    sequence (the first n points are `sample_unit(n)`'s); lhs adds a Latin hypercube of its own
+    per batch, seeded by its start, so each batch is space-filling on its own."""
+    if method == "lhs":
+        batch_seed = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, start))
+        return sample_unit(stop - start, d, "lhs", batch_seed if start else seed)
+    return sample_unit(stop, d, method, seed)[start:]
+
+
 def sample_unit_chunks(n: int, d: int, method: Literal["random", "lhs", "sobol"],
                        seed: np.random.SeedSequence, rows: int) -> Iterator[np.ndarray]:
     """The points of `sample_unit` in consecutive slices of at most `rows`, drawn as they are
@@ -51,7 +69,7 @@ def sample_unit_chunks(n: int, d: int, method: Literal["random", "lhs", "sobol"]
     if method == "lhs" or n <= rows:
         yield sample_unit(n, d, method, seed)
         return
-    rng = np.random.Generator(np.random.PCG64(seed))
+    rng = _generator(seed)
     if method == "random":
         def draw(k: int) -> np.ndarray:
             return rng.random((k, d))

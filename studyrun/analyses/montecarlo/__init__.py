@@ -1,6 +1,10 @@
 """Monte Carlo uncertainty propagation: moments, percentiles and rank correlations (as Dakota's
 sampling method reports them).
 
+With `samples: {start, until: {ci} or {rel_ci}, max}` the runs double along the sequence
+(every earlier run reused) until the 95% interval of every mean and asked-for percentile is
+within the target (`precision.py`).
+
 Formulas, defaults and edge cases: docs/methods.md, "Monte Carlo summaries".
 """
 
@@ -12,10 +16,18 @@ import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
-from ...params import correlate_unit, design_facts, map_unit, sample_unit, sample_unit_chunks
+from ...params import (
+    correlate_unit,
+    design_facts,
+    map_unit,
+    sample_unit,
+    sample_unit_chunks,
+    sample_unit_range,
+)
 from ...report.figures import shown_rows
 from ...report.markdown import table
 from ..given import ReadsGiven, not_with_from
+from ..precision import Samples, grow, reached
 from .ranks import Ranks, StreamedSpearman
 
 
@@ -24,7 +36,10 @@ class Montecarlo(ReadsGiven):
     quantity's distribution."""
 
     type: Literal["montecarlo"]
-    samples: PositiveInt = Field(1000, description="number of runs (not with from)")
+    samples: PositiveInt | Samples = Field(
+        1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
+                          "max}: runs double until the 95% interval of every mean and "
+                          "percentile is within it")
     sampling: Literal["random", "lhs", "sobol"] = "random"
     percentiles: list[float] = Field(default_factory=lambda: [5.0, 50.0, 95.0])
 
@@ -35,10 +50,19 @@ class Montecarlo(ReadsGiven):
         not_with_from(self, "samples", "sampling")
         return self
 
+    @property
+    def iterative(self) -> bool:  # type: ignore[override]
+        """A precision target grows the sample round by round through `iterate`."""
+        return isinstance(self.samples, Samples)
+
     def run_count(self, context) -> tuple[int, str] | None:
+        if isinstance(self.samples, Samples):
+            return self.samples.max, "samples.max"
         return None if self.from_ is not None else (self.samples, "samples")
 
     def design(self, context, seed) -> Design:
+        if isinstance(self.samples, Samples):  # the first round's runs
+            return self.grown(context, seed, self.samples.start)
         rows = self.given(context)
         if rows is not None:
             return rows.design({"sampling": "given"})
@@ -47,9 +71,57 @@ class Montecarlo(ReadsGiven):
             return Design([], np.zeros((self.samples, 0)))
         return self.drawn(context, sample_unit(self.samples, d, self.sampling, seed))
 
+    def grown(self, context, seed, size: int) -> Design:
+        """The first `size` runs of a growing sample: one sequence for random and sobol (the
+        same runs as a fixed `samples: size`), a hypercube per doubling for lhs (each
+        correlated on its own, so the earlier runs stay as they were)."""
+        assert isinstance(self.samples, Samples)
+        names = list(context.varied)
+        if not names:
+            return Design(names, np.zeros((size, 0)))
+        bounds = [0, *(n for n in self.samples.sizes() if n <= size)]
+        u = np.vstack([correlate_unit(sample_unit_range(a, b, len(names), self.sampling, seed),
+                                      context.correlation, self.sampling)
+                       for a, b in zip(bounds, bounds[1:])])
+        x = map_unit(context.varied, u)
+        return Design(names, x, {"sampling": self.sampling,
+                                 **design_facts(context.correlation, names, x)})
+
+    def describe_design(self, design: Design, context) -> str:
+        if not isinstance(self.samples, Samples):
+            return ""
+        target = self.samples
+        return (f"montecarlo: {target.start} runs ({self.sampling}), doubled along the sequence "
+                f"(every earlier run reused) until the 95% interval of every mean and percentile "
+                f"is within {target.until.describe()}, or the runs reach {target.max}")
+
+    def iterate(self, evaluate, context, seed) -> dict[str, Any]:
+        """Double the runs until every quantity's intervals meet the target."""
+        from .precision import rounds_table, target_met, with_intervals
+
+        assert isinstance(self.samples, Samples)
+        until = self.samples.until
+        bootstrap = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, 0))
+
+        def analyse(outcome: Outcome) -> dict[str, Any]:
+            results = self.analyse(outcome, context)
+            for name, values in outcome.values.items():
+                kept = values[outcome.ok & np.isfinite(values)]
+                results[name] = with_intervals(results[name], kept, self.percentiles, bootstrap)
+            return results
+
+        rounds = grow(evaluate, self.samples.sizes(), lambda n: self.grown(context, seed, n),
+                      analyse, lambda results: {name: target_met(entry, until)
+                                                for name, entry in results.items()})
+        results = reached(rounds, until)
+        for name, entry in results.items():
+            entry["convergence"] = rounds_table(rounds, name)
+        return results
+
     def design_chunks(self, context, seed, rows):
         d = len(context.varied)
-        if not d or self.samples <= rows or self.from_ is not None:
+        if (isinstance(self.samples, Samples) or not d or self.samples <= rows
+                or self.from_ is not None):
             yield self.design(context, seed)
             return
         for i, u in enumerate(sample_unit_chunks(self.samples, d, self.sampling, seed, rows)):
@@ -106,12 +178,18 @@ class Montecarlo(ReadsGiven):
                 for q, r in results.items()]
         lines = ["## Monte Carlo", "", table(["quantity", "runs", "mean", "std", "min", "max",
                                               *(f"p{label(p)}" for p in self.percentiles)], rows), ""]
-        names = outcome.design.names if outcome else []
+        names = (outcome.design.names if outcome else  # a grown sample's report has no runs
+                 list(next(iter(results.values()), {}).get("correlations", {})))
         if names:
             lines += ["### Rank correlations (Spearman)", "",
                       table(["quantity", *names],
                             [[q, *(r["correlations"].get(p) for p in names)] for q, r in results.items()]), ""]
         lines += correlation_table(analysis.get("design", {}))
+        for q, r in results.items():
+            if "convergence" in r:
+                from .precision import precision_section
+
+                lines += precision_section(q, r, figures)
         if outcome is not None:
             lines += draw_distributions(outcome, figures)
         return "\n".join(lines)

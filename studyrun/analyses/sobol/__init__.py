@@ -13,6 +13,11 @@ dropped_runs (a block with a failed run is dropped whole), `convergence` (point 
 from the first N/4, N/2 and N surviving base samples), and `warnings`. Series named in
 `outputs` get S1 and ST at every output time (`analyse_series`).
 
+With `samples: {start, until: {ci}, max}` N doubles along the same Sobol' sequence (every
+earlier run reused) until every S1_conf and ST_conf is at most ci (`precision.py`); the final
+round's indices equal those of a fixed `samples: N` study, and `convergence` then holds every
+round's indices and intervals.
+
 Formulas, defaults and edge cases: docs/methods.md, "Sobol' indices".
 """
 
@@ -28,6 +33,7 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
 from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
+from ..precision import PowerOfTwoSamples, Round, grow, reached
 from ..salib import (
     MIN_BLOCKS,
     Confidence,
@@ -62,8 +68,10 @@ class Sobol(AnalysisSpec):
     without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["sobol"]
-    samples: int = Field(1024, description="base samples N (a power of 2); runs = N (D + 2), "
-                                           "or N (2D + 2) with second_order")
+    samples: int | PowerOfTwoSamples = Field(
+        1024, description="base samples N (a power of 2); runs = N (D + 2), or N (2D + 2) with "
+                          "second_order; or {start, until: {ci}, max}: N doubles until every "
+                          "S1_conf and ST_conf is at most ci")
     second_order: bool = False
     confidence: Confidence = 0.95
     resamples: Resamples = 100
@@ -74,13 +82,28 @@ class Sobol(AnalysisSpec):
 
     @field_validator("samples")
     @classmethod
-    def _samples_power_of_two(cls, value: int) -> int:
-        return check_power_of_two(value, "sobol")
+    def _samples_power_of_two(cls, value: int | PowerOfTwoSamples) -> int | PowerOfTwoSamples:
+        return check_power_of_two(value, "sobol") if isinstance(value, int) else value
+
+    @property
+    def iterative(self) -> bool:  # type: ignore[override]
+        """A precision target grows the design round by round through `iterate`."""
+        return isinstance(self.samples, PowerOfTwoSamples)
+
+    @property
+    def base_samples(self) -> int:
+        """N of the fixed design; with a precision target, the most N may reach."""
+        return self.samples if isinstance(self.samples, int) else self.samples.max
 
     def check(self, context: StudyContext) -> list[Problem]:
         """At least one varied parameter; groups must name varied parameters, each once; each of
         `outputs` is an output of the model, where the model declares its outputs."""
-        return self.parameter_problems(context.varied) + unknown_outputs(self.outputs, context.model)
+        problems = self.parameter_problems(context.varied)
+        if self.outputs and not isinstance(self.samples, int):
+            problems.append(Problem("time-resolved indices need a fixed samples: N; run this "
+                                    "study without outputs, then one with samples: N reached",
+                                    path="outputs"))
+        return problems + unknown_outputs(self.outputs, context.model)
 
     def parameter_problems(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
         if not parameters:
@@ -100,21 +123,54 @@ class Sobol(AnalysisSpec):
             factors = len(unique_labels(names, group_labels(names, self.groups)))
         except StudyError:  # reported by check()
             factors = len(names)
-        return self.samples * ((2 if self.second_order else 1) * factors + 2), "samples"
+        key = "samples" if isinstance(self.samples, int) else "samples.max"
+        return self.base_samples * ((2 if self.second_order else 1) * factors + 2), key
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        """Saltelli's cross-sampled Sobol' points on the unit cube, mapped through each ppf."""
+        """Saltelli's cross-sampled Sobol' points on the unit cube (the first round's with a
+        precision target), mapped through each ppf."""
+        if isinstance(self.samples, int):
+            return self.saltelli(context, seed, self.samples)
+        return self.saltelli(context, seed, self.samples.start)
+
+    def describe_design(self, design: Design, context: StudyContext) -> str:
+        if isinstance(self.samples, int):
+            return ""
+        block, target = design.info["block"], self.samples
+        return (f"sobol: Saltelli blocks of {block} runs; N = {target.start} base samples "
+                f"({target.start * block} runs), doubled along the same Sobol' sequence (every "
+                f"earlier run reused) until every S1_conf and ST_conf is at most "
+                f"{target.until.ci}, or N reaches {target.max} ({target.max * block} runs)")
+
+    def iterate(self, evaluate, context: StudyContext, seed: np.random.SeedSequence) -> dict:
+        """Double N until every quantity's intervals meet the target; the last round's results."""
+        assert isinstance(self.samples, PowerOfTwoSamples)
+        target = self.samples.until
+        rounds = grow(evaluate, self.samples.sizes(),
+                      lambda n: self.saltelli(context, seed, n),
+                      lambda outcome: self.analyse(outcome, context),
+                      lambda results: {name: intervals_met(entry, target.ci)
+                                       for name, entry in results.items()})
+        results = reached(rounds, target)
+        for name, entry in results.items():
+            if "S1" in entry:
+                entry["convergence"] = rounds_table(rounds, name, list(entry["S1"]))
+        return results
+
+    def saltelli(self, context: StudyContext, seed: np.random.SeedSequence, samples: int) -> Design:
+        """N = `samples` Saltelli blocks; a larger N continues the same sequence (SALib's
+        sample(2N) begins with sample(N) for the same seed)."""
         from SALib.sample import sobol as sobol_sample
 
         parameters = context.varied
         names = list(parameters)
         labels = group_labels(names, self.groups)
         sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
-        unit = sobol_sample.sample(unit_problem(names, labels), self.samples,
+        unit = sobol_sample.sample(unit_problem(names, labels), samples,
                                    calc_second_order=self.second_order, seed=sample_seed)
         factors = unique_labels(names, labels)
         block = (2 if self.second_order else 1) * len(factors) + 2
-        info = {"method": "sobol", "base_samples": self.samples, "block": block,
+        info = {"method": "sobol", "base_samples": samples, "block": block,
                 "factors": factors, "groups": labels, "bootstrap_seed": bootstrap_seed or 1}
         return Design(names, map_to_natural(unit, parameters, names), info)
 
@@ -183,6 +239,20 @@ class Sobol(AnalysisSpec):
         from .report import write_report
 
         return write_report(analysis, figures)
+
+
+def intervals_met(entry: dict[str, Any], ci: float) -> bool:
+    """Every S1_conf and ST_conf of a quantity's entry is known and at most `ci`."""
+    widths = [w for key in ("S1_conf", "ST_conf") for w in entry.get(key, {None: None}).values()]
+    return all(w is not None and w <= ci for w in widths)
+
+
+def rounds_table(rounds: list[Round], name: str, factors: list[str]) -> dict[str, Any]:
+    """N -> S1, ST, S1_conf and ST_conf of each round (null where a round gave an error)."""
+    table: dict[str, Any] = {"N": [r.size for r in rounds]}
+    for key in ("S1", "ST", "S1_conf", "ST_conf"):
+        table[key] = {f: [r.results[name].get(key, {}).get(f) for r in rounds] for f in factors}
+    return table
 
 
 def estimate_indices(blocks: np.ndarray, factors: int) -> tuple[np.ndarray, np.ndarray]:

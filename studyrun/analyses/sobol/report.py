@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...report.markdown import table
+from ...report.markdown import format_number, table
+from ..precision_report import reached_line, widths_plot
 from ..salib.report import (
     bar_chart,
     facts_line,
@@ -39,7 +40,8 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
 
 def quantity_section(name: str, entry: dict[str, Any], figures: "Figures") -> str:
     """Table, bar chart, second-order table and convergence plot for one quantity."""
-    parts = [facts_line(entry), index_table(entry, ("S1", "S1_conf", "ST", "ST_conf"))]
+    parts = [reached_line(entry, "base samples"), facts_line(entry),
+             index_table(entry, ("S1", "S1_conf", "ST", "ST_conf")), outside_unit(entry)]
     if "S1" in entry:
         parts.append(bar_chart(figures, figure_name("sobol", name), entry, ("S1", "ST"),
                                f"Sobol' indices: {name}"))
@@ -49,8 +51,35 @@ def quantity_section(name: str, entry: dict[str, Any], figures: "Figures") -> st
         parts.append(table(["parameter", "with", "S2", "S2_conf"], rows))
     if "convergence" in entry:
         parts.append(convergence_plot(name, entry["convergence"], figures))
+    if "S1_conf" in entry.get("convergence", {}):
+        table_ = entry["convergence"]
+        widths = {f"{key} {f}": values for key in ("S1_conf", "ST_conf")
+                  for f, values in table_[key].items()}
+        parts.append(widths_plot(name, "sobol", table_["N"], widths,
+                                 entry.get("target", {}).get("ci"), figures,
+                                 "95% half-width"))
     parts.append(warnings_block(entry))
     return "\n\n".join(p for p in parts if p)
+
+
+def outside_unit(entry: dict[str, Any]) -> str:
+    """One sentence per index estimated below 0 or above 1: reported as computed, explained."""
+    lines = []
+    for key in ("S1", "ST"):
+        for factor, value in entry.get(key, {}).items():
+            conf = entry.get(f"{key}_conf", {}).get(factor)
+            if value is None or 0.0 <= value <= 1.0:
+                continue
+            bound = 0.0 if value < 0 else 1.0
+            covered = conf is not None and abs(value - bound) <= conf
+            why = (f"its interval (± {format_number(conf)}) covers {bound:g}, so this is "
+                   "sampling noise around a true value at the bound" if covered else
+                   "beyond its interval: the estimates have not converged; increase samples")
+            lines.append(f"- {key} of {factor} is {format_number(value)}, "
+                         f"{'below 0' if value < 0 else 'above 1'}: a true index lies in "
+                         f"[0, 1], but its estimate is a difference of sample averages and is "
+                         f"reported as computed; {why}.")
+    return "\n".join(lines)
 
 
 def convergence_plot(name: str, convergence: dict[str, Any], figures: "Figures") -> str:

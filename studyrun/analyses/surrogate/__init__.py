@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
-from ...params import correlate_unit, map_unit, sample_unit
+from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from ..base import AnalysisSpec, StudyContext
 from ..given import given_problems, read_given
 from ..salib import Confidence, Resamples
@@ -180,12 +180,7 @@ class Surrogate(AnalysisSpec):
     def sequence(self, context: StudyContext, seed, start: int, stop: int) -> np.ndarray:
         """Runs start..stop of the design's sequence, in natural units (sobol and random: the
         prefix property; lhs: a hypercube per batch, seeded by its start)."""
-        d = len(context.varied)
-        if self.sampling == "lhs":
-            batch_seed = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, start))
-            unit = sample_unit(stop - start, d, "lhs", batch_seed if start else seed)
-        else:
-            unit = sample_unit(stop, d, self.sampling, seed)[start:]
+        unit = sample_unit_range(start, stop, len(context.varied), self.sampling, seed)
         return map_unit(context.varied, correlate_unit(unit, context.correlation, self.sampling))
 
     def more_needed(self, fitted: dict[str, "Fitted"], size: int) -> bool:
