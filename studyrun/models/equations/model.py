@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from ...core.errors import Problem, StudyError
 from ..base import ModelSpec
@@ -24,8 +24,8 @@ class EquationModel(ModelSpec):
     lookups: dict[str, LookupSpec] = {}
     constants: dict[str, float] = {}
     method: Method = "RK45"
-    rtol: float = 1e-6
-    atol: float = 1e-9
+    rtol: float = Field(1e-6, gt=0, description="relative tolerance of adaptive solvers")
+    atol: float = Field(1e-9, ge=0, description="absolute tolerance of adaptive solvers")
 
     @field_validator("method", mode="before")
     @classmethod
