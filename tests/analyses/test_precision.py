@@ -224,9 +224,9 @@ execution: {{scheduler: sync, batch_size: 5}}
 
 
 @pytest.mark.slow
-def test_grown_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
-    """Batch sizes 1, the default and 64 on a real LocalCluster of two workers, for each growing
-    analysis: the same rounds and the same numbers."""
+def test_grown_results_do_not_depend_on_batch_size_or_cluster(tmp_path, dask_scheduler):
+    """Batch sizes 1, the default and 64 on a real Dask scheduler with two worker processes, for
+    each growing analysis: the same rounds and the same numbers."""
     for analysis, function, parameters in [
             ("{type: sobol, samples: {start: 16, until: {ci: 0.001}, max: 64}}", "ishigami",
              ISHIGAMI_PARAMETERS),
@@ -240,7 +240,7 @@ def test_grown_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
         for batch in (1, "auto", 64):
             text = path.read_text().replace(
                 "execution: {scheduler: sync}",
-                f"execution: {{scheduler: local, workers: 2, batch_size: {batch}}}")
+                f"execution: {{scheduler: '{dask_scheduler}', batch_size: {batch}}}")
             results.append(studyrun.run(write_study(tmp_path, text, f"{kind}-{batch}.yaml"),
                                         tmp_path / f"{kind}-{batch}").results)
         assert len(results[0]["y"]["convergence"]["N"]) >= 3, kind
