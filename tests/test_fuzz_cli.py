@@ -13,14 +13,13 @@ import sys
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_fuzz_common import LOCATED, REPO, copy_studies, examples, study_files
+from test_fuzz_common import FAST, LOCATED, REPO, copy_studies, examples, study_files
 from test_fuzz_studies import YAMLISH, dump, mutate, mutate_text, original
 
 pytestmark = pytest.mark.slow  # fuzzing the studyrun CLI in subprocesses
 
-FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 CLI_TIME_LIMIT = 60  # seconds for one call on many files (python's start-up included)
 
 

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from test_fuzz_common import assert_located, examples
+from test_fuzz_common import FAST, assert_located, examples
 
 from studyrun.core.batch import RunContext
 from studyrun.core.errors import StudyError
@@ -27,7 +27,6 @@ from studyrun.loading import load_study
 from studyrun.models.command import Command
 from studyrun.pipeline import run_study
 
-FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 SENTINEL = Path("/tmp") / f"studyrun-pwned-{os.getpid()}"
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from conftest import run_earlier_steps
+from hypothesis import HealthCheck, Phase, settings
 
 from studyrun.core.errors import StudyError
 from studyrun.loading import load_study
@@ -25,6 +26,13 @@ STUDIES = REPO / "studies"
 LOCATED = re.compile(r"^[^:\n]+:\d+:\d+: ")
 TIME_LIMIT = 10.0  # seconds for one load (a few ms as a rule); a hang fails, a slow CI does not
 SCALE = float(os.environ.get("STUDYRUN_FUZZ_SCALE", "1"))  # e.g. 20 for a long hunt
+
+
+# No explain phase: after a failure it replays examples under a line tracer, which with the audit
+# hook below turns a failing example of seconds into minutes (past pytest-timeout, which then
+# hides the failure itself behind a FlakyStrategyDefinition).
+FAST = settings(deadline=None, suppress_health_check=list(HealthCheck),
+                phases=[phase for phase in Phase if phase is not Phase.explain])
 
 
 def examples(count: int) -> int:

@@ -21,15 +21,13 @@ import cloudpickle
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_fuzz_common import STUDIES, examples, load_cleanly, time_limit, watched
+from test_fuzz_common import FAST, STUDIES, examples, load_cleanly, time_limit, watched
 
 from studyrun.core.batch import ModelOutput
 from studyrun.expr import BUILTINS, MAX_DEPTH, Expr, ExprError, parse
 from studyrun.quantities import FUNCTIONS, Quantities, parse_quantity
-
-FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 # ------------------------------------------------------------------------------ expressions
 

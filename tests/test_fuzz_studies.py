@@ -13,17 +13,15 @@ import typing
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
-from test_fuzz_common import copy_studies, examples, load_cleanly, study_files
+from test_fuzz_common import FAST, copy_studies, examples, load_cleanly, study_files
 
 from studyrun import spec
 from studyrun.loading import include_files, read_yaml
 from studyrun.params import ParameterSpec
 from studyrun.spec.execution import Cluster
-
-FAST = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @pytest.fixture(scope="module")
