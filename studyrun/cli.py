@@ -173,8 +173,8 @@ def command_plan(args) -> int:
     settings.scheduler = scheduler_name(settings.scheduler)
     print(describe_plan(loaded, plan, settings))
     print(describe_dependencies(record))
-    print(describe_reuse(folder, record, plan.run_ids))
     earlier = loaded.study.analysis.earlier_results(loaded.context)
+    print(describe_reuse(folder, record, plan.run_ids, grows=earlier is not None))
     if earlier is not None:
         print(describe_adoption(earlier, plan.run_ids))
     if args.csv:

@@ -86,10 +86,12 @@ def describe_dependencies(record: dict) -> str:
     return f"files the runs depend on ({len(names)}): {shown or 'none'}"
 
 
-def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None) -> str:
-    """How many planned runs the results folder would reuse, how many would run, and why."""
+def describe_reuse(folder: Path, record: dict, run_ids: np.ndarray | None,
+                   grows: bool = False) -> str:
+    """How many planned runs the results folder would reuse, how many would run, and why (for
+    a design that `grows` an earlier folder's, the next line says what that one holds)."""
     if not (folder / "runs.sqlite").is_file():
-        return f"{folder}: no runs recorded yet; every run would run"
+        return f"{folder}: no runs recorded yet" + ("" if grows else "; every run would run")
     ok, failed, before = recorded_runs(folder)
     changes = describe_changes(before, record) if before is not None else []
     since = f"{', '.join(changes)} since the last run" if changes else ""

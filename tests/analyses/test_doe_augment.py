@@ -82,6 +82,7 @@ def test_a_fold_over_clears_main_effects_of_two_factor_interactions(fraction):
     plan = run_cli("plan", folded, "--out", fraction / "results" / "folded")
     assert plan.returncode == 0, plan.stderr
     assert "grown by foldover" in plan.stdout and "holds 8 of the 16 runs" in plan.stdout
+    assert "every run would run" not in plan.stdout  # 8 are copied
     analysis = run(folded)
     fit = analysis["results"]["y"]
     assert fit["coefficients"]["x1"]["estimate"] == pytest.approx(3.0, abs=1e-12)
