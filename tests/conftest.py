@@ -53,14 +53,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """How many test processes `-n auto` (in pyproject's addopts) starts: one per core and two
-    more, since many tests spend part of their time waiting for processes they started (the
-    SLURM tests wait some three minutes in all for jobs to start, end and be replaced).
+    """How many test processes `-n auto` (in pyproject's addopts) starts: one per core and one
+    more, since many tests spend part of their time waiting for processes they started.
     PYTEST_XDIST_AUTO_NUM_WORKERS overrides it, as in pytest-xdist itself."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").isdigit():
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 2
+    return (cores or 1) + 1
 
 
 @pytest.fixture
