@@ -195,3 +195,14 @@ def test_an_iterative_analysis_beyond_the_run_limit_is_located(study_dir):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert re.search(rf"{re.escape(str(path))}:7:\d+: analysis.multistart: the design asks for at "
                      r"least 1,000,000,000,001 runs, more than 100,000,000", done.stderr), done.stderr
+
+
+def test_a_growing_design_whose_cap_passes_the_run_limit_is_located(study_dir):
+    text = GOOD.replace("{type: montecarlo, samples: 100}",
+                        "{type: montecarlo, samples: {start: 100, until: {ci: 0.1}, "
+                        "max: 200000000}}")
+    path = write_study(study_dir, text)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(rf"{re.escape(str(path))}:7:\d+: analysis.samples.max: the design may grow "
+                     r"to 200,000,000 runs, more than 100,000,000", done.stderr), done.stderr

@@ -98,7 +98,10 @@ class AnalysisSpec(BaseModel):
             return []
         runs, key = count
         size = f"{runs:,}" if runs < 10**15 else f"{float(runs):.3g}"
-        has = "asks for at least" if self.iterative else "has"
+        if key.split(".")[-1] in ("max", "max_samples"):  # a cap a growing design may reach
+            has = "may grow to"
+        else:
+            has = "asks for at least" if self.iterative else "has"
         return [Problem(f"the design {has} {size} runs, more than {MAX_RUNS:,}, the most a study "
                         "may have (its run store and runs.csv would pass 10 GB each); lower "
                         f"{key}, or split the study into several", path=key)]
