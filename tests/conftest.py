@@ -107,6 +107,26 @@ def count_runs(path: Path) -> int:
         return 0
 
 
+def killed_and_resumed(path: Path, out: Path, runs: int) -> tuple[int, dict]:
+    """`studyrun run` SIGKILLed once `runs` runs are stored, then run again to the end: the runs
+    stored at the kill and the resumed analysis.json."""
+    import json
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out",
+                                str(out)], cwd=path.parent, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and count_runs(out / "runs.sqlite") < runs:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    stored = count_runs(out / "runs.sqlite")
+    resumed = run_cli("run", str(path), "--out", str(out), cwd=path.parent, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    return stored, json.loads((out / "analysis.json").read_text())
+
+
 # A sequential example study -> the one whose results it starts from (`start: {from:
 # ../results/NAME}`); it validates only once that one has run.
 SEQUENTIAL = {"stock-harvest-sequential": "stock-survey-calibrate",

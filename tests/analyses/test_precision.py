@@ -5,15 +5,10 @@ interval, Morris stopping on a clear ranking, resume after SIGKILL, located mist
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
-from conftest import STUDIES, context_of, count_runs, run_cli, write_study
+from conftest import STUDIES, context_of, killed_and_resumed, run_cli, write_study
 
 import studyrun
 from studyrun.analyses.montecarlo import Montecarlo
@@ -203,20 +198,8 @@ parameters:
 analysis: {{type: sobol, samples: {{start: 16, until: {{ci: 0.001}}, max: 64}}}}
 execution: {{scheduler: sync, batch_size: 5}}
 """)
-    out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out",
-                                str(out)], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and count_runs(out / "runs.sqlite") < 120:
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    stored = count_runs(out / "runs.sqlite")
+    stored, analysis = killed_and_resumed(path, tmp_path / "out", 120)
     assert 80 < stored < 320, stored
-    resumed = run_cli("run", str(path), "--out", str(out), cwd=tmp_path, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
-    analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["runs"]["reused"] >= stored - 5
     fresh = studyrun.run(path, tmp_path / "fresh")
     assert analysis["results"] == json.loads(json.dumps(fresh.results))

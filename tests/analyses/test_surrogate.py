@@ -4,16 +4,11 @@ adaptive refinement that resumes after a kill, training on another folder's runs
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
-from conftest import STUDIES, run_cli, write_study
+from conftest import STUDIES, killed_and_resumed, run_cli, write_study
 
 import studyrun
 from studyrun.analyses.surrogate.basis import Germ, germ_for, multi_indices
@@ -201,32 +196,11 @@ def test_a_killed_adaptive_study_resumes_and_ends_with_the_same_result(tmp_path)
         execution: {{scheduler: sync, batch_size: 5}}
         """
     path = write_study(tmp_path, text)
-    out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out", str(out)],
-                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and count_stored(out) < 45:
-        time.sleep(0.1)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    stored = count_stored(out)
+    stored, analysis = killed_and_resumed(path, tmp_path / "out", 45)
     assert 30 < stored < 90, stored
-    resumed = run_cli("run", str(path), "--out", str(out), cwd=tmp_path, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
-    analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["runs"]["reused"] >= stored - 5
     fresh = studyrun.run(path, tmp_path / "fresh")
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
-
-
-def count_stored(folder) -> int:
-    import sqlite3
-
-    try:
-        with sqlite3.connect(f"file:{folder / 'runs.sqlite'}?mode=ro", uri=True) as db:
-            return db.execute("select count(*) from runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 @pytest.mark.slow
