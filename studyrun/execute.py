@@ -9,7 +9,6 @@ running it is run again in parts until the runs that crash are found (see Dispat
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import socket
@@ -36,6 +35,7 @@ from .isolated import IsolatedExecutor, Loss
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
+from .series_store import pack
 from .spec.execution import Cluster, scheduler_problem
 from .store import Batch, RunStore
 
@@ -43,6 +43,7 @@ PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here
 TASK_SECONDS = 0.5  # target duration of one batch on a worker
 MAX_BATCH = 1 << 18  # runs per batch at most, to bound a worker's memory
+BATCH_BYTES = 64 << 20  # and the model's output of one batch at most (series make it large)
 SPLIT_PARTS = 16  # a batch lost with its process is sent again in this many parts
 
 
@@ -54,6 +55,7 @@ class Job:
     quantities: Quantities
     workdir: str | None = None
     keep_series: bool = False
+    series_outputs: tuple[str, ...] | None = None  # the series kept (None: every one)
     retries: int = 0
 
 
@@ -86,8 +88,9 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
     """Evaluate one batch where it runs: model, quantities, retries of failed runs."""
     start = time.perf_counter()
     out = evaluate_model(job, inputs, run_ids)
+    output_bytes = model_output_bytes(out)
     values = job.quantities.evaluate(out, inputs)
-    series = pack_series(out) if job.keep_series else None
+    series = pack(out, run_ids, job.series_outputs) if job.keep_series else None
     for _ in range(job.retries):
         failed = np.flatnonzero([e is not None for e in out.errors])
         if not len(failed):
@@ -95,14 +98,13 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
         sub_inputs = {k: v[failed] for k, v in inputs.items()}
         again = evaluate_model(job, sub_inputs, run_ids[failed])
         again_values = job.quantities.evaluate(again, sub_inputs)
-        again_series = pack_series(again) if job.keep_series else None
         for j, i in enumerate(failed):
             if again.errors[j] is None:
                 out.errors[i] = None
                 for name, array in again_values.items():
                     values[name][i] = array[j]
-                if series is not None:  # the series of the attempt that succeeded
-                    series[i] = again_series[j]
+        if series is not None:  # each run's series of its latest attempt: a later block wins
+            series += pack(again, run_ids[failed], job.series_outputs)
     return {
         "ids": run_ids,
         "errors": out.errors,
@@ -110,6 +112,7 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
         "duration": (time.perf_counter() - start) / max(len(run_ids), 1),
         "worker": f"{socket.gethostname()}:{os.getpid()}",
         "series": series,
+        "output_bytes": output_bytes,
     }
 
 
@@ -124,28 +127,10 @@ def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray)
         return ModelOutput(len(run_ids), errors=[describe(error)] * len(run_ids))
 
 
-def pack_series(out: ModelOutput) -> list[bytes]:
-    """Each run's time series as npz bytes on its own grid, for `keep: series` (a run in no
-    group of series, a failed one, keeps an empty npz)."""
-    blobs = [EMPTY_NPZ] * out.n
-    for group in out.series_groups():
-        for j, i in enumerate(np.arange(out.n)[group.rows].tolist()):
-            arrays = {name: values[j] for name, values in group.series.items()}
-            if group.time is not None:
-                arrays["time"] = group.time
-            buffer = io.BytesIO()
-            np.savez(buffer, **arrays)
-            blobs[i] = buffer.getvalue()
-    return blobs
-
-
-def empty_npz() -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer)
-    return buffer.getvalue()
-
-
-EMPTY_NPZ = empty_npz()
+def model_output_bytes(out: ModelOutput) -> float:
+    """The bytes a batch's model output takes per run (its series, mostly): what bounds a batch."""
+    arrays = [*out.scalars.values(), *(a for g in out.series_groups() for a in g.series.values())]
+    return sum(np.asarray(a).nbytes for a in arrays) / max(out.n, 1)
 
 
 class Recorder:
@@ -158,8 +143,10 @@ class Recorder:
         self.sink = sink
         self.counts = Counts(planned=plan.size)
         self.waiting: list[tuple[np.ndarray, dict]] = []
+        self.output_bytes = 0.0  # the most bytes of model output a run gave so far
 
     def record(self, rows: np.ndarray, result: dict) -> None:
+        self.output_bytes = max(self.output_bytes, result.get("output_bytes", 0.0))
         if not self.store.quantities and self.store.meta("format") is None:
             if self.settings.on_failure == "continue" and all(result["errors"]):
                 self.waiting.append((rows, result))
@@ -224,6 +211,7 @@ class Runner:
         self.executor = None
         self.isolated: IsolatedExecutor | None = None  # the pilot's process, once started
         self.seconds_per_run: float | None = None
+        self.output_bytes = 0.0  # per run, the most the model gave so far
         self.totals = Counts()
 
     def __enter__(self) -> "Runner":
@@ -256,6 +244,7 @@ class Runner:
         progress = Progress(total=plan.size, already=plan.size - len(pending),
                             enabled=not (self.settings.quiet or quiet))
         recorder = Recorder(plan, self.store, self.settings, progress, sink)
+        recorder.output_bytes = self.output_bytes
         recorder.counts.reused = plan.size - len(pending)
         self.note_progress(plan.size)
         try:
@@ -266,6 +255,7 @@ class Runner:
             recorder.flush()
             progress.close()
             self.add_to_totals(recorder.counts)
+            self.output_bytes = recorder.output_bytes
         return recorder.counts
 
     def note_progress(self, size: int) -> None:
@@ -307,11 +297,12 @@ class Runner:
                 pending = pending[used:]
             workers = (self.executor.workers if self.executor
                        else planned_workers(settings.scheduler, settings.workers))
-            batch = choose_batch_size(self.seconds_per_run, len(pending), workers)
+            batch = choose_batch_size(self.seconds_per_run, len(pending), workers,
+                                      recorder.output_bytes)
             short = self.seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
             if starts_a_cluster(settings.scheduler) and self.executor is None and short:
-                nearby = self.nearby_executor()
-                batch = max(1, min(len(pending), MAX_BATCH))  # splitting would only add calls
+                nearby = self.nearby_executor()  # splitting would only add calls
+                batch = max(1, min(len(pending), most_runs(recorder.output_bytes)))
                 if len(pending):
                     counts.notes.append("ran without a cluster: the runs took less than a "
                                         "cluster start-up")
@@ -378,7 +369,7 @@ def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, exe
         per_run = elapsed / len(rows)
         spent += elapsed
         used += len(rows)
-        size = min(size * 4, MAX_BATCH)
+        size = min(size * 4, most_runs(recorder.output_bytes))
     return per_run, used
 
 
@@ -396,11 +387,18 @@ def split_batches(rows: np.ndarray, size: int, workers: int = 0, smallest: int =
     return batches
 
 
-def choose_batch_size(seconds_per_run: float, remaining: int, workers: int) -> int:
-    """Batches of about TASK_SECONDS, but enough of them to keep every worker busy."""
+def choose_batch_size(seconds_per_run: float, remaining: int, workers: int,
+                      output_bytes: float = 0.0) -> int:
+    """Batches of about TASK_SECONDS, but enough of them to keep every worker busy, and none
+    whose model output passes BATCH_BYTES (`output_bytes` a run)."""
     by_time = math.ceil(TASK_SECONDS / max(seconds_per_run, 1e-9))
     by_balance = math.ceil(remaining / (4 * workers)) if remaining else 1
-    return int(max(1, min(by_time, by_balance, MAX_BATCH)))
+    return int(max(1, min(by_time, by_balance, most_runs(output_bytes))))
+
+
+def most_runs(output_bytes: float) -> int:
+    """The most runs a batch may have, for runs that give `output_bytes` each."""
+    return int(max(1, min(MAX_BATCH, BATCH_BYTES // max(output_bytes, 1.0))))
 
 
 def dispatch(executor, plan: Plan, job: Job, batches: list[np.ndarray], recorder: Recorder,
@@ -498,7 +496,7 @@ def crashed_result(plan: Plan, job: Job, rows: np.ndarray, loss: Loss) -> dict:
     return {"ids": plan.run_ids[rows], "values": {}, "duration": float("nan"),
             "errors": [f"the process running the model died ({how}) running this run alone"
                        + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
-            "worker": loss.worker, "series": [EMPTY_NPZ] if job.keep_series else None}
+            "worker": loss.worker, "series": [] if job.keep_series else None}
 
 
 def lost_batch_message(executor, error: Exception) -> str:

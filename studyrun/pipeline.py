@@ -24,7 +24,7 @@ from .execute import Job, Runner, Settings, record_given
 from .loading import Loaded, load_study
 from .models.base import HasEquations
 from .plan import make_plan, plan_slices
-from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_wanted
+from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_kept, series_wanted
 from .plan.study import given_plan, identity_context, identity_record
 from .provenance import collect, now
 from .quantities import Quantities
@@ -50,11 +50,12 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
     if study.execution.timeout is not None:
         model = model.with_timeout(study.execution.timeout)
     quantities = Quantities(study.quantities)
-    keep = (study.execution.keep == "series" or bool(quantities.series_names)
-            or bool(study.analysis.needs_series(loaded.context)))
+    every = study.execution.keep == "series"
+    kept = series_kept(quantities, study.analysis, loaded.context)
     evaluator = model.build(loaded.folder).with_code(code_digest(loaded.dependencies()))
-    return Job(evaluator=evaluator, quantities=quantities,
-               workdir=str(folder / "work"), keep_series=keep, retries=study.execution.retries)
+    return Job(evaluator=evaluator, quantities=quantities, workdir=str(folder / "work"),
+               keep_series=every or bool(kept), series_outputs=None if every else kept,
+               retries=study.execution.retries)
 
 
 def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,

@@ -89,7 +89,7 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
                                      digests=None if recorded is None else recorded["files"])
         outcome = None if loaded.study.analysis.iterative else read_outcome(
             plan_study(loaded), store, Quantities(loaded.study.quantities),
-            loaded.study.analysis, loaded.context)
+            loaded.study.analysis, loaded.context, series=False)  # a report draws no series
     try:
         target.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None

@@ -17,6 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
+from . import series_store
 from .core.errors import StoreError
 from .core.runtable import RunTable, objects
 
@@ -56,7 +57,7 @@ class Batch:
     values: np.ndarray  # (n, quantities), NaN where failed
     duration: float  # seconds per run
     worker: str
-    series: list[bytes] | None = None  # per run, npz bytes of the series kept
+    series: list[series_store.Block] | None = None  # the series kept, packed on the worker
 
     def table(self) -> RunTable:
         n = len(self.ids)
@@ -211,7 +212,7 @@ class RunStore:
                         f"status TEXT NOT NULL, error TEXT, duration REAL, worker TEXT{columns})")
         # failed runs are replaced when they are run again; only they need finding by id in SQL
         self.db.execute("CREATE INDEX runs_failed ON runs (id) WHERE status != 'ok'")
-        self.db.execute("CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, data BLOB)")
+        series_store.create(self.db)
 
     def _upgrade_from_1(self) -> None:
         """A store of format 1 (runs keyed by id) rewritten in place as format 2."""
@@ -248,14 +249,10 @@ class RunStore:
             self.prepare(other.parameters, other.quantities)
         if (self.parameters, self.quantities) != (other.parameters, other.quantities):
             return 0
-        table = other.read(wanted)
-        blobs = dict(other.db.execute("SELECT id, data FROM series WHERE id IN "
-                                      "(SELECT value FROM json_each(?))",
-                                      (json.dumps(wanted.tolist()),)))
-        self._append(table, [blobs[i] for i in wanted.tolist()] if blobs else None)
+        self._append(other.read(wanted), series_store.extract(other.db, wanted))
         return len(wanted)
 
-    def _append(self, table: RunTable, series: list[bytes] | None) -> None:
+    def _append(self, table: RunTable, series: list[series_store.Block] | None) -> None:
         """Append runs in one transaction, each replacing a failed record of the same run."""
         n = len(table)
         ids, ok = table.ids, table.ok
@@ -272,9 +269,8 @@ class RunStore:
                     self.db.execute("DELETE FROM runs WHERE status != 'ok' AND id IN "
                                     "(SELECT value FROM json_each(?))", (json.dumps(replaced),))
                 self.db.executemany(f"INSERT INTO runs VALUES ({marks})", rows)
-                if series is not None:
-                    self.db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)",
-                                        zip(ids.tolist(), series))
+                if series:
+                    series_store.write(self.db, series)
         except sqlite3.OperationalError as error:
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None
@@ -406,14 +402,9 @@ class RunStore:
         while chunk := cursor.fetchmany(rows):
             yield np.array(chunk, dtype=float).reshape(len(chunk), len(names)).T
 
-    def read_series(self, run_id: int) -> dict[str, np.ndarray] | None:
-        row = self.db.execute("SELECT data FROM series WHERE id = ?", (int(run_id),)).fetchone()
-        if row is None:
-            return None
-        import io
-
-        with np.load(io.BytesIO(row[0])) as data:
-            return {key: data[key] for key in data.files}
+    def series_reader(self) -> series_store.Reader:
+        """What reads the runs' stored series back (see series_store.Reader)."""
+        return series_store.Reader(self.db)
 
     def counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()

@@ -5,7 +5,6 @@ a failed run's quantities empty)."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import signal
@@ -339,24 +338,28 @@ def test_a_failed_run_keeps_its_error_and_gives_way_when_run_again(tmp_path):
         assert store.db.execute("SELECT count(*), count(DISTINCT id) FROM runs").fetchone() == (4, 4)
 
 
-def npz(**arrays) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+def packed(ids, time, **series):
+    """The blocks a batch of these runs sends back: series (runs, T) on one grid."""
+    from studyrun.core.batch import ModelOutput
+    from studyrun.series_store import pack
+
+    ids = np.asarray(ids, dtype=np.int64)
+    return pack(ModelOutput(len(ids), series=series, time=time), ids)
 
 
-def test_series_are_kept_per_run_and_read_back(tmp_path):
+def test_series_are_kept_per_batch_and_read_back(tmp_path):
     t = np.linspace(0, 1, 11)
     with prepared(tmp_path / "runs.sqlite") as store:
-        store.write(batch([1, 2], series=[npz(time=t, x=t**2), npz()]))
+        store.write(batch([1, 2], series=packed([1, 2], t, x=np.array([t**2, t**3]))))
         store.write(batch([3]))  # a batch that keeps no series
-        first = store.read_series(1)
+        first, second, third, absent = store.series_reader().read([1, 2, 3, 99])
         assert sorted(first) == ["time", "x"]
         assert (first["time"] == t).all() and (first["x"] == t**2).all()
-        assert store.read_series(2) == {}
-        assert store.read_series(3) is None and store.read_series(99) is None
-        store.write(batch([1], series=[npz(time=t, x=-t)]))  # run again: the new series
-        assert (store.read_series(np.int64(1))["x"] == -t).all()
+        assert (second["x"] == t**3).all()
+        assert third is None and absent is None
+        store.write(batch([1], series=packed([1], t, x=-t[None])))  # run again: the new series
+        assert (store.series_reader().read(np.array([1]))[0]["x"] == -t).all()
+        assert (store.series_reader().read([2])[0]["x"] == t**3).all()
 
 
 def test_succeeded_among_answers_in_the_order_asked(tmp_path):
@@ -541,7 +544,7 @@ def test_adopt_copies_only_the_succeeded_runs_asked_for_exactly(tmp_path):
     with prepared(tmp_path / "earlier.sqlite") as earlier:
         earlier.write(batch([1, 2, 3, 4], ok=[True, True, False, True], duration=0.25,
                             inputs=np.c_[[0.1, 0.2, 0.3, 0.4], [1 / 3, 2 / 3, 1.0, 4 / 3]],
-                            series=[b"s1", b"s2", b"s3", b"s4"]))
+                            series=packed([1, 2, 3, 4], np.arange(3.0), y=np.eye(4, 3))))
     with RunStore.open(tmp_path / "new.sqlite") as store, \
             RunStore.open_readonly(tmp_path / "earlier.sqlite") as source:
         assert store.adopt(source, np.array([2, 3, 4, 9])) == 2  # 3 failed, 9 was never made
@@ -551,7 +554,10 @@ def test_adopt_copies_only_the_succeeded_runs_asked_for_exactly(tmp_path):
         copied, original = store.read(np.array([2, 4])), source.read(np.array([2, 4]))
         for name in ("ids", "ok", "inputs", "values", "duration", "worker"):
             np.testing.assert_array_equal(getattr(copied, name), getattr(original, name))
-        assert store.db.execute("SELECT data FROM series WHERE id = 4").fetchone()[0] == b"s4"
+        two, three, four = store.series_reader().read([2, 3, 4])
+        assert three is None  # not copied: it failed
+        assert two["y"].tolist() == [0, 1, 0] and four["y"].tolist() == [0, 0, 0]
+        assert two["time"].tolist() == [0, 1, 2]
 
 
 def test_adopt_copies_nothing_into_a_store_of_other_quantities(tmp_path):

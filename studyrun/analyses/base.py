@@ -71,6 +71,9 @@ class AnalysisSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     iterative: ClassVar[bool] = False  # True for calibrate/optimize, which use iterate()
+    # True when analyse() reads the series() quantities (outcome.series), not only the outputs
+    # of needs_series(): the others keep them in the store without reading them back.
+    reads_series_quantities: ClassVar[bool] = False
     # Why a study with `correlation:` is refused; None: the design draws correlated inputs.
     without_correlation: ClassVar[str | None] = ("its design does not draw from the parameters' "
                                                  "joint distribution")

@@ -44,8 +44,12 @@ class PlannedRuns(Protocol):
     names: list[str]  # the varied parameters
     size: int  # runs in the plan
     chunked: bool  # True when the design is too large to be read whole
+    series: dict[str, str]  # the series the analysis reads: name -> model output
+    series_in_chunks: bool  # True when those series are too large to be read whole
 
-    def whole(self) -> Outcome: ...
+    def whole(self, series: bool = True) -> Outcome: ...
+
+    def series_chunks(self, multiple: int = 1) -> Iterator[Outcome]: ...
 
     def chunks(self) -> Iterator[Outcome]: ...
 

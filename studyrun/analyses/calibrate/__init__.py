@@ -108,6 +108,7 @@ class Calibrate(AnalysisSpec):
 
     type: Literal["calibrate"]
     iterative: ClassVar[bool] = True
+    reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 
     data: DataBlock | list[DataBlock] = Field(
         description="observed data: one block or a list of blocks (one per file); their costs add up")

@@ -66,6 +66,7 @@ class Sobol(AnalysisSpec):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
 
     without_correlation = INDEPENDENT_INPUTS
+    reads_series_quantities = True  # S1 and ST at every time of a series() quantity
 
     type: Literal["sobol"]
     samples: int | PowerOfTwoSamples = Field(
@@ -173,6 +174,24 @@ class Sobol(AnalysisSpec):
         info = {"method": "sobol", "base_samples": samples, "block": block,
                 "factors": factors, "groups": labels, "bootstrap_seed": bootstrap_seed or 1}
         return Design(names, map_to_natural(unit, parameters, names), info)
+
+    def analyse_runs(self, runs, context: StudyContext) -> dict[str, Any]:
+        """As `analyse`; but series too large to read whole are read a chunk of whole blocks
+        at a time, their indices summed over the chunks (streamed.py)."""
+        if not runs.series_in_chunks:
+            return self.analyse(runs.whole(), context)
+        from .streamed import streamed_series
+
+        outcome = runs.whole(series=False)
+        results = self.model_copy(update={"outputs": []}).analyse(outcome, context)
+        info = outcome.design.info
+        chunks = runs.series_chunks(multiple=info["block"])
+        for name, resolved in streamed_series(chunks, list(runs.series), info).items():
+            if name in results:  # a quantity of the same name keeps its place
+                results[name]["time_resolved"] = resolved
+            else:
+                results[name] = resolved
+        return results
 
     def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         """Indices per quantity (SALib, once per quantity) and per time for requested series."""

@@ -1,0 +1,106 @@
+"""Time-resolved Sobol' indices of series too large to hold at once: the estimators of
+`analyse_series`, summed over chunks of whole Saltelli blocks in one pass.
+
+S1 = mean(B (AB_j - A)) / V and ST = mean((A - AB_j)^2) / 2V are unchanged by standardising the
+output, so the sums are taken of the values less a shift (the first chunk's mean at each time,
+which keeps them well conditioned) and the overall mean enters at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from ...core.design import Outcome
+from ...core.numbers import finite_or_none
+from ..salib import MIN_BLOCKS, dropped_warning, error_entry, failed_rows, keep_whole_blocks
+
+
+class StreamedIndices:
+    """Sums over the kept blocks of one series, chunk by chunk, for its S1 and ST at every time."""
+
+    def __init__(self, name: str, info: dict[str, Any]) -> None:
+        self.name, self.block, self.factors = name, info["block"], len(info["factors"])
+        self.info = info
+        self.kept = self.dropped = 0
+        self.seen = self.succeeded = self.given = False  # the series, a succeeded run, one
+        # that gave the series (else the model has no such output)
+        self.shift: np.ndarray | None = None
+        self.sums: dict[str, np.ndarray] = {}
+
+    def add(self, chunk: Outcome) -> None:
+        series = chunk.series.get(self.name)
+        if series is None:
+            return
+        ok = np.asarray(chunk.ok, bool)
+        self.seen, self.succeeded = True, self.succeeded or bool(ok.any())
+        self.given = self.given or bool(np.isfinite(series[ok]).any())
+        keep, dropped = keep_whole_blocks(failed_rows(chunk, self.name, series), self.block)
+        self.dropped += dropped
+        blocks = series[keep].reshape(-1, self.block, series.shape[1])
+        if not len(blocks):
+            return
+        if self.shift is None:
+            self.shift = blocks.mean(axis=(0, 1))
+        self.kept += len(blocks)
+        u = blocks - self.shift
+        a, b, ab = u[:, 0], u[:, -1], u[:, 1:1 + self.factors]
+        self._add("all", u.sum(axis=(0, 1)))
+        self._add("all2", (u * u).sum(axis=(0, 1)))
+        self._add("top", np.abs(blocks).max(axis=(0, 1)), np.maximum)
+        self._add("ends", (a + b).sum(axis=0))
+        self._add("ends2", (a * a + b * b).sum(axis=0))
+        step = ab - a[:, None]
+        self._add("step", step.sum(axis=0))
+        self._add("b_step", (b[:, None] * step).sum(axis=0))
+        self._add("step2", (step * step).sum(axis=0))
+
+    def _add(self, key: str, value: np.ndarray, merge=np.add) -> None:
+        self.sums[key] = value if key not in self.sums else merge(self.sums[key], value)
+
+    def result(self, time: np.ndarray | None, notes: list[str]) -> dict[str, Any]:
+        """The entry `analyse_series` gives, from the sums."""
+        if not self.seen or (self.succeeded and not self.given):  # as missing_series
+            return error_entry(f"no run gave a time series named {self.name!r}: it is not an "
+                               "output of the model; name one of the model's outputs in `outputs:`")
+        kept, dropped = self.kept, self.dropped
+        facts = {"effective_N": kept, "dropped_blocks": dropped,
+                 "dropped_runs": dropped * self.block}
+        if kept < MIN_BLOCKS:
+            return error_entry(f"only {kept} base samples have every run of their block "
+                               f"succeeded; at least {MIN_BLOCKS} are needed", **facts)
+        s = self.sums
+        runs = kept * self.block
+        offset = s["all"] / runs  # the overall mean, less the shift
+        spread = np.sqrt(np.maximum(s["all2"] / runs - offset**2, 0.0))
+        variance = s["ends2"] / (2 * kept) - (s["ends"] / (2 * kept)) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s1 = (s["b_step"] - offset * s["step"]) / kept / variance
+            st = 0.5 * s["step2"] / kept / variance
+        flat = ~(spread > np.finfo(float).eps * np.maximum(1.0, s["top"]))
+        s1[..., flat] = np.nan
+        st[..., flat] = np.nan
+        factors = self.info["factors"]
+        steps = np.arange(len(offset)) if time is None else np.asarray(time)
+        entry = {"time": [float(t) for t in steps],
+                 "S1": {f: [finite_or_none(v) for v in s1[j]] for j, f in enumerate(factors)},
+                 "ST": {f: [finite_or_none(v) for v in st[j]] for j, f in enumerate(factors)},
+                 **facts,
+                 "warnings": [dropped_warning(dropped, "blocks of base samples", kept)]
+                 if dropped else []}
+        if notes:
+            entry["warnings"] = notes + entry["warnings"]
+        return entry
+
+
+def streamed_series(chunks: Iterable[Outcome], names: list[str],
+                    info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each named series' time-resolved entry, from chunks of whole blocks in plan order."""
+    sums = {name: StreamedIndices(name, info) for name in names}
+    time, notes = None, []
+    for chunk in chunks:
+        time, notes = chunk.time, chunk.series_notes
+        for indices in sums.values():
+            indices.add(chunk)
+    return {name: indices.result(time, notes) for name, indices in sums.items()}
