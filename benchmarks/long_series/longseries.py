@@ -18,8 +18,9 @@ def oscillator(damping, frequency, offset):
     return {"time": TIME, "y": y, "v": v}
 
 
-def noise(scale, offset):
-    """y = offset + scale * standard normal draws: the worst case for a compressed store."""
+def noise(damping, frequency, offset):
+    """The same inputs, but y = offset + frequency * standard normal draws: the worst case for a
+    compressed store (damping is not used)."""
     rng = np.random.default_rng(np.asarray(offset, dtype=float).view(np.uint64))
-    y = offset[:, None] + scale[:, None] * rng.standard_normal((len(scale), POINTS))
+    y = offset[:, None] + frequency[:, None] * rng.standard_normal((len(offset), POINTS))
     return {"time": TIME, "y": y}

@@ -108,7 +108,7 @@ class PlannedRuns:
         common = self._common_grid(reader)
         per_run = 8 * max(1, len(self.series)) * max(1, reader.longest())
         rows = max(1, SERIES_CHUNK_BYTES // per_run // multiple) * multiple
-        for start, table in self.tables():
+        for _, table in self.tables():
             for offset in range(0, len(table.ids), rows):
                 part = table.take(slice(offset, offset + rows))
                 outcome = Outcome(Design(self.names, part.inputs, self.info),
