@@ -136,21 +136,33 @@ def pack_stored(run_id: int, stored: Stored) -> list[Block]:
 
 class Reader:
     """Reads runs' series from a store: which block and row holds each run's latest series is
-    worked out once (from the blocks' ids), then each read decodes the blocks it touches once."""
+    kept in memory (from the blocks' ids), brought up to date with the blocks written since
+    before each read; a read decodes each block it touches once."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        self.old = "series" in tables  # npz per run: a store written before blocks
+        self.old = False  # whether the store keeps an npz per run (written before blocks)
         self.blocks: dict[int, tuple[np.ndarray, int, str]] = {}
-        if "series_blocks" in tables:
-            for block, ids, points, codec in db.execute(
-                    "SELECT block, ids, points, codec FROM series_blocks ORDER BY block"):
-                self.blocks[block] = (np.frombuffer(ids, "<i8").astype(np.int64), points, codec)
-        parts = [(ids, np.full(len(ids), block), np.arange(len(ids)))
-                 for block, (ids, _, _) in self.blocks.items()]
-        ids, blocks, rows = (np.concatenate([p[k] for p in parts] + [np.zeros(0, np.int64)])
-                             for k in range(3))
+        self._ids = self._blocks = self._rows = np.zeros(0, np.int64)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Take in the blocks written since the last look."""
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master "
+                                                    "WHERE type = 'table'")}
+        self.old = "series" in tables
+        if "series_blocks" not in tables:
+            return
+        parts = [(self._ids, self._blocks, self._rows)]
+        for block, ids, points, codec in self.db.execute(
+                "SELECT block, ids, points, codec FROM series_blocks WHERE block > ? ORDER BY block",
+                (max(self.blocks, default=0),)):
+            self.blocks[block] = (np.frombuffer(ids, "<i8").astype(np.int64), points, codec)
+            parts.append((self.blocks[block][0], np.full(len(self.blocks[block][0]), block),
+                          np.arange(len(self.blocks[block][0]))))
+        if len(parts) == 1:
+            return
+        ids, blocks, rows = (np.concatenate([p[k] for p in parts]) for k in range(3))
         order = np.lexsort((blocks, ids))  # by id, the latest block last
         ids, blocks, rows = ids[order], blocks[order], rows[order]
         last = np.r_[ids[1:] != ids[:-1], True] if len(ids) else np.zeros(0, bool)
@@ -158,10 +170,12 @@ class Reader:
 
     def longest(self) -> int:
         """The most points a stored series has (0 for a store of none, or only of npz)."""
+        self.refresh()
         return max((points for _, points, _ in self.blocks.values()), default=0)
 
     def locate(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(block, row, found) of each run's latest series."""
+        self.refresh()
         run_ids = np.asarray(run_ids, dtype=np.int64)
         if not len(self._ids):
             zeros = np.zeros(len(run_ids), np.int64)

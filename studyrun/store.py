@@ -403,8 +403,10 @@ class RunStore:
             yield np.array(chunk, dtype=float).reshape(len(chunk), len(names)).T
 
     def series_reader(self) -> series_store.Reader:
-        """What reads the runs' stored series back (see series_store.Reader)."""
-        return series_store.Reader(self.db)
+        """What reads the runs' stored series back (see series_store.Reader): one per store."""
+        if getattr(self, "_series_reader", None) is None:
+            self._series_reader = series_store.Reader(self.db)
+        return self._series_reader
 
     def counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()

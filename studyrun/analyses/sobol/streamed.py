@@ -35,26 +35,28 @@ class StreamedIndices:
             return
         ok = np.asarray(chunk.ok, bool)
         self.seen, self.succeeded = True, self.succeeded or bool(ok.any())
-        self.given = self.given or bool(np.isfinite(series[ok]).any())
+        if not self.given:
+            self.given = bool(np.isfinite(series[ok]).any())
         keep, dropped = keep_whole_blocks(failed_rows(chunk, self.name, series), self.block)
         self.dropped += dropped
-        blocks = series[keep].reshape(-1, self.block, series.shape[1])
-        if not len(blocks):
+        u = series[keep].reshape(-1, self.block, series.shape[1])  # a copy: shifted in place
+        if not len(u):
             return
         if self.shift is None:
-            self.shift = blocks.mean(axis=(0, 1))
-        self.kept += len(blocks)
-        u = blocks - self.shift
-        a, b, ab = u[:, 0], u[:, -1], u[:, 1:1 + self.factors]
+            self.shift = u.mean(axis=(0, 1))
+        self.kept += len(u)
+        self._add("top", np.maximum(u.max(axis=(0, 1)), -u.min(axis=(0, 1))), np.maximum)
+        u -= self.shift
+        a, b = u[:, 0], u[:, -1]
         self._add("all", u.sum(axis=(0, 1)))
-        self._add("all2", (u * u).sum(axis=(0, 1)))
-        self._add("top", np.abs(blocks).max(axis=(0, 1)), np.maximum)
-        self._add("ends", (a + b).sum(axis=0))
-        self._add("ends2", (a * a + b * b).sum(axis=0))
-        step = ab - a[:, None]
-        self._add("step", step.sum(axis=0))
-        self._add("b_step", (b[:, None] * step).sum(axis=0))
-        self._add("step2", (step * step).sum(axis=0))
+        self._add("all2", np.einsum("rbt,rbt->t", u, u))
+        self._add("ends", a.sum(axis=0) + b.sum(axis=0))
+        self._add("ends2", np.einsum("rt,rt->t", a, a) + np.einsum("rt,rt->t", b, b))
+        for j in range(self.factors):  # a factor at a time: temporaries of one run per block
+            step = u[:, 1 + j] - a
+            self._add(f"step{j}", step.sum(axis=0))
+            self._add(f"b_step{j}", np.einsum("rt,rt->t", b, step))
+            self._add(f"step2{j}", np.einsum("rt,rt->t", step, step))
 
     def _add(self, key: str, value: np.ndarray, merge=np.add) -> None:
         self.sums[key] = value if key not in self.sums else merge(self.sums[key], value)
@@ -75,9 +77,11 @@ class StreamedIndices:
         offset = s["all"] / runs  # the overall mean, less the shift
         spread = np.sqrt(np.maximum(s["all2"] / runs - offset**2, 0.0))
         variance = s["ends2"] / (2 * kept) - (s["ends"] / (2 * kept)) ** 2
+        step, b_step, step2 = (np.array([s[f"{key}{j}"] for j in range(self.factors)])
+                               for key in ("step", "b_step", "step2"))
         with np.errstate(invalid="ignore", divide="ignore"):
-            s1 = (s["b_step"] - offset * s["step"]) / kept / variance
-            st = 0.5 * s["step2"] / kept / variance
+            s1 = (b_step - offset * step) / kept / variance
+            st = 0.5 * step2 / kept / variance
         flat = ~(spread > np.finfo(float).eps * np.maximum(1.0, s["top"]))
         s1[..., flat] = np.nan
         st[..., flat] = np.nan
