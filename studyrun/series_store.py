@@ -20,6 +20,7 @@ from typing import Iterable
 import numpy as np
 
 from .core.batch import ModelOutput
+from .core.errors import StoreError
 
 CODEC = "d2-shuffle-deflate"
 BLOCK_BYTES = 8 << 20  # raw bytes of one output's array in a block, at most (one run at least)
@@ -35,9 +36,6 @@ class Block:
     ids: np.ndarray  # int64 (runs,)
     points: int
     data: dict[str, bytes]  # output (and "time": the grid, one row) -> encoded values
-
-    def raw_bytes(self) -> int:
-        return 8 * self.points * len(self.ids) * len(set(self.data) - {TIME})
 
 
 def encode(values: np.ndarray) -> bytes:
@@ -56,7 +54,7 @@ def decode(data: bytes, runs: int, points: int) -> np.ndarray:
     shuffled = np.frombuffer(zlib.decompress(data), dtype=np.uint8).reshape(8, runs * points)
     residue = np.ascontiguousarray(shuffled.T).view("<i8").reshape(runs, points)
     bits = np.cumsum(np.cumsum(residue, axis=-1), axis=-1)
-    return bits.view("<f8").astype(float, copy=False)
+    return bits.view("<f8")
 
 
 def pack(out: ModelOutput, run_ids: np.ndarray, outputs: Iterable[str] | None = None) -> list[Block]:
@@ -188,7 +186,7 @@ class Reader:
         """A block's arrays (the grid as "time", shape (points,)), the named outputs only."""
         ids, points, codec = self.blocks[block]
         if codec != CODEC:
-            raise ValueError(f"series block {block} is in a format this studyrun cannot read "
+            raise StoreError(f"series block {block} is in a format this studyrun cannot read "
                              f"({codec}); a newer studyrun wrote it")
         arrays = {}
         for name, data in self.db.execute("SELECT output, data FROM series_values WHERE block = ?",
