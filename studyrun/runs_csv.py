@@ -15,6 +15,7 @@ from .core.runtable import CSV_FIXED, RunTable
 from .outputs import replacing
 
 CSV_ROWS = 1 << 16  # rows formatted at a time
+CSV_FORMAT = 1  # the layout of runs.csv: a file written by another layout is written again
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
