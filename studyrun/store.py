@@ -25,6 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from .core.errors import StoreError
+from .core.numbers import sorted_search
 from .core.runtable import RunTable, objects
 
 FORMAT = "3"  # 1, 2: a row per run (keyed by id; in record order); 3: a record per batch
@@ -294,7 +295,7 @@ class RunStore:
         ids, seqs, oks = self._merged_index()
         if not len(ids):
             return np.zeros(len(run_ids), np.int64), np.zeros(len(run_ids), bool)
-        where = np.minimum(np.searchsorted(ids, run_ids), len(ids) - 1)
+        where = np.minimum(sorted_search(ids, run_ids), len(ids) - 1)
         hit = ids[where] == run_ids
         return np.where(hit, seqs[where], 0), hit & oks[where]
 
@@ -356,8 +357,12 @@ class RunStore:
             table.values[rows] = _columns(outputs, len(self.quantities))[:, at].T
             table.duration[rows] = np.nan if duration is None else duration
             table.worker[rows] = worker
-            for i, message in json.loads(errors or "[]"):
-                table.errors[rows[at == i]] = message
+            if errors is not None:  # [[row, message], ...] of the record's failed runs
+                failed = json.loads(errors)
+                where = np.array([i for i, _ in failed], dtype=np.int64)
+                k = np.minimum(np.searchsorted(where, at), len(where) - 1)
+                hit = where[k] == at
+                table.errors[rows[hit]] = objects([message for _, message in failed])[k[hit]]
         return table
 
     def _records_of(self, seqs: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:

@@ -141,7 +141,8 @@ class Montecarlo(ReadsGiven):
             keep = outcome.ok & np.isfinite(values)
             key = np.packbits(keep).tobytes()  # quantities kept by the same runs share input ranks
             if key not in ranked:
-                ranked[key] = Ranks(outcome.design.matrix[keep])
+                matrix = outcome.design.matrix
+                ranked[key] = Ranks(matrix if keep.all() else matrix[keep])
             results[name] = summarise(values[keep], ranked[key], outcome.design.names,
                                       self.percentiles) | {"dropped_runs": int((~keep).sum())}
         return results

@@ -11,8 +11,9 @@ class Ranks:
 
     def __init__(self, inputs: np.ndarray) -> None:
         self.n, self.columns = inputs.shape
-        self.ranks = (np.column_stack([average_ranks(column) for column in inputs.T])
-                      if self.n >= 3 else None)
+        self.ranks = np.empty(inputs.shape) if self.n >= 3 else None
+        for j in range(self.columns if self.ranks is not None else 0):  # a column at a time
+            self.ranks[:, j] = average_ranks(inputs[:, j])
         self.constant = np.ptp(inputs, axis=0) == 0 if self.n else np.ones(self.columns, bool)
 
     def spearman(self, values: np.ndarray) -> list[float | None]:
@@ -21,8 +22,14 @@ class Ranks:
         if self.ranks is None or np.ptp(values) == 0:
             return [None] * self.columns
         ry = average_ranks(values)
-        return [None if self.constant[j] else float(np.corrcoef(self.ranks[:, j], ry)[0, 1])
-                for j in range(self.columns)]
+        ry -= ry.mean()
+        spread = np.sqrt(ry @ ry)
+        correlations: list[float | None] = []
+        for j in range(self.columns):  # Pearson's of the ranks, a column of copies at a time
+            rx = self.ranks[:, j] - self.ranks[:, j].mean()
+            correlations.append(None if self.constant[j] else
+                                float(np.clip(rx @ ry / (np.sqrt(rx @ rx) * spread), -1, 1)))
+        return correlations
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
