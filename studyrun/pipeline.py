@@ -134,8 +134,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                 runner.execute(plan)
                 runs.add(plan)
         totals = runner.totals
-    results = study.analysis.analyse_runs(runs, context)
-    runs.write_csv(folder / "runs.csv")
+    with runs.writing_csv(folder / "runs.csv"):  # by helper processes, for a large plan
+        results = study.analysis.analyse_runs(runs, context)
     succeeded = runs.succeeded()
     analysis = {
         "study": study.name, "analysis": study.analysis.type,

@@ -116,13 +116,15 @@ class RunStore:
         return store
 
     @classmethod
-    def open_readonly(cls, path: Path) -> "RunStore":
+    def open_readonly(cls, path: Path, check: bool = True) -> "RunStore":
         """Open an existing store for reading only, without its lock: it may be in use, or in a
-        folder this process cannot write (an old format is upgraded in a copy in memory)."""
+        folder this process cannot write (an old format is upgraded in a copy in memory);
+        `check=False` skips the pages' check, for a store this study has just checked."""
         path = Path(path)
         try:
             db = connect_readonly(path)
-            check_integrity(db, path)
+            if check:
+                check_integrity(db, path)
             if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
                 db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
             store = cls(path, db, None)

@@ -70,10 +70,20 @@ def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp
     assert [int(r["run"]) for r in table] == list(range(300))
 
 
-def test_runs_csv_reads_back_exactly(moody, tmp_path):
+@pytest.mark.parametrize("chunk", [None, 70])
+def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
+    """Written at once, or (a plan of several chunks) a chunk each by helper processes."""
+    import studyrun.pipeline
+    import studyrun.plan.runs
+
+    if chunk:
+        monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", chunk)
     (tmp_path / "broken").write_text("")
     result = studyrun.run(moody, tmp_path / "out", quiet=True)
     table = rows(tmp_path / "out" / "runs.csv")
+    assert [int(row["run"]) for row in table] == list(range(300))
+    assert not list((tmp_path / "out").glob(".*"))  # no part left behind
     with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
         records = store.latest_records()
     stored = {i: (ok, error, *inputs, *values) for i, ok, error, inputs, values in zip(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -19,7 +21,7 @@ from ..core.design import Design, Outcome
 from ..core.runtable import RunTable
 from ..grids import put_on_one_grid
 from ..quantities import Quantities, series_output
-from ..runs_csv import CSV_FORMAT, write_csv
+from ..runs_csv import CSV_FORMAT, WritingInParallel, write_csv
 from ..store import RunStore
 from . import Plan
 
@@ -97,15 +99,28 @@ class PlannedRuns:
     def succeeded(self) -> int:
         return int(sum(ok.sum() for ok in self._ok))
 
-    def write_csv(self, path: Path) -> None:
-        """runs.csv; kept as it is when it was written from these very records (its stamp in
-        the store says so, and the file is as written), since records never change."""
+    @contextmanager
+    def writing_csv(self, path: Path) -> Iterator[None]:
+        """runs.csv, written while the block runs: by helper processes, a chunk each, for a plan
+        of several chunks on a machine of several cores; otherwise after the block. It is kept
+        as it is when it was written from these very records (its stamp in the store says so,
+        and the file is as written), since records never change."""
         stamp = {"records": hashlib.sha256(self.seqs().tobytes() + json.dumps(
             [CSV_FORMAT, self.names, self.store.quantities]).encode()).hexdigest()}
         written = file_stamp(path, stamp)
+        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         if written is not None and written == self.store.meta("runs_csv"):
+            yield
             return
-        write_csv(path, self.names, self.store.quantities, self.tables())
+        if self.chunked and processes > 1:
+            seqs = self.seqs()
+            parts = [(start, seqs[start:start + CHUNK_ROWS]) for start in range(0, self.size, CHUNK_ROWS)]
+            with WritingInParallel(path, self.store.path, self.names, self.store.quantities,
+                                   parts, processes):
+                yield
+        else:
+            yield
+            write_csv(path, self.names, self.store.quantities, self.tables())
         self.store.set_meta(runs_csv=file_stamp(path, stamp))
 
 
