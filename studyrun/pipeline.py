@@ -134,6 +134,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                 runner.execute(plan)
                 runs.add(plan)
         totals = runner.totals
+    store.release_index()  # the planned runs are found by record (seq) from here on
     with runs.writing_csv(folder / "runs.csv"):  # by helper processes, for a large plan
         results = study.analysis.analyse_runs(runs, context)
     succeeded = runs.succeeded()

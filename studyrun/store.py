@@ -327,6 +327,11 @@ class RunStore:
             return []
         return self.db.execute(sql, arguments).fetchall()
 
+    def release_index(self) -> None:
+        """Let the index of runs by identity go (17 bytes a run): it is read again from the
+        store, where every run recorded is, when it is next needed."""
+        self._index, self._recent = None, []
+
     def succeeded_among(self, run_ids: np.ndarray) -> np.ndarray:
         """Which of the given runs the store holds as succeeded (a bool mask in their order)."""
         return self.locate(run_ids)[1]
