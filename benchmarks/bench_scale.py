@@ -1,87 +1,113 @@
-"""Issue 8.3: peak memory of `studyrun run` against the number of runs of a cheap vectorized
-Monte Carlo. Designs above one chunk (2^20 runs) stream through the store and the analysis, so
-peak memory should level off instead of growing with the number of runs.
+"""Issue 19: the cost of a run against the number of runs, 10^3 to 10^7, of a cheap vectorized
+Monte Carlo through `studyrun run` (fresh, then again reusing every run): wall and CPU seconds,
+peak RSS, CPU per run. Plans above one chunk (2^20 runs) are read back from the store chunk by
+chunk, so the CPU per run should stay flat and memory follow a few numbers per run.
 
-    python benchmarks/bench_scale.py 2000000 4000000 10000000
-    python benchmarks/bench_scale.py --long   # issue 19: 10,000-point series, 20,000 runs
+    python benchmarks/bench_scale.py [--sizes 1000,10000,...] [--source head|tree|COMMIT]
+
+Writes benchmarks/measured/scale.csv and scale.png. `--long` measures instead the long-series
+studies (10,000-point series kept with series(y), 20,000 runs): long_series.csv.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
+import argparse
 from pathlib import Path
 
-MODEL = "def f(a, b, c):\n    return a * b + c\n"
-STUDY = """name: scale
-model: {{type: python, function: "cheap:f", vectorized: true}}
-parameters:
-  a: {{distribution: uniform, low: 0, high: 1}}
-  b: {{distribution: normal, mean: 0, std: 1}}
-  c: {{bounds: [0, 1]}}
-quantities: {{y: value}}
-analysis: {{type: montecarlo, samples: {n}}}
-"""
+from harness import OUT, RESULTS, report, run_study, studyrun, use_source, write_rows, write_study
+
+SIZES = [1_000, 10_000, 100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000]
 
 
-def measure(n: int, folder: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (kB) of one `studyrun run` of n runs."""
-    (folder / "cheap.py").write_text(MODEL)
-    (folder / "study.yaml").write_text(STUDY.format(n=n))
-    start = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "studyrun", "run",
-                           str(folder / "study.yaml"), "--out", str(folder / f"out{n}"), "--quiet"],
-                          capture_output=True, text=True, check=True)
-    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
-    return time.perf_counter() - start, peak
+def cheap_study(n: int):
+    return write_study(f"scale-{n}", {
+        "model": {"type": "python", "function": "benchmodels:cheap", "vectorized": True},
+        "parameters": {"a": {"distribution": "uniform", "low": 0, "high": 1},
+                       "b": {"distribution": "normal", "mean": 0, "std": 1},
+                       "c": {"bounds": [0, 1]}},
+        "quantities": {"y": "value"},
+        "analysis": {"type": "montecarlo", "samples": n}})
 
 
-LONG = Path(__file__).resolve().parent / "long_series"  # the study and its models
-POINTS = 10_000  # a series' points in LONG's models
+def measure_size(n: int) -> dict:
+    """A fresh run of n runs, then the same again (every run reused)."""
+    path = cheap_study(n)
+    fresh = run_study(path)
+    again = studyrun("run", str(path), "--out", str(OUT / "results" / path.stem), "--quiet")
+    return {"runs": n, "fresh_wall_s": fresh["wall"], "fresh_cpu_s": fresh["cpu"],
+            "fresh_peak_mb": fresh["rss_mb"], "cpu_us_per_run": 1e6 * fresh["cpu"] / n,
+            "rerun_wall_s": again["wall"], "rerun_cpu_s": again["cpu"],
+            "rerun_peak_mb": again["rss_mb"], "rerun_share": again["wall"] / fresh["wall"]}
 
 
-def long_studies() -> dict[str, tuple[str, int]]:
-    """Issue 19's long-series study and two variants: study text, and values the store keeps
-    (runs x points x series kept)."""
-    study = (LONG / "long-series.yaml").read_text()
-    noise = study.replace("longseries:oscillator", "longseries:noise")
-    sobol = study.replace("analysis: {type: montecarlo, samples: 20000}",
-                          "analysis: {type: sobol, samples: 1024, outputs: [y]}")
-    return {"montecarlo, series(y) of a damped oscillation": (study, 20_000 * POINTS),
-            "montecarlo, series(y) of noise": (noise, 20_000 * POINTS),
-            "sobol N = 1024 (5,120 runs), S1 and ST at every time of y": (sobol, 5_120 * POINTS)}
+def plot(rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [r["runs"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.loglog(runs, [r["fresh_wall_s"] for r in rows], "o-", label="fresh: wall")
+    left.loglog(runs, [r["fresh_cpu_s"] for r in rows], "s--", label="fresh: CPU")
+    left.loglog(runs, [r["rerun_wall_s"] for r in rows], "^-", label="every run reused: wall")
+    left.set(xlabel="runs", ylabel="seconds", title="studyrun run, vectorized Monte Carlo")
+    left.legend()
+    right.semilogx(runs, [r["cpu_us_per_run"] for r in rows], "o-", label="CPU us per run")
+    right.semilogx(runs, [r["fresh_peak_mb"] / 100 for r in rows], "s--", label="peak RSS, 100 MB")
+    right.set(xlabel="runs", ylim=(0, None), title="per run, and peak memory")
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(RESULTS / "scale.png", dpi=110)
 
 
-def measure_long() -> None:
-    """Wall seconds, peak RSS and the store's bytes (per value kept) of each long-series study."""
-    print("study,seconds,peak_rss_mb,store_mb,bytes_per_value")
-    for name, (text, values) in long_studies().items():
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            shutil.copy(LONG / "longseries.py", folder)
-            (folder / "study.yaml").write_text(text)
-            start = time.perf_counter()
-            done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "studyrun", "run",
-                                   str(folder / "study.yaml"), "--out", str(folder / "out"),
-                                   "--quiet", "--fresh"], capture_output=True, text=True, check=True)
-            seconds = time.perf_counter() - start
-            peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
-            size = (folder / "out" / "runs.sqlite").stat().st_size
-        print(f'"{name}",{seconds:.1f},{peak / 1024:.0f},{size / 1e6:.0f},{size / values:.2f}',
-              flush=True)
+POINTS = 10_000  # of a series of models/longseries.py
+
+
+def long_study(name: str, function: str, analysis: dict) -> Path:
+    """Issue 19's long-series study: a vectorized model giving a 10,000-point series a run, kept
+    whole with series(y), reduced with final(y)."""
+    return write_study(name, {
+        "seed": 19,
+        "model": {"type": "python", "function": f"longseries:{function}", "vectorized": True},
+        "parameters": {"damping": {"distribution": "uniform", "low": 0.01, "high": 0.1},
+                       "frequency": {"distribution": "uniform", "low": 0.5, "high": 2.0},
+                       "offset": {"distribution": "normal", "mean": 0, "std": 1}},
+        "quantities": {"trajectory": "series(y)", "final_y": "final(y)"},
+        "analysis": analysis})
+
+
+def measure_long() -> list[dict]:
+    """Each long-series study fresh: wall and CPU seconds, peak RSS, the store's bytes and its
+    bytes per series value kept (runs x points: y alone is kept)."""
+    studies = {"long-series": ("oscillator", {"type": "montecarlo", "samples": 20_000}, 20_000),
+               "long-series-noise": ("noise", {"type": "montecarlo", "samples": 20_000}, 20_000),
+               "long-series-sobol": ("oscillator", {"type": "sobol", "samples": 1024,
+                                                     "outputs": ["y"]}, 1024 * 5)}
+    rows = []
+    for name, (function, analysis, runs) in studies.items():
+        run = run_study(long_study(name, function, analysis))
+        size = sum(f.stat().st_size for f in (OUT / "results" / name).glob("runs.sqlite*"))
+        rows.append({"study": name, "model": function, "analysis": analysis["type"], "runs": runs,
+                     "wall_s": run["wall"], "cpu_s": run["cpu"], "peak_mb": run["rss_mb"],
+                     "store_mb": size / 1e6, "bytes_per_value": size / (runs * POINTS)})
+        report(rows[-1:])
+    return rows
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--long"]:
-        measure_long()
-        sys.exit()
-    sizes = [int(a) for a in sys.argv[1:]] or [1_000_000, 2_000_000, 4_000_000]
-    print("runs,seconds,peak_rss_mb")
-    for n in sizes:
-        with tempfile.TemporaryDirectory() as folder:
-            seconds, peak = measure(n, Path(folder))
-        print(f"{n},{seconds:.1f},{peak / 1024:.0f}", flush=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--source", default=None)
+    parser.add_argument("--long", action="store_true", help="the long-series studies instead")
+    options = parser.parse_args()
+    print("studyrun:", use_source(options.source))
+    if options.long:
+        write_rows("long_series", measure_long())
+        raise SystemExit
+    rows = []
+    for n in map(int, options.sizes.split(",")):
+        rows.append(measure_size(n))
+        report(rows[-1:])
+    write_rows("scale", rows)
+    plot(rows)

@@ -37,13 +37,12 @@ MAX_RUNS = 100_000_000
 
 
 class PlannedRuns(Protocol):
-    """The runs of a fixed design as an analysis reads them: whole when they fit in memory, else
-    chunk by chunk in plan order, or as columns streamed in plan order or sorted by one of them
-    (the plan step's `plan.runs.PlannedRuns`)."""
+    """The runs of a fixed design as an analysis reads them: whole, or chunk by chunk in plan
+    order (the plan step's `plan.runs.PlannedRuns`)."""
 
     names: list[str]  # the varied parameters
     size: int  # runs in the plan
-    chunked: bool  # True when the design is too large to be read whole
+    chunked: bool  # True when the design was planned in more than one slice
     series: dict[str, str]  # the series the analysis reads: name -> model output
     series_in_chunks: bool  # True when those series are too large to be read whole
 
@@ -52,5 +51,3 @@ class PlannedRuns(Protocol):
     def series_chunks(self, multiple: int = 1) -> Iterator[Outcome]: ...
 
     def chunks(self) -> Iterator[Outcome]: ...
-
-    def stream(self, names: list[str], order_by: str | None = None) -> Iterator[np.ndarray]: ...
