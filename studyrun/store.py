@@ -353,11 +353,12 @@ class RunStore:
                 "SELECT ids, ok, inputs, outputs, errors, duration, worker FROM batches "
                 "WHERE seq = ?", (record,)).fetchone()
             at = seqs[rows] - first
-            table.ids[rows] = _array(ids, "<i8")[at]
+            record_ids = _array(ids, "<i8")
+            table.ids[rows] = record_ids[at]
             table.found[rows] = True
             table.ok[rows] = _array(ok, "u1")[at].astype(bool)
-            table.inputs[rows] = _columns(inputs, len(self.parameters))[:, at].T
-            table.values[rows] = _columns(outputs, len(self.quantities))[:, at].T
+            table.inputs[rows] = _columns(inputs, len(self.parameters), len(record_ids))[:, at].T
+            table.values[rows] = _columns(outputs, len(self.quantities), len(record_ids))[:, at].T
             table.duration[rows] = np.nan if duration is None else duration
             table.worker[rows] = worker
             if errors is not None:  # [[row, message], ...] of the record's failed runs
@@ -423,10 +424,10 @@ def _array(blob: bytes, dtype: str) -> np.ndarray:
     return np.frombuffer(blob, dtype=dtype)
 
 
-def _columns(blob: bytes, width: int) -> np.ndarray:
-    """A blob of `width` float64 columns, as an array with a row per column."""
-    values = np.frombuffer(blob, dtype="<f8")
-    return values.reshape(width, -1) if width else values.reshape(0, 0)
+def _columns(blob: bytes, width: int, size: int) -> np.ndarray:
+    """A blob of `width` float64 columns of `size` runs, as an array with a row per column
+    (none: a study of no quantities, only series() ones, or of no parameters)."""
+    return np.frombuffer(blob, dtype="<f8").reshape(width, size)
 
 
 def _number(value: float) -> float | None:

@@ -11,7 +11,7 @@ from contextlib import closing
 
 import numpy as np
 import pytest
-from conftest import write_study
+from conftest import as_rows, write_study
 
 from studyrun.core.batch import ModelOutput, SeriesGroup
 from studyrun.series_store import BLOCK_BYTES, Reader, decode, encode, pack
@@ -90,10 +90,13 @@ def npz(**arrays) -> bytes:
 
 
 def to_old_format(path) -> int:
-    """Rewrite a store's series as the studyrun before blocks kept them: an npz per run of the
-    runs table, empty where the run has none (a failed run); returns how many runs have some."""
+    """Rewrite a store's series as the studyrun before blocks kept them: an npz per run it
+    holds, empty where the run has none (a failed run); returns how many runs have some."""
+    from studyrun.store import RunStore
+
+    with RunStore.open_readonly(path) as store:
+        ids = store.recorded()[0]
     with closing(sqlite3.connect(path)) as db:
-        ids = np.array([row[0] for row in db.execute("SELECT id FROM runs")], dtype=np.int64)
         stored = Reader(db).read(ids)
         with db:
             db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, data BLOB)")
@@ -173,7 +176,8 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
                                                                                   monkeypatch):
     """Time-resolved Sobol' indices with failed runs (dropped blocks) and grids that differ
     (runs interpolated, those too short named): read whole, then in chunks of 35 runs; and
-    again from the same store rewritten as a store of an npz per run."""
+    again from the same store rewritten as an older studyrun left it (a row and an npz per run),
+    every run reused."""
     import studyrun.plan.runs as planned
     from studyrun.pipeline import run_study
 
@@ -186,7 +190,9 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
     chunked = run_study(path, tmp_path / "chunked", fresh=True, quiet=True)
     assert_close(whole, chunked["results"])
     monkeypatch.undo()
-    assert to_old_format(tmp_path / "chunked" / "runs.sqlite") == 64 * 5 - chunked["runs"]["failed"]
+    store = tmp_path / "chunked" / "runs.sqlite"
+    assert to_old_format(store) == 64 * 5 - chunked["runs"]["failed"]
+    as_rows(store, "2")  # and a row per run: a store as studyrun wrote them before format 3
     again = run_study(path, tmp_path / "chunked", quiet=True)
     assert again["runs"]["reused"] == 64 * 5 - chunked["runs"]["failed"]  # failed: run again
     assert json.dumps(again["results"]) == json.dumps(whole)
@@ -263,6 +269,6 @@ def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_
         out = tmp_path / f"out{len(outputs)}"
         run_study(path, out, fresh=True, quiet=True)
         with RunStore.open_readonly(out / "runs.sqlite") as store:
-            ids = store.db.execute("SELECT id FROM runs").fetchall()
-            stored = store.series_reader().read(np.array(ids).ravel())
+            stored = store.series_reader().read(store.recorded()[0])
+        assert len(stored) == 40
         assert all(sorted(s) == outputs for s in stored)

@@ -5,7 +5,6 @@ a failed run's quantities empty)."""
 from __future__ import annotations
 
 import csv
-import json
 import os
 import signal
 import sqlite3
