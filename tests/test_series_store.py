@@ -272,3 +272,18 @@ def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_
             stored = store.series_reader().read(store.recorded()[0])
         assert len(stored) == 40
         assert all(sorted(s) == outputs for s in stored)
+
+
+def test_series_quantities_are_read_back_only_by_analyses_that_read_them():
+    from studyrun.analyses.montecarlo import Montecarlo
+    from studyrun.analyses.sobol import Sobol
+    from studyrun.plan.runs import series_kept, series_wanted
+    from studyrun.quantities import Quantities
+
+    quantities = Quantities({"path": "series(y)", "end": "final(v)"})
+    montecarlo = Montecarlo(type="montecarlo", samples=10)
+    sobol = Sobol(type="sobol", samples=16, outputs=["v"])
+    assert series_wanted(quantities, montecarlo, None) == {}  # kept in the store, not read
+    assert series_kept(quantities, montecarlo, None) == ("y",)
+    assert series_wanted(quantities, sobol, None) == {"path": "y", "v": "v"}
+    assert series_kept(quantities, sobol, None) == ("v", "y")
