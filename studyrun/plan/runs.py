@@ -28,7 +28,7 @@ from ..store import RunStore
 from . import Plan
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
-SERIES_CHUNK_BYTES = 128 << 20  # series read back at once, at most, when read in chunks
+SERIES_CHUNK_BYTES = 64 << 20  # series read back at once, at most, when read in chunks
 
 
 class PlannedRuns:
@@ -118,6 +118,7 @@ class PlannedRuns:
                 if common is not None:
                     put_on_grid(outcome, reader.read(part.ids, outputs), self.series, common)
                 yield outcome
+                del outcome  # before the next chunk is read: one chunk in memory at a time
 
     def _common_grid(self, reader) -> CommonGrid | None:
         """The one grid of every planned run's series, from their grids alone."""

@@ -107,4 +107,5 @@ def streamed_series(chunks: Iterable[Outcome], names: list[str],
         time, notes = chunk.time, chunk.series_notes
         for indices in sums.values():
             indices.add(chunk)
+        del chunk  # before the next chunk is read
     return {name: indices.result(time, notes) for name, indices in sums.items()}
