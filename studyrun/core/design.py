@@ -31,8 +31,9 @@ class Outcome:
 
 Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
 
-# The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
-# 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
+# The most runs a design may have: its runs.csv would pass 14 GB and its run store 4 GB (1.4 GB
+# and 0.41 GB per 10 million runs of three inputs and a quantity, benchmarks/README.md), and a
+# design this large is more often a typo than a plan.
 MAX_RUNS = 100_000_000
 
 
