@@ -14,18 +14,21 @@ import numpy as np
 from .core.runtable import CSV_FIXED, RunTable
 from .outputs import replacing
 
-CSV_ROWS = 1 << 16  # rows formatted at a time
+CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): rows of a
+# thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
               tables: Iterable[tuple[int, RunTable]]) -> None:
     """runs.csv: one row per recorded run, `run` being its position in the plan; written
     whole or not at all."""
+    header = (*CSV_FIXED, *parameters, *quantities)
+    rows = max(1, CSV_CELLS // len(header))
     with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
-        handle.write(",".join(csv_field(c) for c in (*CSV_FIXED, *parameters, *quantities)) + "\r\n")
+        handle.write(",".join(map(csv_field, header)) + "\r\n")
         for start, table in tables:
-            for part in range(0, len(table), CSV_ROWS):  # in slices: text costs ~60 bytes a field
-                kept = part + np.flatnonzero(table.found[part:part + CSV_ROWS])
+            for part in range(0, len(table), rows):
+                kept = part + np.flatnonzero(table.found[part:part + rows])
                 if len(kept):
                     handle.write(csv_text(start, table, kept))
 

@@ -19,8 +19,11 @@ class Ranks:
 
     def __init__(self, inputs: np.ndarray) -> None:
         self.n, self.columns = inputs.shape
-        self.ranks = (np.column_stack([average_ranks(column) for column in inputs.T])
-                      if self.n >= 3 else None)
+        self.ranks = None  # a row per input: each column's ranks contiguous, filled in place
+        if self.n >= 3:
+            self.ranks = np.empty((self.columns, self.n))
+            for j in range(self.columns):
+                self.ranks[j] = average_ranks(inputs[:, j])
         self.constant = np.ptp(inputs, axis=0) == 0 if self.n else np.ones(self.columns, bool)
 
     def spearman(self, values: np.ndarray) -> list[float | None]:
@@ -29,7 +32,7 @@ class Ranks:
         if self.ranks is None or np.ptp(values) == 0:
             return [None] * self.columns
         ry = average_ranks(values)
-        return [None if self.constant[j] else float(np.corrcoef(self.ranks[:, j], ry)[0, 1])
+        return [None if self.constant[j] else float(np.corrcoef(self.ranks[j], ry)[0, 1])
                 for j in range(self.columns)]
 
 

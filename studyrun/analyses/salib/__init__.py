@@ -94,10 +94,9 @@ def unit_problem(names: Sequence[str], groups: Sequence[str] | None = None) -> d
 def map_to_natural(unit: np.ndarray, parameters: Mapping[str, "ParameterSpec"],
                    names: Sequence[str]) -> np.ndarray:
     """Map unit-cube samples (runs, D) to natural units through each parameter's ppf."""
-    clipped = np.clip(unit, UNIT_MARGIN, 1.0 - UNIT_MARGIN)
-    natural = np.empty_like(clipped, dtype=float)
-    for j, name in enumerate(names):
-        natural[:, j] = np.asarray(parameters[name].ppf(clipped[:, j]), dtype=float)
+    natural = np.clip(unit, UNIT_MARGIN, 1.0 - UNIT_MARGIN)
+    for j, name in enumerate(names):  # in place, column by column: one matrix, not two
+        natural[:, j] = parameters[name].ppf(natural[:, j])
     return natural
 
 
