@@ -52,6 +52,7 @@ from .salib import (
     failed_rows,
     keep_whole_blocks,
     map_to_natural,
+    rows_kept,
     unit_problem,
 )
 from .salib.report import facts_line, figure_name, index_table, nan, warnings_block
@@ -230,7 +231,7 @@ class Morris(AnalysisSpec):
             zeros = dict.fromkeys(names, 0.0)
             return {key: zeros for key in KEYS} | facts | {
                 "warnings": notes + ["the quantity is the same in every run: every effect is 0"]}
-        si = morris_analyze.analyze(unit_problem(names), design.matrix[keep], y,
+        si = morris_analyze.analyze(unit_problem(names), rows_kept(design.matrix, keep), y,
                                     num_resamples=self.resamples, conf_level=self.confidence,
                                     num_levels=self.levels, seed=info["bootstrap_seed"])
         entry = {key: by_factor(names, si[key]) for key in KEYS}

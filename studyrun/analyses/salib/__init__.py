@@ -151,6 +151,12 @@ def failed_rows(outcome: "Outcome", quantity: str, values: np.ndarray | None = N
     return bad | ~finite
 
 
+def rows_kept(matrix: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The kept rows of a design matrix: the matrix itself when every row is kept (a copy per
+    quantity was 500 MB at a thousand parameters)."""
+    return matrix if keep.all() else matrix[keep]
+
+
 def keep_whole_blocks(bad: np.ndarray, block: int) -> tuple[np.ndarray, int]:
     """Rows to keep when a failure anywhere in a block of `block` runs voids the whole block.
 
@@ -232,7 +238,7 @@ class SalibAnalysis(AnalysisSpec):
         notes = [f"{dropped} failed runs were left out; indices use the remaining {kept}. If "
                  f"failures depend on the parameters, the indices describe only the region "
                  f"where the model runs"] if dropped else []
-        y, x = values[~bad], design.matrix[~bad]
+        y, x = values[~bad], rows_kept(design.matrix, ~bad)
         if constant_output(y):
             return error_entry("the quantity is the same in every run: there is nothing to "
                                "apportion", **facts)
