@@ -1,6 +1,6 @@
-"""Seconds and peak RSS of each step of one `studyrun run` (issue 19): design, plan, execute (and,
-within it, the store's writes), analyse, runs.csv, analysis.json, report. Linux only: each step
-resets the kernel's high-water mark (/proc/self/clear_refs) and reads it back.
+"""Seconds and peak RSS of each step of one `studyrun run` (issue 19): design, plan, execute,
+analyse, runs.csv, analysis.json, report; and, within them, the store's writes and reads. Linux
+only: each step resets the kernel's high-water mark (/proc/self/clear_refs) and reads it back.
 
     python benchmarks/profile_steps.py STUDY OUT
 """
@@ -55,16 +55,17 @@ def timed(owner, name: str, label: str, totals: dict | None = None) -> None:
 
 def main(study: str, out: str) -> None:
     import studyrun.pipeline as pipeline
+    import studyrun.plan.runs as planned
     from studyrun import plan
     from studyrun.execute import Runner
-    from studyrun.plan.runs import PlannedRuns
     from studyrun.store import RunStore
 
     store: dict = {}
     timed(plan, "make_plan", "plan")
     timed(Runner, "execute", "execute")
     timed(RunStore, "write", "store writes", store)
-    timed(PlannedRuns, "write_csv", "runs.csv")
+    timed(RunStore, "read_seqs", "store reads", store)
+    timed(planned, "write_csv", "runs.csv")  # a plan of one chunk; helper processes write more
     timed(pipeline, "write_json", "analysis.json")
     timed(pipeline, "write_report", "report")
     analysis = pipeline.load_study(study).study.analysis
@@ -73,7 +74,7 @@ def main(study: str, out: str) -> None:
     start = time.perf_counter()
     pipeline.run_study(study, out, fresh=True, quiet=True)
     for label, (calls, seconds, rise) in store.items():
-        print(f"{label:14s} {seconds:7.2f} s  in {calls} batches, each at most +{rise} MB")
+        print(f"{label:14s} {seconds:7.2f} s  in {calls} calls, each at most +{rise} MB")
     reset_peak()
     print(f"{'total':14s} {time.perf_counter() - start:7.2f} s  peak {OPEN[0][0]} MB (this "
           "process; Dask's workers are others)")
