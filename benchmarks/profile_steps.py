@@ -45,7 +45,8 @@ def timed(owner, name: str, label: str, totals: dict | None = None) -> None:
             OPEN.pop()  # steps nest: this one is the innermost
             seconds, rise = time.perf_counter() - start, max(0, peak[0] - before)
             if totals is None:
-                print(f"{label:14s} {seconds:7.2f} s  peak {peak[0]:6d} MB (+{rise} MB)", flush=True)
+                print(f"{label:14s} {seconds:7.2f} s  peak {peak[0]:6d} MB (+{rise} MB)",
+                      flush=True)
             else:
                 calls, spent, most = totals.get(label, (0, 0.0, 0))
                 totals[label] = (calls + 1, spent + seconds, max(most, rise))

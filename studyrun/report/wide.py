@@ -17,7 +17,8 @@ def ranked(measure: Mapping[str, Any]) -> list[str]:
     """The names by decreasing |measure|, ties in their given order; None and NaN last."""
     def size(name: str) -> float:
         value = measure[name]
-        return -abs(value) if isinstance(value, (int, float)) and not math.isnan(value) else math.inf
+        known = isinstance(value, (int, float)) and not math.isnan(value)
+        return -abs(value) if known else math.inf
 
     return sorted(measure, key=size)
 

@@ -216,8 +216,8 @@ def spearman_table(results: dict[str, Any], names: list[str]) -> list[str]:
     """A row per quantity and a column per parameter; for more parameters than a figure shows,
     a row per parameter by decreasing |Spearman| (the largest over the quantities)."""
     if len(names) <= TOP:
-        return [table(["quantity", *names],
-                      [[q, *(r["correlations"].get(p) for p in names)] for q, r in results.items()])]
+        return [table(["quantity", *names], [[q, *(r["correlations"].get(p) for p in names)]
+                                             for q, r in results.items()])]
     largest = {p: max((abs(r["correlations"][p]) for r in results.values()
                        if r["correlations"].get(p) is not None), default=None) for p in names}
     return [top_note(largest, "|Spearman|"), "",

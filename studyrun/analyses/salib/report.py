@@ -29,7 +29,8 @@ def index_table(entry: dict[str, Any], keys: Sequence[str], rank: str | None = N
     keys = [k for k in keys if isinstance(entry.get(k), dict)]
     if not keys:
         return ""
-    factors = table_order(entry[rank]) if isinstance(entry.get(rank), dict) else list(entry[keys[0]])
+    ranks = entry.get(rank)
+    factors = table_order(ranks) if isinstance(ranks, dict) else list(entry[keys[0]])
     rows = [[f, *(entry[k].get(f) for k in keys)] for f in factors]
     return table(["parameter", *keys], rows)
 
