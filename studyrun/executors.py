@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import struct
+import sys
 from typing import Any, Callable
 
 from .core.errors import ExecutionError
@@ -276,6 +277,19 @@ def planned_workers(scheduler, workers: int | None) -> int:
 # thousand inputs is one, so the driver held the client's and the scheduler's copies of a
 # design's inputs (1.3 GB of a 64,128-run Sobol' study of 1,000 parameters). Ten are enough.
 MESSAGES_KEPT = {"distributed.admin.low-level-log-length": 10}
+
+
+def give_back_memory() -> None:
+    """Return to the system the memory this process freed but glibc keeps in its arenas:
+    Dask's messages of batches, freed in its threads' arenas, stayed there (0.4 GB after a
+    64,128-run study of 1,000 parameters)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except AttributeError:  # a C library without it (musl)
+            pass
 
 
 def start_executor(scheduler, workers: int | None, job_name: str = "studyrun"):
