@@ -5,16 +5,29 @@ chunk, so the CPU per run should stay flat and memory follow a few numbers per r
 
     python benchmarks/bench_scale.py [--sizes 1000,10000,...] [--source head|tree|COMMIT]
 
-Writes benchmarks/measured/scale.csv and scale.png. `--long` measures instead the long-series
-studies (10,000-point series kept with series(y), 20,000 runs): long_series.csv.
+Writes benchmarks/measured/scale.csv and scale.png. With `--wide`, instead, the studies of 1,000
+parameters (models/wide.py: Morris, Monte Carlo, Sobol' N = 64) into measured/wide.csv; with
+`--long`, the long-series studies (10,000-point series kept with series(y), 20,000 runs) into
+measured/long_series.csv.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from harness import OUT, RESULTS, report, run_study, studyrun, use_source, write_rows, write_study
+from harness import (
+    HERE,
+    OUT,
+    RESULTS,
+    report,
+    run_study,
+    studyrun,
+    use_source,
+    write_rows,
+    write_study,
+)
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000]
 
@@ -38,6 +51,20 @@ def measure_size(n: int) -> dict:
             "fresh_peak_mb": fresh["rss_mb"], "cpu_us_per_run": 1e6 * fresh["cpu"] / n,
             "rerun_wall_s": again["wall"], "rerun_cpu_s": again["cpu"],
             "rerun_peak_mb": again["rss_mb"], "rerun_share": again["wall"] / fresh["wall"]}
+
+
+def measure_wide() -> list[dict]:
+    """Issue 19: each study of 1,000 parameters, fresh."""
+    sys.path.insert(0, str(HERE / "models"))
+    from wide import ANALYSES, study
+
+    rows = []
+    for name, (analysis, runs) in ANALYSES.items():
+        done = run_study(write_study(f"wide-{name}", study(analysis)))
+        rows.append({"study": f"wide {name}", "runs": runs, "wall_s": done["wall"],
+                     "cpu_s": done["cpu"], "peak_mb": done["rss_mb"]})
+        report(rows[-1:])
+    return rows
 
 
 def plot(rows: list[dict]) -> None:
@@ -99,12 +126,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--source", default=None)
+    parser.add_argument("--wide", action="store_true", help="the studies of 1,000 parameters")
     parser.add_argument("--long", action="store_true", help="the long-series studies instead")
     options = parser.parse_args()
     print("studyrun:", use_source(options.source))
+    if options.wide:
+        write_rows("wide", measure_wide())
+        sys.exit()
     if options.long:
         write_rows("long_series", measure_long())
-        raise SystemExit
+        sys.exit()
     rows = []
     for n in map(int, options.sizes.split(",")):
         rows.append(measure_size(n))

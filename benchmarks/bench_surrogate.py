@@ -112,7 +112,8 @@ def references(names):
     refs = {"ishigami": (np.array([0.5576, 0.4424, 0.2437]), np.zeros(3), "analytic"),
             "gfunction": (g_reference(), np.zeros(8), "analytic")}
     if "borehole" in names:
-        from studyrun.analyses.surrogate.fitting import saltelli_unit, sobol_estimates
+        from studyrun.analyses.salib.saltelli import saltelli_unit
+        from studyrun.analyses.surrogate.fitting import sobol_estimates
 
         inputs = inputs_of("borehole")
         estimates = []

@@ -23,6 +23,7 @@ from .core.batch import Evaluator, ModelOutput, RunContext
 from .core.errors import ExecutionError, describe
 from .executors import (
     SyncExecutor,
+    give_back_memory,
     planned_workers,
     probe_scheduler,
     scheduler_name,
@@ -231,6 +232,7 @@ class Runner:
             if executor is not None:
                 executor.close()
         self.executor = self.isolated = None
+        give_back_memory()
 
     def execute(self, plan: Plan, quiet: bool = False) -> Counts:
         """Run the plan's runs that the store lacks, recording each batch as it finishes."""

@@ -19,7 +19,8 @@ from .isolated import IsolatedExecutor
 from .outputs import PARTIAL, replacing
 from .store import RunStore
 
-CSV_ROWS = 1 << 16  # rows formatted at a time
+CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): runs of a
+# thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)
 CSV_FORMAT = 1  # the layout of runs.csv: a file written by another layout is written again
 
 
@@ -39,8 +40,9 @@ def header(parameters: list[str], quantities: list[str]) -> str:
 
 def write_rows(handle, start: int, table: RunTable) -> None:
     """The lines of a table's recorded runs, the first at plan position `start`."""
-    for part in range(0, len(table), CSV_ROWS):  # in slices: text costs ~60 bytes a field
-        kept = part + np.flatnonzero(table.found[part:part + CSV_ROWS])
+    rows = max(1, CSV_CELLS // (len(CSV_FIXED) + table.inputs.shape[1] + table.values.shape[1]))
+    for part in range(0, len(table), rows):
+        kept = part + np.flatnonzero(table.found[part:part + rows])
         if len(kept):
             handle.write(csv_text(start, table, kept))
 

@@ -44,6 +44,7 @@ from .salib import (
     error_entry,
     keep_whole_blocks,
     map_to_natural,
+    rows_kept,
     salib_side_effects_contained,
     unit_problem,
     with_notes,
@@ -118,7 +119,7 @@ class Dgsm(SalibAnalysis):
         if constant_output(y):
             return error_entry("the quantity is the same in every run: there is nothing to "
                                "apportion", **facts)
-        result = self.call_salib(unit_problem(design.names), design.matrix[keep], y,
+        result = self.call_salib(unit_problem(design.names), rows_kept(design.matrix, keep), y,
                                  design.info["analysis_seed"])
         constant = np.array([design.info["poincare"][n] for n in design.names])
         variance = float(np.var(y[::block]))

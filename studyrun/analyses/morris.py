@@ -36,6 +36,7 @@ from pydantic import (
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
+from ..report.wide import shown, top_note
 from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 from .precision import Round, doublings, grow
 from .precision_report import reached_line, widths_plot
@@ -51,6 +52,7 @@ from .salib import (
     failed_rows,
     keep_whole_blocks,
     map_to_natural,
+    rows_kept,
     unit_problem,
 )
 from .salib.report import facts_line, figure_name, index_table, nan, warnings_block
@@ -229,7 +231,7 @@ class Morris(AnalysisSpec):
             zeros = dict.fromkeys(names, 0.0)
             return {key: zeros for key in KEYS} | facts | {
                 "warnings": notes + ["the quantity is the same in every run: every effect is 0"]}
-        si = morris_analyze.analyze(unit_problem(names), design.matrix[keep], y,
+        si = morris_analyze.analyze(unit_problem(names), rows_kept(design.matrix, keep), y,
                                     num_resamples=self.resamples, conf_level=self.confidence,
                                     num_levels=self.levels, seed=info["bootstrap_seed"])
         entry = {key: by_factor(names, si[key]) for key in KEYS}
@@ -241,14 +243,16 @@ class Morris(AnalysisSpec):
                  "mu_star means interactions or non-linearity."]
         for name, entry in analysis.get("results", {}).items():
             parts.append(f"### {name}")
+            stars = entry.get("mu_star") or {}
             parts += [reached_line(entry, "trajectories"), facts_line(entry),
-                      index_table(entry, KEYS)]
+                      top_note(stars, "mu_star"), index_table(entry, KEYS, "mu_star")]
             if "mu_star" in entry:
                 parts.append(draw_mu_star_sigma(name, entry, figures))
             if "convergence" in entry:
-                table = entry["convergence"]
-                parts.append(widths_plot(name, "morris", table["N"], table["mu_star_conf"], None,
-                                         figures, "mu_star_conf (95% half-width)"))
+                widths = entry["convergence"]["mu_star_conf"]
+                parts.append(widths_plot(name, "morris", entry["convergence"]["N"],
+                                         {f: widths[f] for f in shown(stars)}, None, figures,
+                                         "mu_star_conf (95% half-width)"))
             parts.append(warnings_block(entry))
         return "\n\n".join(p for p in parts if p) + "\n"
 
@@ -297,9 +301,10 @@ def check_effects(entry: dict[str, Any]) -> list[str]:
 
 
 def draw_mu_star_sigma(name: str, entry: dict[str, Any], figures: "Figures") -> str:
-    """The mu*-sigma plane (Morris 1991), with sigma / mu* = 0.1, 0.5 and 1 guide lines."""
+    """The mu*-sigma plane (Morris 1991), with sigma / mu* = 0.1, 0.5 and 1 guide lines; for a
+    wide study, of the parameters of largest mu*."""
     fig, ax = figures.new(size=(5.5, 4.2))
-    factors = list(entry["mu_star"])
+    factors = shown(entry["mu_star"])
     x = np.array([nan(entry["mu_star"][f]) for f in factors])
     y = np.array([nan(entry["sigma"][f]) for f in factors])
     xerr = [nan(entry["mu_star_conf"][f]) for f in factors]

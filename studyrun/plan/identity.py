@@ -40,11 +40,11 @@ def hash_rows(matrix: np.ndarray, context: bytes, earlier: Occurrences | None = 
     seed = np.uint64(int.from_bytes(hashlib.sha256(context).digest()[:8], "little"))
     if not len(matrix):
         return np.zeros(0, np.int64)
-    bits = canonical_bits(matrix.reshape(len(matrix), -1))
+    matrix = matrix.reshape(len(matrix), -1)
     with np.errstate(over="ignore"):
-        h = np.full(len(bits), seed, dtype=np.uint64)
-        for column in bits.T:
-            h = mix(h + _GOLDEN + column)
+        h = np.full(len(matrix), seed, dtype=np.uint64)
+        for column in matrix.T:  # a column's bits at a time, not a copy of the whole design
+            h = mix(h + _GOLDEN + canonical_bits(column))
         h = separate_replicates(h, earlier)
     return h.view(np.int64)
 

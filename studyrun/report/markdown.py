@@ -7,9 +7,9 @@ from typing import Any, Iterable, Sequence
 
 def format_number(value: Any, digits: int = 4) -> str:
     """A number as a short, readable string; other values as they are."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, (bool, int)) or value is None:  # counts whole: 64128, not 6.413e+04
         return str(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
         if value != value:  # NaN
             return "nan"
         return f"{value:.{digits}g}"

@@ -26,6 +26,7 @@ from ...params import (
 )
 from ...report.figures import shown_rows
 from ...report.markdown import table
+from ...report.wide import TOP, shown, table_order, top_note
 from ..given import ReadsGiven, not_with_from
 from ..precision import Samples, grow, reached
 from .ranks import Ranks
@@ -157,9 +158,7 @@ class Montecarlo(ReadsGiven):
         names = (outcome.design.names if outcome else  # a grown sample's report has no runs
                  list(next(iter(results.values()), {}).get("correlations", {})))
         if names:
-            lines += ["### Rank correlations (Spearman)", "",
-                      table(["quantity", *names],
-                            [[q, *(r["correlations"].get(p) for p in names)] for q, r in results.items()]), ""]
+            lines += ["### Rank correlations (Spearman)", "", *spearman_table(results, names), ""]
         lines += correlation_table(analysis.get("design", {}))
         for q, r in results.items():
             if "convergence" in r:
@@ -167,7 +166,8 @@ class Montecarlo(ReadsGiven):
 
                 lines += precision_section(q, r, figures)
         if outcome is not None:
-            lines += draw_distributions(outcome, figures)
+            lines += draw_distributions(outcome, figures,
+                                        {q: r["correlations"] for q, r in results.items()})
         return "\n".join(lines)
 
 
@@ -212,10 +212,27 @@ def correlation_table(design: dict[str, Any]) -> list[str]:
             table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
 
 
-def draw_distributions(outcome: Outcome, figures) -> list[str]:
-    """A histogram per quantity and a scatter of each quantity against each parameter."""
+def spearman_table(results: dict[str, Any], names: list[str]) -> list[str]:
+    """A row per quantity and a column per parameter; for more parameters than a figure shows,
+    a row per parameter by decreasing |Spearman| (the largest over the quantities)."""
+    if len(names) <= TOP:
+        return [table(["quantity", *names], [[q, *(r["correlations"].get(p) for p in names)]
+                                             for q, r in results.items()])]
+    largest = {p: max((abs(r["correlations"][p]) for r in results.values()
+                       if r["correlations"].get(p) is not None), default=None) for p in names}
+    return [top_note(largest, "|Spearman|"), "",
+            table(["parameter", *results],
+                  [[p, *(r["correlations"].get(p) for r in results.values())]
+                   for p in table_order(largest)])]
+
+
+def draw_distributions(outcome: Outcome, figures,
+                       correlations: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """A histogram per quantity and a scatter of each quantity against each parameter (against
+    those of largest |Spearman|, by `correlations`, for a wide study: in rows of five)."""
     lines = []
     names = outcome.design.names
+    column = {p: j for j, p in enumerate(names)}
     for q, values in outcome.values.items():
         keep = outcome.ok & np.isfinite(values)
         if not keep.any():
@@ -226,12 +243,19 @@ def draw_distributions(outcome: Outcome, figures) -> list[str]:
                 histtype="stepfilled")
         ax.set(xlabel=q, ylabel="runs", title=f"Distribution of {q}")
         lines += [figures.save(fig, f"hist-{q}", f"Distribution of {q}"), ""]
-        if names:
-            fig, axes = figures.new(1, len(names), size=(3.2 * len(names), 3.2))
+        drawn = shown((correlations or {}).get(q) or dict.fromkeys(names))
+        if drawn:
+            wide = len(drawn) < len(names)
+            rows, cols = (-(-len(drawn) // 5), 5) if wide else (1, len(drawn))
+            fig, axes = figures.new(rows, cols, size=(3.2 * cols, 3.2 * rows))
             kept = np.flatnonzero(keep)
-            shown = kept[shown_rows(len(kept), prefix=True)]
-            for j, (ax, p) in enumerate(zip(np.ravel(axes), names)):
-                ax.scatter(outcome.design.matrix[shown, j], values[shown], s=4, alpha=0.5)
-                ax.set(xlabel=p, ylabel=q if j == 0 else "")
-            lines += [figures.save(fig, f"scatter-{q}", f"{q} against each parameter"), ""]
+            points = kept[shown_rows(len(kept), prefix=True)]
+            for i, (ax, p) in enumerate(zip(np.ravel(axes), drawn)):
+                ax.scatter(outcome.design.matrix[points, column[p]], values[points], s=4, alpha=0.5)
+                ax.set(xlabel=p, ylabel=q if i % cols == 0 else "")
+            for ax in np.ravel(axes)[len(drawn):]:
+                ax.remove()
+            caption = (f"{q} against the {len(drawn)} parameters of largest |Spearman|" if wide
+                       else f"{q} against each parameter")
+            lines += [figures.save(fig, f"scatter-{q}", caption), ""]
     return lines

@@ -94,10 +94,9 @@ def unit_problem(names: Sequence[str], groups: Sequence[str] | None = None) -> d
 def map_to_natural(unit: np.ndarray, parameters: Mapping[str, "ParameterSpec"],
                    names: Sequence[str]) -> np.ndarray:
     """Map unit-cube samples (runs, D) to natural units through each parameter's ppf."""
-    clipped = np.clip(unit, UNIT_MARGIN, 1.0 - UNIT_MARGIN)
-    natural = np.empty_like(clipped, dtype=float)
-    for j, name in enumerate(names):
-        natural[:, j] = np.asarray(parameters[name].ppf(clipped[:, j]), dtype=float)
+    natural = np.clip(unit, UNIT_MARGIN, 1.0 - UNIT_MARGIN)
+    for j, name in enumerate(names):  # in place, column by column: one matrix, not two
+        natural[:, j] = parameters[name].ppf(natural[:, j])
     return natural
 
 
@@ -150,6 +149,12 @@ def failed_rows(outcome: "Outcome", quantity: str, values: np.ndarray | None = N
     bad = ~np.asarray(outcome.ok, dtype=bool)
     finite = np.isfinite(values) if values.ndim == 1 else np.isfinite(values).all(axis=1)
     return bad | ~finite
+
+
+def rows_kept(matrix: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The kept rows of a design matrix: the matrix itself when every row is kept (a copy per
+    quantity was 500 MB at a thousand parameters)."""
+    return matrix if keep.all() else matrix[keep]
 
 
 def keep_whole_blocks(bad: np.ndarray, block: int) -> tuple[np.ndarray, int]:
@@ -233,7 +238,7 @@ class SalibAnalysis(AnalysisSpec):
         notes = [f"{dropped} failed runs were left out; indices use the remaining {kept}. If "
                  f"failures depend on the parameters, the indices describe only the region "
                  f"where the model runs"] if dropped else []
-        y, x = values[~bad], design.matrix[~bad]
+        y, x = values[~bad], rows_kept(design.matrix, ~bad)
         if constant_output(y):
             return error_entry("the quantity is the same in every run: there is nothing to "
                                "apportion", **facts)

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...report.markdown import table
+from ...report.wide import shown, table_order, top_note
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
@@ -22,25 +23,33 @@ def nan(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def index_table(entry: dict[str, Any], keys: Sequence[str]) -> str:
-    """A table with one row per factor and one column per index key present in `entry`."""
+def index_table(entry: dict[str, Any], keys: Sequence[str], rank: str | None = None) -> str:
+    """A table with one row per factor and one column per index key present in `entry`; for
+    more factors than a figure shows, by decreasing `rank` (an index key)."""
     keys = [k for k in keys if isinstance(entry.get(k), dict)]
     if not keys:
         return ""
-    factors = list(entry[keys[0]])
+    ranks = entry.get(rank)
+    factors = table_order(ranks) if isinstance(ranks, dict) else list(entry[keys[0]])
     rows = [[f, *(entry[k].get(f) for k in keys)] for f in factors]
     return table(["parameter", *keys], rows)
 
 
+def rank_key(keys: Sequence[str]) -> str:
+    """The index that ranks the factors of a wide study: ST (which bounds S1) when there is one."""
+    return "ST" if "ST" in keys else keys[0]
+
+
 def bar_chart(figures: "Figures", name: str, entry: dict[str, Any], keys: Sequence[str],
               title: str) -> str:
-    """Grouped bars of the index keys with their `<key>_conf` intervals as error bars."""
+    """Grouped bars of the index keys with their `<key>_conf` intervals as error bars; for a
+    wide study, of the factors of largest `rank_key`."""
     import numpy as np
 
     keys = [k for k in keys if isinstance(entry.get(k), dict)]
     if not keys:
         return ""
-    factors = list(entry[keys[0]])
+    factors = shown(entry[rank_key(keys)])
     fig, ax = figures.new(size=(max(4.0, 0.9 * len(factors) + 2.5), 3.6))
     width = 0.8 / len(keys)
     x = np.arange(len(factors))
@@ -77,7 +86,9 @@ def generic_section(title: str, analysis: dict[str, Any], figures: "Figures",
     parts = [f"## {title}"]
     for quantity, entry in analysis.get("results", {}).items():
         parts.append(f"### {quantity}")
-        for piece in (facts_line(entry), index_table(entry, keys),
+        rank = rank_key(bars)
+        for piece in (facts_line(entry), top_note(entry.get(rank) or {}, rank),
+                      index_table(entry, keys, rank),
                       bar_chart(figures, figure_name(analysis.get("analysis", "salib"), quantity),
                                 entry, bars, f"{title}: {quantity}"),
                       warnings_block(entry)):

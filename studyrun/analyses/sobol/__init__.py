@@ -53,6 +53,7 @@ from ..salib import (
     unit_problem,
     unknown_outputs,
 )
+from ..salib.saltelli import saltelli_unit
 
 if TYPE_CHECKING:
     from ...params import ParameterSpec
@@ -161,14 +162,11 @@ class Sobol(AnalysisSpec):
     def saltelli(self, context: StudyContext, seed: np.random.SeedSequence, samples: int) -> Design:
         """N = `samples` Saltelli blocks; a larger N continues the same sequence (SALib's
         sample(2N) begins with sample(N) for the same seed)."""
-        from SALib.sample import sobol as sobol_sample
-
         parameters = context.varied
         names = list(parameters)
         labels = group_labels(names, self.groups)
         sample_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
-        unit = sobol_sample.sample(unit_problem(names, labels), samples,
-                                   calc_second_order=self.second_order, seed=sample_seed)
+        unit = saltelli_unit(len(names), samples, self.second_order, sample_seed, labels)
         factors = unique_labels(names, labels)
         block = (2 if self.second_order else 1) * len(factors) + 2
         info = {"method": "sobol", "base_samples": samples, "block": block,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...report.markdown import format_number, table
+from ...report.wide import shown, top_note
 from ..precision_report import reached_line, widths_plot
 from ..salib.report import (
     bar_chart,
@@ -40,8 +41,10 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
 
 def quantity_section(name: str, entry: dict[str, Any], figures: "Figures") -> str:
     """Table, bar chart, second-order table and convergence plot for one quantity."""
+    drawn = shown(entry.get("ST") or {})  # every factor, or the largest ST of a wide study
     parts = [reached_line(entry, "base samples"), facts_line(entry),
-             index_table(entry, ("S1", "S1_conf", "ST", "ST_conf")), outside_unit(entry)]
+             top_note(entry.get("ST") or {}, "ST"),
+             index_table(entry, ("S1", "S1_conf", "ST", "ST_conf"), "ST"), outside_unit(entry)]
     if "S1" in entry:
         parts.append(bar_chart(figures, figure_name("sobol", name), entry, ("S1", "ST"),
                                f"Sobol' indices: {name}"))
@@ -50,11 +53,10 @@ def quantity_section(name: str, entry: dict[str, Any], figures: "Figures") -> st
                 for a, row in entry["S2"].items() for b, value in row.items()]
         parts.append(table(["parameter", "with", "S2", "S2_conf"], rows))
     if "convergence" in entry:
-        parts.append(convergence_plot(name, entry["convergence"], figures))
+        parts.append(convergence_plot(name, entry["convergence"], figures, drawn))
     if "S1_conf" in entry.get("convergence", {}):
         table_ = entry["convergence"]
-        widths = {f"{key} {f}": values for key in ("S1_conf", "ST_conf")
-                  for f, values in table_[key].items()}
+        widths = {f"{key} {f}": table_[key][f] for key in ("S1_conf", "ST_conf") for f in drawn}
         parts.append(widths_plot(name, "sobol", table_["N"], widths,
                                  entry.get("target", {}).get("ci"), figures,
                                  "95% half-width"))
@@ -82,13 +84,15 @@ def outside_unit(entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def convergence_plot(name: str, convergence: dict[str, Any], figures: "Figures") -> str:
-    """S1 (dashed) and ST (solid) against the number of base samples used."""
+def convergence_plot(name: str, convergence: dict[str, Any], figures: "Figures",
+                     factors: list[str]) -> str:
+    """S1 (dashed) and ST (solid) of the given factors against the number of base samples."""
     sizes = convergence["N"]
     if len(sizes) < 2:
         return ""
     fig, ax = figures.new(size=(6.0, 3.6))
-    for factor, values in convergence["ST"].items():
+    for factor in factors:
+        values = convergence["ST"][factor]
         line, = ax.plot(sizes, [nan(v) for v in values], marker="o", label=f"ST {factor}")
         ax.plot(sizes, [nan(v) for v in convergence["S1"][factor]], marker="s",
                 linestyle="--", color=line.get_color(), label=f"S1 {factor}")

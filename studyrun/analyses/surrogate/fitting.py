@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..salib.saltelli import saltelli_unit
 from . import gp, pce
 from .basis import Germ, design_matrix, germ_for
 
@@ -269,14 +270,6 @@ def gp_loo(model, y: np.ndarray) -> np.ndarray:
     scale = float(np.atleast_1d(model._y_train_std)[0])
     residual = model.alpha_.ravel() / np.diag(inverse) * scale
     return y - residual
-
-
-def saltelli_unit(d: int, base: int, second_order: bool, seed: int) -> np.ndarray:
-    """Saltelli's cross-sampled scrambled Sobol' points on the unit cube (SALib's scheme)."""
-    from SALib.sample import sobol as sobol_sample
-
-    problem = {"num_vars": d, "names": [f"x{i}" for i in range(d)], "bounds": [[0, 1]] * d}
-    return sobol_sample.sample(problem, base, calc_second_order=second_order, seed=seed)
 
 
 def split_blocks(values: np.ndarray, d: int, second_order: bool):
