@@ -12,8 +12,10 @@ anything that left the group.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
+import select
 import signal
 import subprocess
 import time
@@ -58,6 +60,28 @@ def end_group(proc: subprocess.Popen) -> None:
         if proc.poll() is None:
             proc.kill()
     proc.wait()
+
+
+def wait_for(proc: subprocess.Popen, deadline: float | None) -> int | None:
+    """The program's exit status, or None if it still runs at `deadline` (time.monotonic()).
+    Woken by its exit through a pidfd on Linux: Popen.wait(timeout) polls, with sleeps that
+    double up to 50 ms, which a run of a few milliseconds would pay again and again."""
+    if deadline is None:
+        return proc.wait()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+
+        try:
+            return proc.wait(timeout=max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        waiting = select.poll()
+        waiting.register(pidfd, select.POLLIN)
+        ended = waiting.poll(max(math.ceil((deadline - time.monotonic()) * 1000), 0))
+    finally:
+        os.close(pidfd)
+    return proc.wait() if ended else None
 
 
 def kill_marked(marks: list[str], since: int) -> None:
