@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pickle
 import re
+import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -18,6 +21,7 @@ from pydantic import ValidationError
 from studyrun.core.batch import RunContext
 from studyrun.core.sizes import parse_bytes
 from studyrun.models.command import Command
+from studyrun.models.command.processes import wait_for
 
 PROGRAMS = Path(__file__).parent / "programs"
 STUDIES = Path(__file__).parents[2] / "studies"
@@ -343,8 +347,6 @@ def test_evaluator_survives_a_pickle_round_trip(tmp_path):
 
 def test_own_overhead_per_run_is_small(tmp_path):
     """A batch of runs of a tiny program costs little more than bare subprocesses (~0.3 ms)."""
-    import subprocess
-
     argv = ["/bin/sh", "-c", "echo '{\"x\": 1}' > results.json"]
     runs = 30
     bare, ours = [], []
@@ -361,6 +363,78 @@ def test_own_overhead_per_run_is_small(tmp_path):
         if min(ours) < 2 * min(bare) + runs * 0.005:
             break
     assert min(ours) < 2 * min(bare) + runs * 0.005  # generous: catches polling loops, not noise
+
+
+def test_the_next_runs_folder_is_made_while_a_program_runs(tmp_path):
+    """While run i's program runs, run i + 1's folder is made and its params file written (on
+    a slow file system this hides their cost); each program still finds only its own files."""
+    script = ("import json, os, sys; here = os.getcwd(); "
+              "following = os.path.join(os.path.dirname(here), 'run-%016x' % (int(here[-16:], 16) + 1)); "
+              "json.dump({'next_ready': float(os.path.isfile(os.path.join(following, 'params.json'))), "
+              "'own_files': float(sorted(os.listdir(here)) == ['params.json', 'stderr.txt', 'stdout.txt'])}, "
+              "open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script]), tmp_path, ids=[1, 2, 3], a=[1.0, 2.0, 3.0])
+    assert out.errors == [None] * 3
+    assert out.scalars["next_ready"].tolist() == [1.0, 1.0, 0.0]
+    assert out.scalars["own_files"].tolist() == [1.0] * 3
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_made_ahead_is_still_emptied_of_an_earlier_attempt(tmp_path):
+    stale = tmp_path / f"run-{2:016x}"
+    stale.mkdir()
+    (stale / "results.json").write_text('{"final": 99}')
+    out = run_batch(sim(), tmp_path, a=[1.0, 2.0], b=[0.0, 0.0])
+    assert out.errors == [None, None] and out.scalars["final"].tolist() == [1.0, 2.0]
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="Popen.wait polls where there is no pidfd")
+def test_a_run_with_a_timeout_ends_when_its_program_does(tmp_path):
+    """With a timeout, the wait ends at the program's exit: Popen.wait(timeout) would poll, waking
+    at 63, 113, 163 ms ... after the start, so a program of 110 ms would be seen at 163 ms."""
+    sleep = shutil.which("sleep")
+    elapsed = []
+    for _ in range(3):  # the fastest of three: a busy machine can delay one
+        started = time.monotonic()
+        proc = subprocess.Popen([sleep, "0.11"])
+        assert wait_for(proc, started + 30) == 0
+        elapsed.append(time.monotonic() - started)
+    assert 0.11 <= min(elapsed) < 0.145
+    proc = subprocess.Popen([sleep, "5"])
+    started = time.monotonic()
+    assert wait_for(proc, started + 0.2) is None  # still running at the deadline
+    assert 0.2 <= time.monotonic() - started < 1
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timeout", [None, 30])
+def test_an_interrupted_batch_leaves_no_program_running(tmp_path, timeout):
+    """Ctrl-C (KeyboardInterrupt) while a run's program runs ends its process group and every
+    process it started, and reaches the caller."""
+    import signal
+    import threading
+
+    model = command(run=[PY, "{study_dir}/hang.py", "{workdir}/child.pid"], timeout=timeout)
+    pid_file = tmp_path / f"run-{1:016x}" / "child.pid"
+
+    def interrupt_once_started():
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)  # the grandchild's pid is written in full
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(model, tmp_path, a=[1.0, 2.0])
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 2
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child), "a process the interrupted run started survived"
+    assert not (tmp_path / f"run-{2:016x}" / "child.pid").exists()  # the next run never started
 
 
 # --- validation and check() ----------------------------------------------------------------------
