@@ -46,6 +46,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 from harness import (
     HERE,
@@ -113,9 +114,8 @@ print(f"import={{t1 - t0}} work={{t2 - t1}} cpu={{c2 - c1}} "
 """
 
 
-def studyrun_in_process(path, extra: str = "") -> dict:
-    done = python(IN_PROCESS.format(path=str(path), out=str(OUT / "results" / path.stem),
-                                    extra=extra))
+def studyrun_in_process(path, extra: str = "", results=OUT / "results") -> dict:
+    done = python(IN_PROCESS.format(path=str(path), out=str(results / path.stem), extra=extra))
     return {k: last_float(done["stdout"], k) for k in ("import", "work", "cpu", "runs")}
 
 
@@ -261,23 +261,27 @@ def slopes(tools: dict, small: int, large: int, repeats: int) -> dict:
     return out
 
 
-def compare_command(table: list, repeats: int, small: int = 64, large: int = 512) -> None:
+def compare_command(table: list, repeats: int, small: int = 64, large: int = 512,
+                    scratch: Path = OUT) -> None:
+    """Every tool's run folders under `scratch` (studyrun's results folder too)."""
     program = command_program()
+    scratch.mkdir(parents=True, exist_ok=True)
 
     def bare(folders: str):
         def at(n: int) -> dict:
             done = measure([sys.executable, PEERS / "command_loop.py", *program, "--samples",
-                            str(n), "--folders", folders, "--where", str(OUT)])
+                            str(n), "--folders", folders, "--where", str(scratch)])
             return {k: last_float(done["stdout"], k) for k in ("runs", "work", "cpu")}
         return at
 
     def studyrun(timeout: float | None):
         return lambda n: studyrun_in_process(command_study(n, program, timeout),
-                                             ", scheduler='sync'")
+                                             ", scheduler='sync'", scratch / "results")
 
     def easyvvuq(n: int) -> dict:
         done = measure([PEERS_PYTHON, PEERS / "easyvvuq_ishigami.py", "--action", "local",
-                        "--samples", str(n), "--program", " ".join(program)])
+                        "--samples", str(n), "--program", " ".join(program),
+                        "--where", str(scratch)])
         return {k: last_float(done["stdout"], k) for k in ("runs", "work", "cpu")}
 
     tools = {"subprocess.run loop, one folder": ("bare", bare("one")),
@@ -295,7 +299,7 @@ def compare_command(table: list, repeats: int, small: int = 64, large: int = 512
         entry = row(table, f"{label}: per run (slope N {small} -> {large})", slope["wall"] * 1e6,
                     "us", tool=tool, program=os.path.basename(program[-1]),
                     runs=int(slope["runs"]), cpu_us=round(slope["cpu"] * 1e6, 1),
-                    average_us=round(slope["average"] * 1e6, 1))
+                    average_us=round(slope["average"] * 1e6, 1), folders_in=str(scratch))
         if tool != "bare":
             over = slope["wall"] - floor
             entry["over_bare_us"] = round(over * 1e6, 1)
@@ -490,6 +494,9 @@ def main() -> None:
     parser.add_argument("--only", default="peers,command,pysd,scaling,parallel")
     parser.add_argument("--source", help="head (default), a commit, or tree (the work tree)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
+    parser.add_argument("--scratch", type=Path, default=OUT,
+                        help="where `command` makes its run folders (default benchmarks/out; "
+                        "/dev/shm leaves the disk out)")
     args = parser.parse_args()
     print("studyrun measured:", use_source(args.source))
     parts = args.only.split(",")
@@ -504,10 +511,10 @@ def main() -> None:
             write_rows("peers", table)
     if "command" in parts:
         table = []
-        compare_command(table, repeats=1 if args.quick else 2,
+        compare_command(table, repeats=1 if args.quick else 2, scratch=args.scratch,
                         **({"small": 16, "large": 64} if args.quick else {}))
         if not args.quick:
-            write_rows("command", table)
+            write_rows("command" if args.scratch == OUT else "command-scratch", table)
     if "scaling" in parts:
         table = []
         compare_scaling(table, [1000, 10_000] if args.quick else [1000, 10_000, 100_000, 1_000_000])

@@ -14,6 +14,7 @@ and cpu= (CPU seconds of this process and its programs during work=).
 import argparse
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -49,10 +50,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--action", choices=("python", "local"), default="python")
     parser.add_argument("--samples", type=int, default=1024)
+    parser.add_argument("--where", default=str(HERE.parent / "out"),
+                        help="parent of the campaign's folder")
     parser.add_argument("--program", default=f"{sys.executable} {HERE / 'ishigami_app.py'}",
                         help="the command ExecuteLocal runs, before the input and output files")
     args = parser.parse_args()
-    work_dir = Path(tempfile.mkdtemp(prefix="easyvvuq-", dir=HERE.parent / "out"))
+    work_dir = Path(tempfile.mkdtemp(prefix="easyvvuq-", dir=args.where))
     params = {f"x{i}": {"type": "float", "min": -math.pi, "max": math.pi, "default": 0.0}
               for i in (1, 2, 3)}
     vary = {f"x{i}": cp.Uniform(-math.pi, math.pi) for i in (1, 2, 3)}
@@ -74,6 +77,7 @@ def main() -> None:
     results = campaign.analyse(qoi_cols=["y"])
     work, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     runs = len(campaign.get_collation_result())
+    shutil.rmtree(work_dir)
     s1 = results.sobols_first("y")["x1"]
     print(f"runs={runs} import={T_IMPORT:.4f} work={work:.4f} per_run={work / runs:.3e} "
           f"cpu={cpu:.4f} S1_x1={float(s1[0] if hasattr(s1, '__len__') else s1):.4f}")
