@@ -400,6 +400,8 @@ def test_a_run_with_a_timeout_ends_when_its_program_does(tmp_path):
         assert wait_for(proc, started + 30) == 0
         elapsed.append(time.monotonic() - started)
     assert 0.11 <= min(elapsed) < 0.145
+    proc = subprocess.Popen([sleep, "0"])
+    assert wait_for(proc, time.monotonic() + 1e10) == 0  # a timeout of centuries, in milliseconds
     proc = subprocess.Popen([sleep, "5"])
     started = time.monotonic()
     assert wait_for(proc, started + 0.2) is None  # still running at the deadline

@@ -78,10 +78,14 @@ def wait_for(proc: subprocess.Popen, deadline: float | None) -> int | None:
     try:
         waiting = select.poll()
         waiting.register(pidfd, select.POLLIN)
-        ended = waiting.poll(max(math.ceil((deadline - time.monotonic()) * 1000), 0))
+        while True:
+            left = max(deadline - time.monotonic(), 0.0)
+            if waiting.poll(min(math.ceil(left * 1000), 2**31 - 1)):  # milliseconds, a C int
+                return proc.wait()
+            if not left:
+                return None
     finally:
         os.close(pidfd)
-    return proc.wait() if ended else None
 
 
 def kill_marked(marks: list[str], since: int) -> None:
