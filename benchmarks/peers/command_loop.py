@@ -7,7 +7,8 @@ random: the loop's cost does not depend on them). Per run: write input.json ({"x
 json.dumps), run `PROGRAM input.json output.json` in the folder, read output.json back.
 `one`: every run in the same folder (the files are rewritten); `per-run`: a new folder per run,
 removed after it, as studyrun and EasyVVUQ make. Prints runs=, import=, work=, per_run= and
-cpu= (CPU seconds of this process and its programs during work=).
+cpu= (CPU seconds of this process and its programs during work=). compare.py also imports
+`launch` to alternate it with studyrun's command model in one process.
 """
 
 import argparse
@@ -25,6 +26,22 @@ import numpy as np  # noqa: E402
 T_IMPORT = time.perf_counter() - t0
 
 
+def launch(program: list[str], x: list[list[float]], scratch: Path, per_run: bool) -> list[float]:
+    """y of each row of x: the program run once per row, in `scratch` or a new folder in it."""
+    y = []
+    for i, (x1, x2, x3) in enumerate(x):
+        folder = scratch
+        if per_run:
+            folder = scratch / f"run-{i}"
+            folder.mkdir()
+        (folder / "input.json").write_text(json.dumps({"x1": x1, "x2": x2, "x3": x3}))
+        subprocess.run([*program, "input.json", "output.json"], cwd=folder, check=True)
+        y.append(json.loads((folder / "output.json").read_text())["y"])
+        if per_run:
+            shutil.rmtree(folder)
+    return y
+
+
 def cpu_seconds() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
@@ -40,17 +57,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="command-loop-", dir=args.where))
     start, cpu = time.perf_counter(), cpu_seconds()
     x = np.random.default_rng(1).uniform(-np.pi, np.pi, (args.samples * 5, 3))
-    y = []
-    for i, (x1, x2, x3) in enumerate(x.tolist()):
-        folder = scratch
-        if args.folders == "per-run":
-            folder = scratch / f"run-{i}"
-            folder.mkdir()
-        (folder / "input.json").write_text(json.dumps({"x1": x1, "x2": x2, "x3": x3}))
-        subprocess.run([*args.program, "input.json", "output.json"], cwd=folder, check=True)
-        y.append(json.loads((folder / "output.json").read_text())["y"])
-        if folder != scratch:
-            shutil.rmtree(folder)
+    y = launch(args.program, x.tolist(), scratch, args.folders == "per-run")
     work, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     shutil.rmtree(scratch)
     print(f"runs={len(y)} import={T_IMPORT:.4f} work={work:.4f} per_run={work / len(y):.3e} "

@@ -365,6 +365,16 @@ def test_own_overhead_per_run_is_small(tmp_path):
     assert min(ours) < 2 * min(bare) + runs * 0.005  # generous: catches polling loops, not noise
 
 
+def test_the_program_leads_its_own_process_group_in_the_drivers_session(tmp_path):
+    """Its group is what is killed when it ends; not a session of its own, which on Linux is a
+    scheduling autogroup that a busy machine made cost each run about a millisecond."""
+    script = ("import json, os; json.dump({'leads': float(os.getpgid(0) == os.getpid()), "
+              "'session': os.getsid(0)}, open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script]), tmp_path)
+    assert out.errors == [None] and out.scalars["leads"][0] == 1.0
+    assert out.scalars["session"][0] == os.getsid(0)
+
+
 def test_the_next_runs_folder_is_made_while_a_program_runs(tmp_path):
     """While run i's program runs, run i + 1's folder is made and its params file written (on
     a slow file system this hides their cost); each program still finds only its own files."""

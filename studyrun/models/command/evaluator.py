@@ -147,7 +147,7 @@ class CommandEvaluator(Evaluator):
         with open(workdir / "stdout.txt", "wb") as out, open(workdir / "stderr.txt", "wb") as err:
             try:
                 proc = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=out, stderr=err, start_new_session=True,
+                                        stdout=out, stderr=err, process_group=0,
                                         preexec_fn=preexec)
             except FileNotFoundError:
                 if os.path.isfile(argv[0]):
