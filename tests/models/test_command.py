@@ -390,6 +390,46 @@ def test_the_next_runs_folder_is_made_while_a_program_runs(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+LOG_INODES = ("import json, os, sys; n = int(float(open(sys.argv[1]).read())); "
+              "start = os.fstat(1).st_size + os.fstat(2).st_size; os.write(1, b'x' * n); "
+              "json.dump({'out': os.fstat(1).st_ino, 'err': os.fstat(2).st_ino, "
+              "'size_at_start': float(start)}, open('results.json', 'w'))")
+
+
+def test_empty_logs_of_finished_runs_are_renamed_into_later_runs_folders(tmp_path):
+    """A new file costs an inode (milliseconds on some file systems): the empty stdout.txt and
+    stderr.txt of a run that succeeded become those of a run two later. Logs with text are never
+    reused, and each run's logs start empty."""
+    (tmp_path / "in.tmpl").write_text("{n}")
+    model = command(run=[PY, "-c", LOG_INODES, "{params_file}"],
+                    params_file={"template": "in.tmpl", "file": "n.txt"})
+    out = run_batch(model, tmp_path / "work", study_dir=tmp_path, n=[0, 5, 0, 0, 0])
+    assert out.errors == [None] * 5
+    inodes = [{out.scalars["out"][i], out.scalars["err"][i]} for i in range(5)]
+    assert inodes[2] == inodes[0]  # run 1's, empty
+    assert inodes[3].isdisjoint(inodes[1])  # run 2 printed: its logs are not reused
+    assert inodes[4] == inodes[2]
+    assert out.scalars["size_at_start"].tolist() == [0.0] * 5
+    kept = run_batch(model.model_copy(update={"keep_workdirs": "all"}), tmp_path / "all",
+                     study_dir=tmp_path, n=[0, 0, 0])
+    assert len(set().union(*({kept.scalars["out"][i], kept.scalars["err"][i]}
+                             for i in range(3)))) == 6  # every kept folder keeps its own
+
+
+def test_a_run_failed_after_its_logs_were_lent_keeps_them(tmp_path):
+    """A run that wrote its results but lacks an output later runs have fails when the batch
+    ends; its kept folder still has its (empty) stdout.txt and stderr.txt."""
+    script = ("import json, sys; d = json.load(open(sys.argv[1])); "
+              "json.dump({'x': 1.0, **({'y': 2.0} if d['a'] > 0 else {})}, open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script, "{params_file}"]), tmp_path,
+                    a=[-1.0, 1.0, 1.0, 1.0])
+    assert "has no 'y'" in out.errors[0] and out.errors[1:] == [None] * 3
+    kept = tmp_path / f"run-{1:016x}"
+    assert sorted(p.name for p in kept.iterdir()) == ["params.json", "results.json", "stderr.txt",
+                                                      "stdout.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == [kept.name]
+
+
 def test_a_folder_made_ahead_is_still_emptied_of_an_earlier_attempt(tmp_path):
     stale = tmp_path / f"run-{2:016x}"
     stale.mkdir()
