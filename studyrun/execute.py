@@ -22,7 +22,6 @@ import numpy as np
 from .clusters import cancel_leftovers, job_name
 from .core.batch import Evaluator, ModelOutput, RunContext
 from .core.errors import ExecutionError, describe
-from .core.runtable import Sink
 from .executors import (
     SyncExecutor,
     planned_workers,
@@ -152,10 +151,8 @@ class Recorder:
     """Turns batch results into store records, fixing the quantity columns on the first batch
     with a successful run (batches of failed runs wait for it: they name no outputs)."""
 
-    def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress,
-                 sink: Sink | None = None) -> None:
+    def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress) -> None:
         self.plan, self.store, self.settings, self.progress = plan, store, settings, progress
-        self.sink = sink
         self.counts = Counts(planned=plan.size)
         self.waiting: list[tuple[np.ndarray, dict]] = []
 
@@ -179,7 +176,7 @@ class Recorder:
         self.waiting = []
 
     def write(self, rows: np.ndarray, result: dict) -> list[str | None]:
-        """Store one batch (and hand it to the sink); its runs' errors."""
+        """Store one batch; its runs' errors."""
         names = self.store.quantities
         n = len(rows)
         errors = list(result["errors"])
@@ -195,8 +192,6 @@ class Recorder:
                       values=values, duration=result["duration"], worker=result["worker"],
                       series=result["series"])
         self.store.write(batch)
-        if self.sink is not None:
-            self.sink(rows, batch.table())
         return errors
 
     def count(self, rows: np.ndarray, errors: list[str | None]) -> None:
@@ -249,13 +244,12 @@ class Runner:
                 executor.close()
         self.executor = self.isolated = None
 
-    def execute(self, plan: Plan, quiet: bool = False, sink: Sink | None = None) -> Counts:
-        """Run the plan's runs that the store lacks, recording each batch as it finishes (and
-        handing it to `sink`, when given, with its rows in the plan)."""
+    def execute(self, plan: Plan, quiet: bool = False) -> Counts:
+        """Run the plan's runs that the store lacks, recording each batch as it finishes."""
         pending = np.flatnonzero(~self.store.succeeded_among(plan.run_ids))
         progress = Progress(total=plan.size, already=plan.size - len(pending),
                             enabled=not (self.settings.quiet or quiet))
-        recorder = Recorder(plan, self.store, self.settings, progress, sink)
+        recorder = Recorder(plan, self.store, self.settings, progress)
         recorder.counts.reused = plan.size - len(pending)
         self.note_progress(plan.size)
         try:
@@ -510,7 +504,7 @@ def lost_batch_message(executor, error: Exception) -> str:
 
 
 def record_given(store: RunStore, plan: Plan, values: dict[str, np.ndarray],
-                 errors: list[str | None], sink: Sink | None = None) -> Counts:
+                 errors: list[str | None]) -> Counts:
     """Record runs that already exist (`analysis.from:`) as the plan's runs, with the quantities
     they gave; nothing is executed, and runs the store holds already are reused."""
     counts = Counts(planned=plan.size, notes=["the runs were given (analysis.from); the model "
@@ -527,7 +521,5 @@ def record_given(store: RunStore, plan: Plan, values: dict[str, np.ndarray],
                       errors=new_errors, inputs=plan.design.matrix[pending],
                       values=table[pending], duration=0.0, worker="given")
         store.write(batch)
-        if sink is not None:
-            sink(pending, batch.table())
     counts.failed = sum(e is not None for e in errors)
     return counts

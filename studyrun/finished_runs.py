@@ -5,14 +5,13 @@ grows the earlier one's design."""
 from __future__ import annotations
 
 import csv
-import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .core.errors import StudyrunError
+from .store import RunStore
 
 
 @dataclass(frozen=True)
@@ -32,27 +31,13 @@ def read_finished_runs(folder: Path) -> FinishedRuns:
     path = folder / "runs.sqlite"
     if not path.is_file():
         raise StudyrunError(f"{folder}: no runs.sqlite here to read the earlier runs from")
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
-            names = list(meta.get("parameters", []))
-            columns = (meta.get("columns") or names)[:len(names)]
-            selected = "".join(f', "{c.replace(chr(34), chr(34) * 2)}"' for c in columns)
-            rows = db.execute(f"SELECT id, status = 'ok'{selected} FROM runs ORDER BY seq").fetchall()
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as error:
-        raise StudyrunError(f"{path}: cannot read the earlier runs ({error})") from None
-    latest = {row[0]: row for row in rows}  # a run made again replaces its failed record
-    missing = [i for i in order if i not in latest]
-    if missing:
-        raise StudyrunError(f"{folder}: runs.csv lists {len(missing)} runs its runs.sqlite does "
-                            "not hold; run the earlier study again to finish it")
-    picked = [latest[i] for i in order]
-    inputs = np.array([row[2:] for row in picked], dtype=float).reshape(len(picked), len(names))
-    return FinishedRuns(names, np.array(order, dtype=np.int64), inputs,
-                        np.array([bool(row[1]) for row in picked], dtype=bool))
+    ids = np.array(order, dtype=np.int64)
+    with RunStore.open_readonly(path) as store:
+        table = store.read(ids)
+    if not table.found.all():
+        raise StudyrunError(f"{folder}: runs.csv lists {int((~table.found).sum())} runs its "
+                            "runs.sqlite does not hold; run the earlier study again to finish it")
+    return FinishedRuns(list(store.parameters), ids, table.inputs, table.ok)
 
 
 def _plan_order(path: Path) -> list[int]:

@@ -123,19 +123,20 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     if given is not None:  # runs that exist: recorded as they are, no executor started
         plan = given_plan(loaded, given, study.analysis.design(context, seed))
         values, errors = given.quantities(study.quantities, context.fixed)
-        totals = record_given(store, plan, values, errors, sink=runs.add(plan))
-        runs.settle(plan)
+        totals = record_given(store, plan, values, errors)
+        runs.add(plan)
     else:
         designs = study.analysis.design_chunks(context, seed, CHUNK_ROWS)
         with Runner(store, job, settings) as runner:
             for plan in plan_slices(designs, context.fixed, identity):
                 if earlier is not None:
                     adopted += adopt_earlier(store, earlier, plan.run_ids)
-                runner.execute(plan, sink=runs.add(plan))
-                runs.settle(plan)
+                runner.execute(plan)
+                runs.add(plan)
         totals = runner.totals
-    results = study.analysis.analyse_runs(runs, context)
-    runs.write_csv(folder / "runs.csv")
+    store.release_index()  # the planned runs are found by record (seq) from here on
+    with runs.writing_csv(folder / "runs.csv"):  # by helper processes, for a large plan
+        results = study.analysis.analyse_runs(runs, context)
     succeeded = runs.succeeded()
     analysis = {
         "study": study.name, "analysis": study.analysis.type,

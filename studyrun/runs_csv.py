@@ -6,15 +6,21 @@ operations, not a million Python tuples.
 
 from __future__ import annotations
 
+import os
+import shutil
+import threading
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
 from .core.runtable import CSV_FIXED, RunTable
-from .outputs import replacing
+from .isolated import IsolatedExecutor
+from .outputs import PARTIAL, replacing
+from .store import RunStore
 
 CSV_ROWS = 1 << 16  # rows formatted at a time
+CSV_FORMAT = 1  # the layout of runs.csv: a file written by another layout is written again
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
@@ -22,12 +28,85 @@ def write_csv(path: Path, parameters: list[str], quantities: list[str],
     """runs.csv: one row per recorded run, `run` being its position in the plan; written
     whole or not at all."""
     with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
-        handle.write(",".join(csv_field(c) for c in (*CSV_FIXED, *parameters, *quantities)) + "\r\n")
+        handle.write(header(parameters, quantities))
         for start, table in tables:
-            for part in range(0, len(table), CSV_ROWS):  # in slices: text costs ~60 bytes a field
-                kept = part + np.flatnonzero(table.found[part:part + CSV_ROWS])
-                if len(kept):
-                    handle.write(csv_text(start, table, kept))
+            write_rows(handle, start, table)
+
+
+def header(parameters: list[str], quantities: list[str]) -> str:
+    return ",".join(csv_field(c) for c in (*CSV_FIXED, *parameters, *quantities)) + "\r\n"
+
+
+def write_rows(handle, start: int, table: RunTable) -> None:
+    """The lines of a table's recorded runs, the first at plan position `start`."""
+    for part in range(0, len(table), CSV_ROWS):  # in slices: text costs ~60 bytes a field
+        kept = part + np.flatnonzero(table.found[part:part + CSV_ROWS])
+        if len(kept):
+            handle.write(csv_text(start, table, kept))
+
+
+def write_part(store: Path, start: int, seqs: np.ndarray, path: str) -> None:
+    """The lines of the runs recorded at `seqs` (plan positions start, start + 1, ...), read
+    from the store at `store`, into the file `path` (in a helper process)."""
+    with RunStore.open_readonly(store, check=False) as reader:
+        table = reader.read_seqs(seqs)
+    with open(path, "w", newline="") as handle:
+        write_rows(handle, start, table)
+
+
+class WritingInParallel:
+    """runs.csv of a plan of several chunks, each chunk's lines written by one of a few helper
+    processes (IsolatedExecutor) while this process goes on (the analysis), then joined in
+    order; whole or not at all, like write_csv."""
+
+    def __init__(self, path: Path, store: Path, parameters: list[str], quantities: list[str],
+                 parts: list[tuple[int, np.ndarray]], processes: int) -> None:
+        self.path, self.store, self.head = Path(path), Path(store), header(parameters, quantities)
+        self.files = [self.path.with_name(f".{self.path.name}.{os.getpid()}.{i}{PARTIAL}")
+                      for i in range(len(parts))]
+        self.pending = list(zip(parts, self.files))
+        self.lock, self.errors = threading.Lock(), []
+        self.executors = [IsolatedExecutor() for _ in range(min(processes, len(parts)))]
+        self.threads = [threading.Thread(target=self.work, args=(e,), daemon=True)
+                        for e in self.executors]
+
+    def __enter__(self) -> "WritingInParallel":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def work(self, executor: IsolatedExecutor) -> None:
+        try:
+            while True:
+                with self.lock:
+                    if not self.pending or self.errors:
+                        return
+                    (start, seqs), file = self.pending.pop(0)
+                executor.submit(write_part, self.store, start, seqs, str(file)).result()
+        except BaseException as error:
+            self.errors.append(error)
+        finally:
+            executor.close()
+
+    def __exit__(self, kind, value, tb) -> None:
+        try:
+            if kind is not None:  # the block failed: the helpers stop at once
+                self.pending = []
+                for executor in self.executors:
+                    executor.stop(grace=0)
+            for thread in self.threads:
+                thread.join()
+            if kind is None and self.errors:
+                raise self.errors[0]
+            if kind is None:
+                with replacing(self.path) as temporary, open(temporary, "wb") as handle:
+                    handle.write(self.head.encode())
+                    for file in self.files:
+                        with open(file, "rb") as part:
+                            shutil.copyfileobj(part, handle, 1 << 24)
+        finally:
+            for file in self.files:
+                file.unlink(missing_ok=True)
 
 
 def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:

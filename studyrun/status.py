@@ -13,7 +13,6 @@ from pathlib import Path
 
 from .clusters import slurm_jobs
 from .outputs import read_analysis
-from .store import quote, stored_columns
 from .store_view import StoreView, run_name
 
 
@@ -49,7 +48,7 @@ def describe_status(folder: Path, errors: int = 5) -> str:
     try:
         if (view.folder / "analysis.json").is_file():
             read_analysis(view.folder)  # results left by another study are an error, not a state
-        counts = dict(view.query("SELECT status, count(*) FROM runs GROUP BY status"))
+        counts = view.store.counts()
         ok, failed = counts.get("ok", 0), counts.get("failed", 0)
         state = driver_state(view)
         lines = [f"study: {_study_name(view.folder)} ({view.folder})", f"state: {state}"]
@@ -64,8 +63,9 @@ def describe_status(folder: Path, errors: int = 5) -> str:
         lines += rate_lines(view, recorded, planned, state.startswith("running"))
         if state.startswith("running"):
             lines += job_lines(view.meta.get("batch_jobs"))
-        last = view.query("SELECT id, error FROM runs WHERE status = 'failed' ORDER BY rowid DESC "
-                          "LIMIT ?", (errors,))
+        failed_runs = view.store.latest_records(failed_only=True)
+        last = list(zip(failed_runs.ids[::-1][:errors].tolist(),
+                        failed_runs.errors[::-1][:errors].tolist()))
         if last:
             lines.append(f"last {len(last)} error{'s' * (len(last) > 1)} (all: studyrun runs "
                          f"{folder} --failed):")
@@ -78,8 +78,7 @@ def describe_status(folder: Path, errors: int = 5) -> str:
 def rate_lines(view: StoreView, recorded: int, planned: int | None, running: bool) -> list[str]:
     """Runs per second since the last start (while running), mean run time and workers."""
     lines = []
-    rows = view.query("SELECT avg(duration), count(DISTINCT worker) FROM runs")
-    mean, workers = rows[0] if rows else (None, 0)
+    mean, workers = view.store.timing()
     workers = view.meta.get("workers") or workers  # the latest session's; older stores lack it
     if running and view.meta.get("started"):
         elapsed = max(time.time() - view.meta["started"], 1e-9)
@@ -114,20 +113,18 @@ def describe_runs(folder: Path, failed_only: bool = False, limit: int | None = N
     """The text of `studyrun runs`: each run's id, status, parameters; errors and workdirs."""
     view = StoreView(folder)
     try:
-        parameters = list(view.meta.get("parameters", []))
-        stored = stored_columns(parameters, list(view.meta.get("quantities", [])),
-                                view.meta.get("columns"))
-        columns = "".join(f", {quote(stored[p])}" for p in parameters)
-        where = "WHERE status = 'failed'" if failed_only else ""
-        sql = f"SELECT id, status, error, worker{columns} FROM runs {where} ORDER BY rowid"
-        rows = view.query(sql + (f" LIMIT {int(limit)}" if limit else ""))
+        parameters = view.store.parameters
+        table = view.store.latest_records(failed_only, limit or None)
+        rows = list(zip(table.ids.tolist(), table.ok.tolist(), table.errors.tolist(),
+                        table.worker.tolist(), *table.inputs.T.tolist()))
         if not rows:
             return "no failed runs" if failed_only else "no runs recorded yet"
         lines = []
-        for run_id, status, error, worker, *values in rows:
-            shown = "  ".join(f"{p}={v:.6g}" if v is not None else f"{p}=?"
-                              for p, v in zip(parameters, values))
-            lines.append(f"run {run_name(run_id)}  {status}  {shown}  (worker {worker})")
+        for run_id, ok, error, worker, *values in rows:
+            status = "ok" if ok else "failed"
+            text = "  ".join(f"{p}={v:.6g}" if v == v else f"{p}=?"
+                             for p, v in zip(parameters, values))
+            lines.append(f"run {run_name(run_id)}  {status}  {text}  (worker {worker})")
             if error:
                 lines += ["  error: " + _indent(error)]
             workdir = view.folder / "work" / f"run-{run_name(run_id)}"

@@ -3,6 +3,13 @@
 One process at a time holds a study's store (an exclusive lock file, released by the operating
 system even when the process is killed), so a second process gets a clear error instead of a
 corrupted file. WAL journaling makes each committed batch survive a SIGKILL of the driver.
+
+A batch of runs is one record of the table `batches`: its runs' identities, status, inputs and
+quantities as numpy arrays (little-endian bytes, a column after another), the failed runs'
+errors as JSON, and the batch's duration per run and worker. Recording and reading runs back
+therefore cost numpy time, not a Python tuple per run: ten million runs are written and read
+in seconds. Runs are numbered in the order they were recorded (`seq`: a batch's `first`, then
+one more per run); a run recorded again (a failure made again) is found at its latest number.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from typing import Iterator
 import numpy as np
 
 from .core.errors import StoreError
+from .core.numbers import sorted_search
 from .core.runtable import RunTable, objects
 
-FIXED_COLUMNS = ("seq", "id", "status", "error", "duration", "worker")
-FORMAT = "2"  # 1: runs keyed by id; 2: runs appended in record order (seq), found by id in memory
+FORMAT = "3"  # 1, 2: a row per run (keyed by id; in record order); 3: a record per batch
+RECORD_BYTES = 1 << 26  # a batch's record holds at most this many bytes of inputs and quantities
+FIXED_COLUMNS = ("seq", "id", "status", "error", "duration", "worker")  # of formats 1 and 2
 
 
 def quote(name: str) -> str:
@@ -30,9 +39,9 @@ def quote(name: str) -> str:
 
 
 def column_names(names: list[str]) -> list[str]:
-    """The runs table's column for each parameter and quantity: its own name, unless SQLite, for
-    which names differ only beyond case, would take it for a fixed column or an earlier one; then
-    the name with `:2` (`:3`, ...) after it (`Duration` beside `duration`, `k` after `K`)."""
+    """The column of a row-per-run store (formats 1 and 2) for each parameter and quantity: its
+    own name, unless SQLite, for which names differ only beyond case, would take it for a fixed
+    column or an earlier one; then the name with `:2` (`:3`, ...) after it."""
     taken = set(FIXED_COLUMNS)
     columns = []
     for name in names:
@@ -58,22 +67,13 @@ class Batch:
     worker: str
     series: list[bytes] | None = None  # per run, npz bytes of the series kept
 
-    def table(self) -> RunTable:
-        n = len(self.ids)
-        return RunTable(ids=np.asarray(self.ids, dtype=np.int64), found=np.ones(n, bool),
-                        ok=np.asarray(self.ok, dtype=bool),
-                        errors=objects(self.errors), duration=np.full(n, float(self.duration)),
-                        worker=objects([self.worker] * n),
-                        inputs=np.asarray(self.inputs, dtype=float).reshape(n, -1),
-                        values=np.asarray(self.values, dtype=float).reshape(n, -1))
-
 
 class RunStore:
-    """The runs.sqlite of one results folder; open it with `RunStore.open`.
+    """The runs.sqlite of one results folder; open it with `RunStore.open` (or `open_readonly`).
 
-    Runs are appended in the order they finish (`seq`, SQLite's rowid): appending is about twice
-    as cheap as inserting into a B-tree keyed by a random 64-bit id. Runs are found by id through
-    an index held in memory (id -> seq), read from the table once and kept up to date by `write`.
+    Runs are found by id through an index held in memory (id -> seq, ok), read from the batches'
+    identity arrays once and kept up to date by `write`; the batches' first numbers (`firsts`)
+    say which record holds a given seq.
     """
 
     def __init__(self, path: Path, connection: sqlite3.Connection, lock) -> None:
@@ -82,10 +82,9 @@ class RunStore:
         self._lock = lock
         self.parameters: list[str] = []
         self.quantities: list[str] = []
-        self.columns: dict[str, str] = {}  # a parameter's or quantity's column in `runs`
         self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # ids, seq, ok
         self._recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._failed: set[int] | None = None  # ids whose record is a failure
+        self._batches: tuple[np.ndarray, np.ndarray] | None = None  # record seq, first run seq
         self._next_seq = 1
 
     @classmethod
@@ -111,28 +110,30 @@ class RunStore:
             raise unreadable(path, error) from None
         store = cls(path, db, handle)
         store._read_columns()
-        if store.meta("format") == "1":
-            store._upgrade_from_1()
+        if store.meta("format") in ("1", "2"):
+            store._upgrade_rows()
         store._count_records()
         return store
 
     @classmethod
-    def open_readonly(cls, path: Path) -> "RunStore":
+    def open_readonly(cls, path: Path, check: bool = True) -> "RunStore":
         """Open an existing store for reading only, without its lock: it may be in use, or in a
-        folder this process cannot write (an old format is upgraded in a copy in memory)."""
+        folder this process cannot write (an old format is upgraded in a copy in memory);
+        `check=False` skips the pages' check, for a store this study has just checked."""
         path = Path(path)
         try:
             db = connect_readonly(path)
-            check_integrity(db, path)
+            if check:
+                check_integrity(db, path)
             if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
                 db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
             store = cls(path, db, None)
             store._read_columns()
-            if store.meta("format") == "1":
+            if store.meta("format") in ("1", "2"):
                 store.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
                 db.backup(store.db)
                 db.close()
-                store._upgrade_from_1()
+                store._upgrade_rows()
             store._count_records()
         except sqlite3.DatabaseError as error:
             raise unreadable(path, error) from None
@@ -140,7 +141,8 @@ class RunStore:
 
     def _count_records(self) -> None:
         if self.meta("format") is not None:
-            self._next_seq = 1 + self.db.execute("SELECT coalesce(max(seq), 0) FROM runs").fetchone()[0]
+            self._next_seq = self.db.execute(
+                "SELECT coalesce(max(first + size), 1) FROM batches").fetchone()[0]
 
     def close(self) -> None:
         self.db.close()
@@ -176,11 +178,6 @@ class RunStore:
     def _read_columns(self) -> None:
         self.parameters = self.meta("parameters", [])
         self.quantities = self.meta("quantities", [])
-        self.columns = stored_columns(self.parameters, self.quantities, self.meta("columns"))
-
-    def column(self, name: str) -> str:
-        """A parameter's or quantity's column of `runs`, quoted for SQL."""
-        return quote(self.columns[name])
 
     def check(self, parameters: list[str], quantities: list[str] | None) -> None:
         """Refuse a store of runs with other parameters or quantities (None: not known yet)."""
@@ -194,32 +191,37 @@ class RunStore:
                 "--fresh to start over, or --out to write elsewhere")
 
     def prepare(self, parameters: list[str], quantities: list[str]) -> None:
-        """Create the runs table for these columns, or check that an old one has them."""
+        """Create the tables for runs of these parameters and quantities, or check that an old
+        store has them."""
         if self.meta("format") is not None:
             self.check(parameters, quantities)
             return
         self.parameters, self.quantities = parameters, quantities
-        self.columns = stored_columns(parameters, quantities)
         with self.transaction():
             self._create_tables()
-        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities,
-                      columns=list(self.columns.values()))
+        self.set_meta(format=FORMAT, parameters=parameters, quantities=quantities)
 
     def _create_tables(self) -> None:
-        columns = "".join(f", {quote(c)} REAL" for c in self.columns.values())
-        self.db.execute("CREATE TABLE runs (seq INTEGER PRIMARY KEY, id INTEGER NOT NULL, "
-                        f"status TEXT NOT NULL, error TEXT, duration REAL, worker TEXT{columns})")
-        # failed runs are replaced when they are run again; only they need finding by id in SQL
-        self.db.execute("CREATE INDEX runs_failed ON runs (id) WHERE status != 'ok'")
+        self.db.execute("CREATE TABLE batches (seq INTEGER PRIMARY KEY, first INTEGER NOT NULL, "
+                        "size INTEGER NOT NULL, failed INTEGER NOT NULL, ids BLOB NOT NULL, "
+                        "ok BLOB NOT NULL, inputs BLOB NOT NULL, outputs BLOB NOT NULL, "
+                        "errors TEXT, duration REAL, worker TEXT)")
         self.db.execute("CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, data BLOB)")
 
-    def _upgrade_from_1(self) -> None:
-        """A store of format 1 (runs keyed by id) rewritten in place as format 2."""
+    def _upgrade_rows(self) -> None:
+        """A store of a row per run (format 1 or 2) rewritten in place as format 3, its runs in
+        the order they were recorded, a record per stretch of one duration and worker."""
+        columns = stored_columns(self.parameters, self.quantities, self.meta("columns"))
+        order = "rowid" if self.meta("format") == "1" else "seq"
+        selected = "".join(f", {quote(columns[name])}" for name in self.parameters + self.quantities)
         with self.transaction():
-            self.db.execute("ALTER TABLE runs RENAME TO runs_1")
             self._create_tables()
-            self.db.execute("INSERT INTO runs SELECT NULL, * FROM runs_1 ORDER BY rowid")
-            self.db.execute("DROP TABLE runs_1")
+            cursor = self.db.execute(f"SELECT id, status = 'ok', error, duration, worker{selected} "
+                                     f"FROM runs ORDER BY {order}")
+            for rows in iter(lambda: cursor.fetchmany(65536), []):
+                self._insert(_table_of_rows(rows, len(self.parameters), len(self.quantities)))
+            self.db.execute("DROP TABLE runs")
+            self.db.execute("DELETE FROM meta WHERE key = 'columns'")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
 
     def transaction(self):
@@ -256,41 +258,38 @@ class RunStore:
         return len(wanted)
 
     def _append(self, table: RunTable, series: list[bytes] | None) -> None:
-        """Append runs in one transaction, each replacing a failed record of the same run."""
-        n = len(table)
-        ids, ok = table.ids, table.ok
-        seq = np.arange(self._next_seq, self._next_seq + n, dtype=np.int64)
-        marks = ", ".join("?" * (6 + len(self.parameters) + len(self.quantities)))
-        # SQLite stores NaN as NULL, which is what a failed run's quantities are.
-        rows = zip(seq.tolist(), ids.tolist(), np.where(ok, "ok", "failed").tolist(),
-                   table.errors.tolist(), table.duration.tolist(), table.worker.tolist(),
-                   *table.inputs.T.tolist(), *table.values.T.tolist())
-        replaced = self._replaced_failures(ids)
+        """Append runs in one transaction; each is found afterwards at its new record."""
         try:
             with self.transaction():
-                if len(replaced):
-                    self.db.execute("DELETE FROM runs WHERE status != 'ok' AND id IN "
-                                    "(SELECT value FROM json_each(?))", (json.dumps(replaced),))
-                self.db.executemany(f"INSERT INTO runs VALUES ({marks})", rows)
+                seq = self._insert(table)
                 if series is not None:
                     self.db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)",
-                                        zip(ids.tolist(), series))
+                                        zip(table.ids.tolist(), series))
         except sqlite3.OperationalError as error:
+            self._count_records()
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None
-        self._next_seq += n
-        self._recent.append((ids, seq, ok))
-        self._failed.difference_update(replaced)
-        self._failed.update(ids[~ok].tolist())
+        self._recent.append((table.ids, seq, table.ok))
 
-    def _replaced_failures(self, ids: np.ndarray) -> list[int]:
-        """Which of these runs the store holds as failed: their old rows give way to new ones."""
-        if self._failed is None:
-            self._failed = ({row[0] for row in self.db.execute(
-                "SELECT id FROM runs WHERE status != 'ok'")} if self._next_seq > 1 else set())
-        if not self._failed:
-            return []
-        return [i for i in ids.tolist() if i in self._failed]
+    def _insert(self, table: RunTable) -> np.ndarray:
+        """Insert a table's runs as records (within the caller's transaction); their seqs."""
+        first = self._next_seq
+        for rows in _record_parts(table, len(self.parameters) + len(self.quantities)):
+            part = table.take(rows) if len(rows) < len(table) else table
+            failed = np.flatnonzero(~part.ok)
+            errors = (json.dumps([[i, part.errors[i]] for i in failed.tolist()])
+                      if len(failed) else None)
+            cursor = self.db.execute(
+                "INSERT INTO batches (first, size, failed, ids, ok, inputs, outputs, errors, "
+                "duration, worker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self._next_seq, len(part), len(failed), _bytes(part.ids, "<i8"),
+                 _bytes(part.ok, "u1"), _bytes(part.inputs.T, "<f8"), _bytes(part.values.T, "<f8"),
+                 errors, _number(part.duration[0]), part.worker[0]))
+            if self._batches is not None:
+                self._batches = (np.r_[self._batches[0], cursor.lastrowid],
+                                 np.r_[self._batches[1], self._next_seq])
+            self._next_seq += len(part)
+        return np.arange(first, self._next_seq, dtype=np.int64)
 
     def locate(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(seq, ok) of the latest record of each run; seq 0 where the store has none."""
@@ -298,20 +297,20 @@ class RunStore:
         ids, seqs, oks = self._merged_index()
         if not len(ids):
             return np.zeros(len(run_ids), np.int64), np.zeros(len(run_ids), bool)
-        where = np.minimum(np.searchsorted(ids, run_ids), len(ids) - 1)
+        where = np.minimum(sorted_search(ids, run_ids), len(ids) - 1)
         hit = ids[where] == run_ids
         return np.where(hit, seqs[where], 0), hit & oks[where]
 
     def _merged_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The id -> (seq, ok) index, sorted by id, the latest record of an id winning."""
         if self._index is None:
-            cursor = self.db.execute("SELECT id, seq, status = 'ok' FROM runs"
-                                     if self.meta("format") is not None else "SELECT 1 WHERE 0")
-            table = np.concatenate([np.array(rows, dtype=np.int64).reshape(-1, 3)  # in slices
-                                    for rows in iter(lambda: cursor.fetchmany(65536), [])]
-                                   + [np.zeros((0, 3), np.int64)])
-            loaded = (table[:, 0], table[:, 1], table[:, 2].astype(bool))
-            newer = [part for part in self._recent if part[1][0] > table[:, 1].max(initial=0)]
+            parts = [(_array(ids, "<i8"), first + np.arange(size, dtype=np.int64),
+                      _array(ok, "u1").astype(bool))
+                     for first, size, ids, ok in self._query(
+                         "SELECT first, size, ids, ok FROM batches ORDER BY seq")]
+            loaded = tuple(np.concatenate([p[k] for p in parts] + [empty[:0]])
+                           for k, empty in enumerate(_EMPTY_INDEX))
+            newer = [part for part in self._recent if part[1][0] > loaded[1].max(initial=0)]
             self._index, self._recent = _EMPTY_INDEX, [loaded, *newer]
         if self._recent:
             parts = [self._index, *self._recent]
@@ -322,6 +321,17 @@ class RunStore:
             self._index, self._recent = (ids[last], seqs[last], oks[last]), []
         return self._index
 
+    def _query(self, sql: str, arguments: tuple = ()) -> list[tuple]:
+        """Rows of an SQL query on the batches; none where the store has no runs yet."""
+        if self.meta("format") is None:
+            return []
+        return self.db.execute(sql, arguments).fetchall()
+
+    def release_index(self) -> None:
+        """Let the index of runs by identity go (17 bytes a run): it is read again from the
+        store, where every run recorded is, when it is next needed."""
+        self._index, self._recent = None, []
+
     def succeeded_among(self, run_ids: np.ndarray) -> np.ndarray:
         """Which of the given runs the store holds as succeeded (a bool mask in their order)."""
         return self.locate(run_ids)[1]
@@ -330,81 +340,63 @@ class RunStore:
         """The given runs in their order (not found where the store has none); their inputs
         are the given ones, or else the stored ones."""
         run_ids = np.asarray(run_ids, dtype=np.int64)
-        seq, _ = self.locate(run_ids)
-        where = np.flatnonzero(seq > 0)
-        stored = inputs is None
-        if stored:
-            inputs = np.full((len(run_ids), len(self.parameters)), np.nan)
-        table = RunTable.blank(run_ids, inputs, len(self.quantities))
-        if len(where):
-            rows = self._select("runs.seq", "runs WHERE seq IN (SELECT value FROM json_each(?)) "
-                                "ORDER BY seq", (json.dumps(seq[where].tolist()),))
-            part = rows.table.take(np.searchsorted(rows.key, seq[where]))
-            table.put(where, part)
-            if stored:
-                table.inputs[where] = part.inputs
+        table = self.read_seqs(self.locate(run_ids)[0])
+        table.ids = run_ids.copy()
+        if inputs is not None:
+            table.inputs = np.asarray(inputs, dtype=float).reshape(len(run_ids), -1)
         return table
 
-    def _select(self, key: str, source: str, arguments: tuple) -> "_Rows":
-        """Rows of runs from an SQL source (runs, or a join with it), each with a key column."""
-        columns = "".join(f", runs.{self.column(c)}" for c in self.parameters + self.quantities)
-        cursor = self.db.execute(
-            f"SELECT {key}, runs.id, runs.status = 'ok', runs.error, runs.duration, "
-            f"runs.worker{columns} FROM {source}", arguments)
-        parts = [_Rows.of(rows, len(self.parameters), len(self.quantities))  # a slice at a time:
-                 for rows in iter(lambda: cursor.fetchmany(65536), [])]     # rows cost ~300 B
-        if len(parts) == 1:
-            return parts[0]
-        return _Rows(np.concatenate([p.key for p in parts] + [np.zeros(0, np.int64)]),
-                     RunTable.concat([p.table for p in parts], len(self.parameters),
-                                     len(self.quantities)))
-
-    def add_planned(self, start: int, run_ids: np.ndarray) -> None:
-        """Register a slice of the study's plan (positions start, start+1, ...) for the reads
-        that span a plan too big for memory: chunks and streams of columns."""
-        seq, _ = self.locate(run_ids)
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS planned "
-                        "(position INTEGER PRIMARY KEY, seq INTEGER)")
-        self.db.execute("BEGIN")
-        try:
-            if start == 0:
-                self.db.execute("DELETE FROM planned")
-            self.db.executemany("INSERT INTO planned VALUES (?, ?)",
-                                zip(range(start, start + len(seq)), seq.tolist()))
-        finally:
-            self.db.execute("COMMIT")
-
-    def read_planned(self, start: int, stop: int) -> RunTable:
-        """The planned positions [start, stop), in plan order (inputs NaN where absent)."""
-        table = RunTable.blank(np.zeros(stop - start, np.int64),
-                               np.full((stop - start, len(self.parameters)), np.nan),
+    def read_seqs(self, seqs: np.ndarray) -> RunTable:
+        """The runs recorded at these seqs, in their order (not found where seq is 0)."""
+        seqs = np.asarray(seqs, dtype=np.int64)
+        table = RunTable.blank(np.zeros(len(seqs), np.int64),
+                               np.full((len(seqs), len(self.parameters)), np.nan),
                                len(self.quantities))
-        rows = self._select("planned.position", "planned JOIN runs ON runs.seq = planned.seq "
-                            "WHERE planned.position >= ? AND planned.position < ?", (start, stop))
-        where = rows.key - start
-        table.put(where, rows.table)
-        table.ids[where] = rows.table.ids
-        table.inputs[where] = rows.table.inputs
+        for record, first, rows in self._records_of(seqs):
+            ids, ok, inputs, outputs, errors, duration, worker = self.db.execute(
+                "SELECT ids, ok, inputs, outputs, errors, duration, worker FROM batches "
+                "WHERE seq = ?", (record,)).fetchone()
+            at = seqs[rows] - first
+            table.ids[rows] = _array(ids, "<i8")[at]
+            table.found[rows] = True
+            table.ok[rows] = _array(ok, "u1")[at].astype(bool)
+            table.inputs[rows] = _columns(inputs, len(self.parameters))[:, at].T
+            table.values[rows] = _columns(outputs, len(self.quantities))[:, at].T
+            table.duration[rows] = np.nan if duration is None else duration
+            table.worker[rows] = worker
+            if errors is not None:  # [[row, message], ...] of the record's failed runs
+                failed = json.loads(errors)
+                where = np.array([i for i, _ in failed], dtype=np.int64)
+                k = np.minimum(np.searchsorted(where, at), len(where) - 1)
+                hit = where[k] == at
+                table.errors[rows[hit]] = objects([message for _, message in failed])[k[hit]]
         return table
 
-    def planned_succeeded(self) -> int:
-        return self.db.execute("SELECT count(*) FROM planned JOIN runs ON runs.seq = planned.seq "
-                               "WHERE runs.status = 'ok'").fetchone()[0]
+    def _records_of(self, seqs: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(record, its first seq, the positions of `seqs` it holds), record by record."""
+        if self._batches is None:
+            rows = self._query("SELECT seq, first FROM batches ORDER BY seq")
+            table = np.array(rows, dtype=np.int64).reshape(-1, 2)
+            self._batches = (table[:, 0], table[:, 1])
+        records, firsts = self._batches
+        found = np.flatnonzero(seqs > 0)
+        where = np.searchsorted(firsts, seqs[found], side="right") - 1
+        order = np.argsort(where, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(where[order]) != 0]) if len(order) else []
+        for part in np.split(order, starts[1:]) if len(order) else []:
+            b = int(where[part[0]])
+            yield int(records[b]), int(firsts[b]), found[part]
 
-    def stream_planned(self, names: list[str], order_by: str | None = None,
-                       rows: int = 65536) -> Iterator[np.ndarray]:
-        """Columns of the planned runs the store holds, `rows` runs at a time, each time as an
-        array of floats with a row per name (NaN for NULL: a failed run's quantities): in plan
-        order, or in increasing order of the named column `order_by` (NaN first). A name is a
-        parameter, a quantity, or as in runs.csv `run` (the position in the plan) or `status` (1
-        for a run that succeeded, 0 for one that failed)."""
-        fixed = {"run": "planned.position", "status": "runs.status = 'ok'"}
-        selected = [fixed.get(name) or f"runs.{self.column(name)}" for name in names]
-        order = "planned.position" if order_by is None else selected[names.index(order_by)]
-        cursor = self.db.execute(f"SELECT {', '.join(selected)} FROM planned JOIN runs "
-                                 f"ON runs.seq = planned.seq ORDER BY {order}")
-        while chunk := cursor.fetchmany(rows):
-            yield np.array(chunk, dtype=float).reshape(len(chunk), len(names)).T
+    def recorded(self) -> tuple[np.ndarray, np.ndarray]:
+        """The identity of every run the store holds, and whether its latest record succeeded."""
+        ids, _, ok = self._merged_index()
+        return ids, ok
+
+    def latest_records(self, failed_only: bool = False, limit: int | None = None) -> RunTable:
+        """The latest record of every run the store holds (or of those that failed), in the
+        order they were recorded (the first `limit` of them)."""
+        _, seqs, ok = self._merged_index()
+        return self.read_seqs(np.sort(seqs[~ok] if failed_only else seqs)[:limit])
 
     def read_series(self, run_id: int) -> dict[str, np.ndarray] | None:
         row = self.db.execute("SELECT data FROM series WHERE id = ?", (int(run_id),)).fetchone()
@@ -416,8 +408,62 @@ class RunStore:
             return {key: data[key] for key in data.files}
 
     def counts(self) -> dict[str, int]:
-        rows = self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
-        return {status: count for status, count in rows}
+        """How many runs the store holds as succeeded (`ok`) and as failed, by their latest record."""
+        _, _, ok = self._merged_index()
+        succeeded = int(ok.sum())
+        return {name: count for name, count in (("ok", succeeded), ("failed", len(ok) - succeeded))
+                if count}
+
+    def timing(self) -> tuple[float | None, int]:
+        """The mean duration of a recorded run, and how many workers recorded runs."""
+        rows = self._query("SELECT sum(duration * size) / sum(size), count(DISTINCT worker) "
+                           "FROM batches WHERE duration IS NOT NULL")
+        return rows[0] if rows else (None, 0)
+
+
+def _bytes(array: np.ndarray, dtype: str) -> bytes:
+    """An array as little-endian bytes of the given type, a column after another."""
+    return np.ascontiguousarray(array, dtype=dtype).tobytes()
+
+
+def _array(blob: bytes, dtype: str) -> np.ndarray:
+    return np.frombuffer(blob, dtype=dtype)
+
+
+def _columns(blob: bytes, width: int) -> np.ndarray:
+    """A blob of `width` float64 columns, as an array with a row per column."""
+    values = np.frombuffer(blob, dtype="<f8")
+    return values.reshape(width, -1) if width else values.reshape(0, 0)
+
+
+def _number(value: float) -> float | None:
+    return None if value != value else float(value)
+
+
+def _record_parts(table: RunTable, width: int) -> Iterator[np.ndarray]:
+    """The rows of each record a table is stored as: a stretch of runs of one duration and
+    worker, of at most RECORD_BYTES of inputs and quantities."""
+    n = len(table)
+    if not n:
+        return
+    duration = np.where(np.isnan(table.duration), -1.0, table.duration)
+    change = np.flatnonzero((duration[1:] != duration[:-1]) | (table.worker[1:] != table.worker[:-1]))
+    most = max(1, RECORD_BYTES // (8 * max(width, 1)))
+    bounds = np.r_[0, change + 1, n]
+    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for part in range(start, stop, most):
+            yield np.arange(part, min(part + most, stop))
+
+
+def _table_of_rows(rows: list[tuple], parameters: int, quantities: int) -> RunTable:
+    """Runs read from a row-per-run store: (id, ok, error, duration, worker, *inputs, *values)."""
+    n = len(rows)
+    columns = list(zip(*rows))
+    numbers = np.array(columns[5:], dtype=float).reshape(parameters + quantities, n).T
+    return RunTable(ids=np.array(columns[0], dtype=np.int64), found=np.ones(n, bool),
+                    ok=np.array(columns[1], dtype=bool), errors=objects(columns[2]),
+                    duration=np.array(columns[3], dtype=float), worker=objects(columns[4]),
+                    inputs=numbers[:, :parameters], values=numbers[:, parameters:])
 
 
 def latest_identity(db: sqlite3.Connection) -> dict | None:
@@ -440,26 +486,6 @@ def stored_columns(parameters: list[str], quantities: list[str],
 
 
 _EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
-
-
-@dataclass
-class _Rows:
-    """Rows read from the runs table: their key (seq, or plan position) and a RunTable of them."""
-
-    key: np.ndarray
-    table: RunTable
-
-    @classmethod
-    def of(cls, rows: list[tuple], parameters: int, quantities: int) -> "_Rows":
-        n = len(rows)
-        columns = list(zip(*rows)) if n else [()] * (6 + parameters + quantities)
-        numbers = np.array(columns[6:], dtype=float).reshape(parameters + quantities, n).T
-        table = RunTable(ids=np.array(columns[1], dtype=np.int64), found=np.ones(n, bool),
-                         ok=np.array(columns[2], dtype=bool),
-                         errors=objects(columns[3]), duration=np.array(columns[4], dtype=float),
-                         worker=objects(columns[5]),
-                         inputs=numbers[:, :parameters], values=numbers[:, parameters:])
-        return cls(np.array(columns[0], dtype=np.int64), table)
 
 
 class _Transaction:

@@ -4,12 +4,10 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from pathlib import Path
 
 from .core.errors import StoreError
-from .store import connect_readonly, unreadable
+from .store import RunStore
 
 MASK = 2**64 - 1
 
@@ -25,23 +23,12 @@ class StoreView:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.path = self.folder / "runs.sqlite"
-        self.db = connect_readonly(self.path)
-        try:
-            self.meta = {key: json.loads(value) for key, value in
-                         self.db.execute("SELECT key, value FROM meta")}
-        except sqlite3.DatabaseError as error:
-            self.db.close()
-            if "no such table: meta" in str(error):
-                raise StoreError(f"{self.path}: holds no runs yet") from None
-            raise unreadable(self.path, error) from None
-
-    def query(self, sql: str, arguments: tuple = ()) -> list[tuple]:
-        try:
-            return self.db.execute(sql, arguments).fetchall()
-        except sqlite3.DatabaseError as error:
-            if "no such table: runs" in str(error):
-                return []
-            raise unreadable(self.path, error) from None
+        self.store = RunStore.open_readonly(self.path)
+        if self.store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+            self.store.close()
+            raise StoreError(f"{self.path}: holds no runs yet")
+        self.meta = {key: self.store.meta(key) for (key,) in
+                     self.store.db.execute("SELECT key FROM meta").fetchall()}
 
     def close(self) -> None:
-        self.db.close()
+        self.store.close()

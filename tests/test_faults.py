@@ -17,7 +17,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DASK, REPO, can_mount, count_runs, free_port, run_cli, write_study
+from conftest import (
+    DASK,
+    REPO,
+    can_mount,
+    count_runs,
+    free_port,
+    run_cli,
+    stored_runs,
+    write_study,
+)
 
 import studyrun
 from studyrun.cli import main
@@ -111,8 +120,7 @@ def slow_study(study_dir: Path, scheduler: str, runs: int = 120) -> Path:
 def assert_complete_and_equal_to_a_sync_run(study: Path, out: Path, runs: int) -> None:
     analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["runs"]["succeeded"] == runs and analysis["runs"]["failed"] == 0
-    with sqlite3.connect(out / "runs.sqlite") as db:
-        stored, distinct = db.execute("SELECT count(*), count(DISTINCT id) FROM runs").fetchone()
+    stored, distinct = count_runs(out / "runs.sqlite"), stored_runs(out)["id"].nunique()
     assert stored == distinct == runs, "a run was lost or recorded twice"
     reference = studyrun.run(study, out.parent / "reference", scheduler="sync", quiet=True)
     assert analysis["results"] == json.loads(json.dumps(reference.analysis["results"]))
@@ -284,9 +292,9 @@ def assert_only_these_runs_failed(out: Path, kinds) -> None:
     analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["runs"]["failed"] == len(kinds)
     assert analysis["runs"]["succeeded"] == 18 - len(kinds)
-    with sqlite3.connect(out / "runs.sqlite") as db:
-        rows = db.execute("SELECT a, status, error, y, id FROM runs").fetchall()
-    assert len(rows) == len({row[4] for row in rows}) == 18, "a run was lost or recorded twice"
+    rows = stored_runs(out)[["a", "status", "error", "y", "id"]].values.tolist()
+    assert count_runs(out / "runs.sqlite") == len({row[4] for row in rows}) == 18, \
+        "a run was lost or recorded twice"
     for a, status, error, y, _ in rows:
         if a in kinds:
             assert status == "failed" and error.startswith(EXIT_ERRORS[a]), (a, error)
@@ -325,9 +333,9 @@ def test_a_run_that_crashes_dask_workers_fails_alone(study_dir, dask_scheduler):
     study = exits_study(study_dir, dask_scheduler, 6, kinds=(11,))
     done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
     assert done.returncode == 0, done.stderr
-    with sqlite3.connect(study_dir / "out" / "runs.sqlite") as db:
-        failed = db.execute("SELECT a, error FROM runs WHERE status != 'ok'").fetchall()
-        assert db.execute("SELECT count(DISTINCT id), count(*) FROM runs").fetchone() == (18, 18)
+    runs = stored_runs(study_dir / "out")
+    failed = runs.loc[runs["status"] != "ok", ["a", "error"]].values.tolist()
+    assert (runs["id"].nunique(), count_runs(study_dir / "out" / "runs.sqlite")) == (18, 18)
     assert len(failed) == 1 and failed[0][0] == 11
     assert failed[0][1].startswith("the process running the model died (how is not known")
 
@@ -377,8 +385,7 @@ def test_ctrl_c_or_sigterm_of_the_driver_still_stops_a_sync_study(study_dir, sen
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr
     assert word in stderr
-    with sqlite3.connect(out / "runs.sqlite") as db:
-        assert db.execute("SELECT count(*) FROM runs WHERE status != 'ok'").fetchone()[0] == 0
+    assert (stored_runs(out)["status"] == "ok").all()
     assert not (out / "analysis.json").exists()
 
 
@@ -514,9 +521,9 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
     shutil.copytree(disk / "out", moved)
     with sqlite3.connect(moved / "runs.sqlite") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        stored, = db.execute("SELECT count(*) FROM runs").fetchone()
-        partial, = db.execute("SELECT count(*) FROM runs WHERE status != 'ok' OR y IS NULL "
-                              "OR a2 IS NULL OR a IS NULL OR b IS NULL").fetchone()
+    runs = stored_runs(moved)
+    stored = len(runs)
+    partial = ((runs["status"] != "ok") | runs[["y", "a2", "a", "b"]].isna().any(axis=1)).sum()
     assert 0 < stored < 10000 and partial == 0
     assert stored % 500 == 0, "a batch was recorded in part"
     resumed = studyrun.run(study, moved, quiet=True)
@@ -543,7 +550,7 @@ def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, cap
     assert "No space left on device" in stderr and "run the study again to resume" in stderr
     with sqlite3.connect(out / "runs.sqlite") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone()[0] == 5000
+    assert (stored_runs(out)["status"] == "ok").sum() == 5000
     assert not (out / "analysis.json").exists()  # written whole or not at all
     assert not (out / "runs.csv").exists() and not list(out.glob(".*.partial"))
     filler.unlink()

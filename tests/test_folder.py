@@ -15,7 +15,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import can_mount, run_cli, write_study
+from conftest import as_rows, can_mount, run_cli, stored_runs, write_study
 
 import studyrun
 
@@ -271,10 +271,8 @@ def test_names_sqlite_would_confuse_work_end_to_end(folder, quantities):
     again = run_cli("run", study, "--out", out, "--quiet", cwd=folder)
     assert again.returncode == 0 and "40 reused" in again.stdout, again.stderr
     assert pandas.read_csv(out / "runs.csv").equals(frame)
-    with closing(sqlite3.connect(out / "runs.sqlite")) as db:  # the SQL the README documents
-        value, = db.execute('SELECT "Duration:2" FROM runs WHERE id = ?',
-                            (int(first["id"]),)).fetchone()
-        assert value == first["Duration"]
+    records = stored_runs(out)
+    assert records.loc[records["id"] == first["id"], "Duration"].item() == first["Duration"]
 
 
 def test_names_differing_only_from_runs_csv_columns_in_case_are_accepted_but_the_columns_not(folder):
@@ -293,14 +291,7 @@ def test_stores_written_before_columns_were_recorded_are_read_as_they_are(folder
     study = write_study(folder, FIRST)
     studyrun.run(study, out, quiet=True)
     report = (out / "report.md").read_text()
-    with closing(sqlite3.connect(out / "runs.sqlite")) as db, db:  # studyrun 0.1's first layout
-        db.execute("CREATE TABLE old (id INTEGER PRIMARY KEY, status TEXT NOT NULL, error TEXT, "
-                   "duration REAL, worker TEXT, a REAL, b REAL, y REAL, z REAL)")
-        db.execute("INSERT INTO old SELECT id, status, error, duration, worker, a, b, y, z FROM runs")
-        db.execute("DROP TABLE runs")
-        db.execute("ALTER TABLE old RENAME TO runs")
-        db.execute("UPDATE meta SET value = '\"1\"' WHERE key = 'format'")
-        db.execute("DELETE FROM meta WHERE key = 'columns'")
+    as_rows(out / "runs.sqlite", "1")  # studyrun 0.1's first layout
     (out / "report.md").unlink()
     assert run_cli("report", out).returncode == 0
     assert (out / "report.md").read_text() == report
@@ -312,7 +303,7 @@ def test_stores_written_before_columns_were_recorded_are_read_as_they_are(folder
     assert again.returncode == 0 and "200 reused" in again.stdout, again.stderr
     assert json.loads((out / "analysis.json").read_text())["results"] == results
     with closing(sqlite3.connect(out / "runs.sqlite")) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ('"2"',)
+        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ('"3"',)
 
 
 # -- 14.5: read-only results are readable ----------------------------------------------------------
@@ -356,7 +347,7 @@ def recorded_runs(out: Path) -> int:
     mount open for writing, which a remount read-only refuses)."""
     try:
         with closing(sqlite3.connect(f"{(out / 'runs.sqlite').as_uri()}?mode=ro", uri=True)) as db:
-            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+            return db.execute("SELECT coalesce(sum(size), 0) FROM batches").fetchone()[0]
     except sqlite3.Error:
         return 0
 

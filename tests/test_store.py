@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import signal
 import sqlite3
@@ -17,9 +16,10 @@ from contextlib import closing
 
 import numpy as np
 import pytest
-from conftest import REPO, write_study
+from conftest import REPO, as_rows, count_runs, write_study
 
 import studyrun
+from studyrun.store import RunStore
 
 MOODY = '''
 import pathlib
@@ -62,28 +62,40 @@ def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp
     second = studyrun.run(moody, tmp_path / "out", quiet=True)
     assert second.analysis["runs"] == {"planned": 300, "succeeded": 300, "failed": 0,
                                        "reused": 300 - failed}
-    with sqlite3.connect(tmp_path / "out" / "runs.sqlite") as db:
-        stored, distinct, ok = db.execute("SELECT count(*), count(DISTINCT id), "
-                                          "sum(status = 'ok') FROM runs").fetchone()
-    assert stored == distinct == ok == 300
+    with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
+        assert store.counts() == {"ok": 300}  # each run's latest record
+    assert count_runs(tmp_path / "out" / "runs.sqlite") == 300 + failed  # a failure, then its success
     table = rows(tmp_path / "out" / "runs.csv")
     assert [r["status"] for r in table] == ["ok"] * 300
     assert [int(r["run"]) for r in table] == list(range(300))
 
 
-def test_runs_csv_reads_back_exactly(moody, tmp_path):
+@pytest.mark.parametrize("chunk", [None, 70])
+def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
+    """Written at once, or (a plan of several chunks) a chunk each by helper processes."""
+    import studyrun.pipeline
+    import studyrun.plan.runs
+
+    if chunk:
+        monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", chunk)
     (tmp_path / "broken").write_text("")
     result = studyrun.run(moody, tmp_path / "out", quiet=True)
     table = rows(tmp_path / "out" / "runs.csv")
-    with sqlite3.connect(tmp_path / "out" / "runs.sqlite") as db:
-        stored = {row[0]: row[1:] for row in db.execute("SELECT id, status, error, a, b, y, gap FROM runs")}
+    assert [int(row["run"]) for row in table] == list(range(300))
+    assert not list((tmp_path / "out").glob(".*"))  # no part left behind
+    with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
+        records = store.latest_records()
+    stored = {i: (ok, error, *inputs, *values) for i, ok, error, inputs, values in zip(
+        records.ids.tolist(), records.ok.tolist(), records.errors, records.inputs.tolist(),
+        records.values.tolist())}
     assert len(table) == len(stored) == 300
     for row in table:
-        status, error, a, b, y, gap = stored[int(row["id"])]
-        assert (row["status"], row["error"] or None) == (status, error)
+        ok, error, a, b, y, gap = stored[int(row["id"])]
+        assert (row["status"], row["error"] or None) == ("ok" if ok else "failed", error)
         assert float(row["a"]) == a and float(row["b"]) == b  # shortest round-trip text
-        assert (row["y"] == "") == (y is None) == (status == "failed")
-        if y is not None:
+        assert (row["y"] == "") == np.isnan(y) == (not ok)
+        if ok:
             assert float(row["y"]) == y and float(row["gap"]) == gap
     failed = [r for r in table if r["status"] == "failed"]
     assert failed and all(r["error"].startswith('ValueError: a is "too large", sorry\nsecond line')
@@ -92,21 +104,24 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_store_of_format_1_is_upgraded_and_its_runs_reused(moody, tmp_path):
-    studyrun.run(moody, tmp_path / "out", quiet=True)
+@pytest.mark.parametrize("layout", ["1", "2"])
+def test_a_store_of_a_row_per_run_is_upgraded_and_its_runs_reused(moody, tmp_path, layout):
+    (tmp_path / "broken").write_text("")
+    first = studyrun.run(moody, tmp_path / "out", quiet=True)
     path = tmp_path / "out" / "runs.sqlite"
-    with sqlite3.connect(path) as db:  # the layout of studyrun 0.1's first stores
-        db.execute("CREATE TABLE old (id INTEGER PRIMARY KEY, status TEXT NOT NULL, error TEXT, "
-                   "duration REAL, worker TEXT, a REAL, b REAL, y REAL, gap REAL)")
-        db.execute("INSERT INTO old SELECT id, status, error, duration, worker, a, b, y, gap FROM runs")
-        db.execute("DROP TABLE runs")
-        db.execute("ALTER TABLE old RENAME TO runs")
-        db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (json.dumps("1"),))
-    again = studyrun.run(moody, tmp_path / "out", quiet=True)
-    assert again.analysis["runs"]["reused"] == 300
-    with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == '"2"'
-        assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 300
+    as_rows(path, layout)
+    with RunStore.open_readonly(path) as reader:  # read in a copy in memory, the file unchanged
+        assert reader.counts() == {"ok": 300 - first.analysis["runs"]["failed"],
+                                   "failed": first.analysis["runs"]["failed"]}
+    again = studyrun.run(moody, tmp_path / "out", quiet=True)  # the same runs fail again
+    assert again.analysis["runs"]["reused"] == 300 - first.analysis["runs"]["failed"]
+    assert again.analysis["results"] == first.analysis["results"]
+    with RunStore.open_readonly(path) as store:
+        assert store.meta("format") == "3"
+        assert count_runs(path) == 300 + first.analysis["runs"]["failed"]
+        records = store.latest_records()
+        assert all(e.startswith('ValueError: a is "too large", sorry\nsecond line')
+                   for e in records.errors[~records.ok])
 
 
 @pytest.mark.slow
@@ -336,7 +351,7 @@ def test_a_failed_run_keeps_its_error_and_gives_way_when_run_again(tmp_path):
         assert store.counts() == {"ok": 4}
         table = store.read(np.array([1, 2, 3, 4]))
         assert table.ok.all() and table.errors.tolist() == [None] * 4
-        assert store.db.execute("SELECT count(*), count(DISTINCT id) FROM runs").fetchone() == (4, 4)
+        assert store.recorded()[0].tolist() == [1, 2, 3, 4]
 
 
 def npz(**arrays) -> bytes:
@@ -373,26 +388,42 @@ def test_succeeded_among_answers_in_the_order_asked(tmp_path):
         assert store.succeeded_among(np.zeros(0, np.int64)).tolist() == []
 
 
-def test_planned_runs_are_read_in_plan_order_slice_by_slice(tmp_path):
+def test_runs_are_read_by_their_records_in_the_order_asked(tmp_path):
     with prepared(tmp_path / "runs.sqlite") as store:
-        store.write(batch([10, 11, 12, 13], ok=[True, False, True, True]))
+        store.write(batch([10, 11, 12]))
+        store.write(batch([13, 11], ok=[True, False], duration=0.25, worker="w2"))
         plan = np.array([13, 99, 11, 10, 12, 98, 10], dtype=np.int64)  # 99, 98: not run yet
-        store.add_planned(0, plan[:3])
-        store.add_planned(3, plan[3:])
-        assert store.planned_succeeded() == 4  # 13, 10, 12, 10 (a position each)
-        table = store.read_planned(0, len(plan))
-        recorded = np.isin(plan, [10, 11, 12, 13])
-        assert (table.found == recorded).all()
-        assert table.ok.tolist() == [True, False, False, True, True, False, True]
+        seqs, ok = store.locate(plan)
+        assert seqs.tolist() == [4, 0, 5, 1, 3, 0, 1]  # 11's latest record: its failure
+        table = store.read_seqs(seqs)
+        recorded = seqs > 0
+        assert (table.found == recorded).all() and (table.ok == ok).all()
         assert (table.ids[recorded] == plan[recorded]).all()
-        assert (table.inputs[recorded, 0] == plan[recorded]).all()
+        assert (table.inputs[recorded, 1] == -0.5 * plan[recorded]).all()
         assert np.isnan(table.inputs[~recorded]).all() and np.isnan(table.values[~recorded]).all()
         assert table.errors.tolist()[2] == "ValueError: run 11 failed"
-        middle = store.read_planned(2, 5)
-        assert middle.ok.tolist() == [False, True, True] and middle.ids.tolist() == [11, 10, 12]
-        store.add_planned(0, np.array([99, 12]))  # a new plan from position 0 replaces the old
-        assert store.planned_succeeded() == 1
-        assert store.read_planned(0, 2).found.tolist() == [False, True]
+        assert table.worker.tolist() == ["w2", None, "w2", "w1", "w1", None, "w1"]
+        assert table.duration[recorded].tolist() == [0.25, 0.25, 0.5, 0.5, 0.5]
+
+
+def test_runs_of_many_parameters_are_recorded_in_records_of_bounded_size(tmp_path, monkeypatch):
+    import studyrun.store
+    from studyrun.store import Batch, RunStore
+
+    monkeypatch.setattr(studyrun.store, "RECORD_BYTES", 8 * 1000 * 7)  # 7 runs per record
+    rng = np.random.default_rng(3)
+    ids, inputs = np.arange(50, dtype=np.int64), rng.normal(size=(50, 999))
+    with RunStore.open(tmp_path / "runs.sqlite") as store:
+        store.prepare([f"x{j}" for j in range(999)], ["y"])
+        store.write(Batch(ids=ids, ok=ids % 9 > 0, errors=[None if i % 9 else f"e{i}" for i in ids],
+                          inputs=inputs, values=inputs.sum(axis=1)[:, None], duration=0.1, worker="w"))
+        assert store.db.execute("SELECT count(*), sum(size) FROM batches").fetchone() == (8, 50)
+    with RunStore.open_readonly(tmp_path / "runs.sqlite") as store:
+        order = rng.permutation(50)
+        table = store.read(ids[order])
+        assert np.array_equal(table.inputs, inputs[order])
+        assert np.array_equal(table.values[:, 0], inputs[order].sum(axis=1))
+        assert table.errors.tolist() == [None if i % 9 else f"e{i}" for i in order.tolist()]
 
 
 def test_the_latest_identity_is_the_last_recorded(tmp_path):
@@ -420,11 +451,11 @@ def test_a_read_only_connection_sees_committed_runs_while_the_store_is_held(tmp_
     with prepared(path) as store:
         store.write(batch([1, 2], ok=[True, False]))
         with closing(connect_readonly(path)) as db:
-            assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+            assert db.execute("SELECT sum(size) FROM batches").fetchone()[0] == 2
             store.write(batch([3]))  # a later commit is seen by the next read
-            assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 3
+            assert db.execute("SELECT sum(size) FROM batches").fetchone()[0] == 3
             with pytest.raises(sqlite3.OperationalError, match="readonly"):
-                db.execute("DELETE FROM runs")
+                db.execute("DELETE FROM batches")
         reader = RunStore.open_readonly(path)  # no lock: the store is in use
         try:
             assert (reader.parameters, reader.quantities) == (["a", "b"], ["y", "z"])
@@ -490,7 +521,7 @@ def test_every_batch_committed_before_a_sigkill_is_there_after_a_reopen(tmp_path
     reported += [int(line) for line in writer.stdout.read().split()]
     assert reported == list(range(len(reported)))
     with RunStore.open(path) as store:  # the writer's lock went with it; the store checks intact
-        workers = [row[0] for row in store.db.execute("SELECT DISTINCT worker FROM runs")]
+        workers = [row[0] for row in store.db.execute("SELECT DISTINCT worker FROM batches")]
         batches = len(workers)
         assert sorted(workers) == sorted(f"batch {k}" for k in range(batches))
         assert batches in (len(reported), len(reported) + 1)  # the last may commit unreported
@@ -509,30 +540,6 @@ def test_every_batch_committed_before_a_sigkill_is_there_after_a_reopen(tmp_path
         store.write(Batch(ids=more, ok=np.array([True, True]), errors=[None, None],
                           inputs=np.zeros((2, 2)), values=np.ones((2, 1)), duration=0, worker="w"))
         assert store.succeeded_among(more).all()
-
-
-def test_planned_runs_stream_in_plan_order_or_sorted_by_a_column(tmp_path):
-    from studyrun.store import Batch, RunStore
-
-    ids = np.arange(100, 110)
-    a, y = np.arange(10.0)[::-1], np.array([3, 1, np.nan, 2, 1, 0, np.nan, 5, 4, 1.5])
-    with RunStore.open(tmp_path / "runs.sqlite") as store:
-        store.prepare(["a"], ["y"])
-        recorded = np.arange(10) != 4  # position 4 never ran
-        store.write(Batch(ids=ids[recorded], ok=np.isfinite(y[recorded]), errors=[None] * 9,
-                          inputs=a[recorded, None], values=y[recorded, None], duration=0.1,
-                          worker="w"))
-        store.add_planned(0, ids[:6])
-        store.add_planned(6, ids[6:])
-        chunks = list(store.stream_planned(["run", "status", "a", "y"], rows=4))
-        assert [c.shape for c in chunks] == [(4, 4), (4, 4), (4, 1)]
-        position, ok, got_a, got_y = np.hstack(chunks)
-        assert position.tolist() == [0, 1, 2, 3, 5, 6, 7, 8, 9]
-        assert (ok == np.isfinite(y[recorded])).all() and (got_a == a[recorded]).all()
-        assert np.array_equal(got_y, y[recorded], equal_nan=True)
-        position, got_y = np.hstack(list(store.stream_planned(["run", "y"], order_by="y", rows=3)))
-        assert np.isnan(got_y[:2]).all() and (np.diff(got_y[2:]) >= 0).all()  # NULL first
-        assert sorted(position[:2]) == [2, 6] and position[-1] == 7
 
 
 def test_adopt_copies_only_the_succeeded_runs_asked_for_exactly(tmp_path):
@@ -564,3 +571,25 @@ def test_adopt_copies_nothing_into_a_store_of_other_quantities(tmp_path):
         store.prepare(["a", "b"], ["y"])
         assert store.adopt(source, np.array([1, 2])) == 0
         assert not store.succeeded_among(np.array([1, 2])).any()
+
+
+def test_runs_csv_is_kept_when_its_records_are_unchanged_and_written_again_otherwise(moody, tmp_path):
+    (tmp_path / "broken").write_text("")
+    out = tmp_path / "out"
+    studyrun.run(moody, out, quiet=True)
+    path = out / "runs.csv"
+    written = path.stat().st_mtime_ns
+    studyrun.run(moody, out, quiet=True)  # the failures fail again: new records, a new file
+    assert path.stat().st_mtime_ns != written and len(rows(path)) == 300
+    (tmp_path / "broken").unlink()
+    studyrun.run(moody, out, quiet=True)
+    kept, text = path.stat().st_mtime_ns, path.read_text()
+    assert "failed" not in text
+    studyrun.run(moody, out, quiet=True)  # every run reused: the same records, the file kept
+    assert path.stat().st_mtime_ns == kept
+    path.write_text(text.replace("ok", "OK", 1))  # edited by hand: written again
+    studyrun.run(moody, out, quiet=True)
+    assert path.read_text() == text
+    path.unlink()  # removed: written again
+    studyrun.run(moody, out, quiet=True)
+    assert path.read_text() == text

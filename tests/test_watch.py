@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import run_cli, write_study
+from conftest import run_cli, stored_runs, write_study
 
 import studyrun
 from studyrun.cli import main
@@ -104,8 +103,7 @@ def test_status_reports_the_workers_the_study_ran_on(study_dir):
     out = study_dir / "out"
     done = run_cli("run", study, "--out", out, "--quiet")
     assert done.returncode == 0, done.stderr
-    with sqlite3.connect(out / "runs.sqlite") as db:
-        processes = db.execute("SELECT count(DISTINCT worker) FROM runs").fetchone()[0]
+    processes = stored_runs(out)["worker"].nunique()
     assert processes == 3  # the driver's timing runs and the two workers'
     status = run_cli("status", out)
     assert status.returncode == 0 and "s per run on average, on 2 workers" in status.stdout

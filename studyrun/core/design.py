@@ -31,22 +31,20 @@ class Outcome:
 
 Evaluate = Callable[[np.ndarray], Outcome]  # rows of parameter values -> their outcome
 
-# The most runs a design may have: its runs.csv and run store would pass 10 GB each (1.4 GB per
-# 10 million runs, benchmarks/README.md), and a design this large is more often a typo than a plan.
+# The most runs a design may have: its runs.csv would pass 14 GB and its run store 4 GB (1.4 GB
+# and 0.41 GB per 10 million runs of three inputs and a quantity, benchmarks/README.md), and a
+# design this large is more often a typo than a plan.
 MAX_RUNS = 100_000_000
 
 
 class PlannedRuns(Protocol):
-    """The runs of a fixed design as an analysis reads them: whole when they fit in memory, else
-    chunk by chunk in plan order, or as columns streamed in plan order or sorted by one of them
-    (the plan step's `plan.runs.PlannedRuns`)."""
+    """The runs of a fixed design as an analysis reads them: whole, or chunk by chunk in plan
+    order (the plan step's `plan.runs.PlannedRuns`)."""
 
     names: list[str]  # the varied parameters
     size: int  # runs in the plan
-    chunked: bool  # True when the design is too large to be read whole
+    chunked: bool  # True when the design was planned in more than one slice
 
     def whole(self) -> Outcome: ...
 
     def chunks(self) -> Iterator[Outcome]: ...
-
-    def stream(self, names: list[str], order_by: str | None = None) -> Iterator[np.ndarray]: ...

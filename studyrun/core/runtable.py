@@ -7,7 +7,7 @@ million Python tuples; runs.csv is formatted column by column for the same reaso
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -42,12 +42,6 @@ class RunTable:
                    inputs=inputs if inputs.ndim == 2 else inputs.reshape(n, -1),
                    values=np.full((n, quantities), np.nan))
 
-    @classmethod
-    def concat(cls, tables: list["RunTable"], parameters: int, quantities: int) -> "RunTable":
-        """One table of the rows of several."""
-        tables = [cls.blank(np.zeros(0, np.int64), np.zeros((0, parameters)), quantities), *tables]
-        return cls(*(np.concatenate([getattr(t, name) for t in tables]) for name in FIELDS))
-
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -55,17 +49,8 @@ class RunTable:
         """The given rows, as a table of their own."""
         return RunTable(*(getattr(self, name)[rows] for name in FIELDS))
 
-    def put(self, rows: np.ndarray, other: "RunTable") -> None:
-        """Copy what was recorded of the runs of `other` into the given rows of this table (the
-        ids and inputs, which a plan knows before its runs, stay)."""
-        if self.values.shape[1] != other.values.shape[1]:  # quantities named by the first batch
-            self.values = np.full((len(self), other.values.shape[1]), np.nan)
-        for name in RECORDED:
-            getattr(self, name)[rows] = getattr(other, name)
-
 
 FIELDS = tuple(f.name for f in fields(RunTable))
-RECORDED = ("found", "ok", "errors", "duration", "worker", "values")
 
 
 def objects(items: Iterable[object]) -> np.ndarray:
@@ -75,5 +60,3 @@ def objects(items: Iterable[object]) -> np.ndarray:
     array[:] = items
     return array
 
-
-Sink = Callable[[np.ndarray, RunTable], None]  # (plan rows, their records), as batches finish

@@ -121,19 +121,18 @@ def describe_adoption(earlier: Path, run_ids: np.ndarray) -> str:
 
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """The ids of succeeded and failed runs in a results folder, and its latest run context."""
-    from ..store import latest_identity
+    from ..store import latest_identity, unreadable
     from ..store_view import StoreView
 
     view = StoreView(folder)
     try:
-        rows = view.query("SELECT id, status = 'ok' FROM runs")
-        before = latest_identity(view.db)
+        ids, ok = view.store.recorded()
+        before = latest_identity(view.store.db)
     except sqlite3.DatabaseError as error:
-        raise view.damaged(error) from None
+        raise unreadable(view.path, error) from None
     finally:
         view.close()
-    table = np.array(rows, dtype=np.int64).reshape(-1, 2)
-    return table[table[:, 1] == 1, 0], table[table[:, 1] == 0, 0], before
+    return ids[ok], ids[~ok], before
 
 
 def write_design_csv(plan: Plan, path: Path) -> None:

@@ -1,28 +1,31 @@
 """The planned runs of a fixed design, gathered for the analyse and report steps.
 
-A design of one chunk is gathered in memory as its batches are recorded (runs reused from an
-earlier session are read from the store once), so analysis, report and runs.csv never read back
-what was just written. A larger design is registered in the store slice by slice and read back
-in chunks, so memory does not grow with the number of runs.
+Each slice of the plan, once executed, is registered by where the store recorded each of its
+runs (its seq): analyses, the report and runs.csv then read the runs back from the store, all at
+once for a design of one slice, chunk by chunk or a column at a time for a larger one, so memory
+follows the chunk (and a few numbers per run), not the width of every run times their number.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from ..core.design import Design, Outcome
-from ..core.runtable import RunTable, Sink
+from ..core.runtable import RunTable
 from ..grids import put_on_one_grid
 from ..quantities import Quantities, series_output
-from ..runs_csv import write_csv
+from ..runs_csv import CSV_FORMAT, WritingInParallel, write_csv
 from ..store import RunStore
 from . import Plan
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
-STREAM_ROWS = 1 << 16  # runs per slice of a column streamed from the store
 
 
 class PlannedRuns:
@@ -31,83 +34,103 @@ class PlannedRuns:
     def __init__(self, store: RunStore, names: list[str], series: dict[str, str],
                  grid: np.ndarray | None = None) -> None:
         self.store, self.names, self.series, self.grid = store, names, series, grid
-        self.size = 0
-        self._start = 0  # position of the latest slice
+        self.size = self.slices = 0
         self.info: dict = {}
-        self._first: Plan | None = None  # the first slice, while it is the only one
-        self._table: RunTable | None = None  # its runs, gathered in memory
+        self._first: Plan | None = None  # the first slice, kept while it is the only one
+        self._seqs: list[np.ndarray] = []  # each slice's records, 0 where the store has none
+        self._ok: list[np.ndarray] = []
         self._whole: Outcome | None = None
 
-    def add(self, plan: Plan) -> Sink | None:
-        """Register the next slice of the plan; returns where the runner puts its records."""
-        if self.size == 0:
-            self.info = dict(plan.design.info)
-            self._first = plan
-            self._table = RunTable.blank(plan.run_ids, plan.design.matrix, len(self.store.quantities))
-            sink = self._table.put
+    def add(self, plan: Plan) -> None:
+        """Register the next slice of the plan, after it ran."""
+        seqs, ok = self.store.locate(plan.run_ids)
+        if not self.slices:
+            self.info, self._first = dict(plan.design.info), plan
         else:
-            if self._first is not None:  # a second slice: the design is read back in chunks
-                self.store.add_planned(0, self._first.run_ids)
-                self._first = self._table = None
-            sink = None
-        self._start = self.size
+            self._first = None
+        self._seqs.append(seqs)
+        self._ok.append(ok)
         self.size += plan.size
-        return sink
-
-    def settle(self, plan: Plan) -> None:
-        """After the slice ran: fill in the runs recorded before, or register the slice."""
-        if self._first is plan:
-            missing = np.flatnonzero(~self._table.found)
-            if len(missing):
-                self._table.put(missing, self.store.read(plan.run_ids[missing]))
-        else:
-            self.store.add_planned(self._start, plan.run_ids)
+        self.slices += 1
 
     @property
     def chunked(self) -> bool:
-        return self._first is None
+        return self.slices > 1
+
+    def seqs(self) -> np.ndarray:
+        """Each planned run's record in the store (0: none), in plan order."""
+        if len(self._seqs) > 1:
+            self._seqs = [np.concatenate(self._seqs)]
+        return self._seqs[0] if self._seqs else np.zeros(0, np.int64)
 
     def whole(self) -> Outcome:
-        """All runs at once (a design that fit one chunk keeps its Design object and info)."""
+        """All runs at once (a design of one slice keeps its Design object and info)."""
         if not self.chunked:
             if self._whole is None:
-                self._whole = plan_outcome(self._first, self._table, self.store, self.series,
-                                           self.grid)
+                plan = self._first
+                table = self.store.read_seqs(self.seqs())
+                self._whole = plan_outcome(plan, table, self.store, self.series, self.grid)
             return self._whole
-        outcomes = list(self.chunks())
-        design = Design(self.names, np.vstack([o.design.matrix for o in outcomes]), self.info)
-        return Outcome(design, {q: np.concatenate([o.values[q] for o in outcomes])
-                                for q in self.store.quantities},
-                       np.concatenate([o.ok for o in outcomes]))
+        design = np.empty((self.size, len(self.names)))
+        values = np.empty((self.size, len(self.store.quantities)))
+        ok = np.empty(self.size, bool)
+        for start, table in self.tables():  # a chunk at a time: one copy of the runs in memory
+            stop = start + len(table)
+            design[start:stop], values[start:stop], ok[start:stop] = (table.inputs, table.values,
+                                                                      table.ok)
+        return Outcome(Design(self.names, design, self.info),
+                       {q: values[:, j] for j, q in enumerate(self.store.quantities)}, ok)
 
     def first(self) -> Outcome:
         """The first chunk of runs (all of them for a small design), e.g. for figures."""
         return self.whole() if not self.chunked else next(self.chunks())
 
     def chunks(self) -> Iterator[Outcome]:
-        """The runs slice by slice, from the store."""
+        """The runs chunk by chunk, from the store."""
         for _, table in self.tables():
             yield Outcome(Design(self.names, table.inputs, self.info), columns(table, self.store), table.ok)
 
     def tables(self) -> Iterator[tuple[int, RunTable]]:
-        """(first position, runs) slice by slice: the whole table when it is in memory."""
-        if not self.chunked:
-            yield 0, self._table
-            return
-        rows = CHUNK_ROWS
-        for start in range(0, self.size, rows):
-            yield start, self.store.read_planned(start, min(start + rows, self.size))
+        """(first position, runs as recorded) chunk by chunk."""
+        seqs = self.seqs()
+        for start in range(0, self.size, CHUNK_ROWS):
+            yield start, self.store.read_seqs(seqs[start:start + CHUNK_ROWS])
 
     def succeeded(self) -> int:
-        return int(self._table.ok.sum()) if not self.chunked else self.store.planned_succeeded()
+        return int(sum(ok.sum() for ok in self._ok))
 
-    def stream(self, names: list[str], order_by: str | None = None) -> Iterator[np.ndarray]:
-        """Columns of a chunked design's runs, a slice at a time, in plan order or ordered by one
-        of them (see RunStore.stream_planned)."""
-        return self.store.stream_planned(names, order_by, rows=min(CHUNK_ROWS, STREAM_ROWS))
+    @contextmanager
+    def writing_csv(self, path: Path) -> Iterator[None]:
+        """runs.csv, written while the block runs: by helper processes, a chunk each, for a plan
+        of several chunks on a machine of several cores; otherwise after the block. It is kept
+        as it is when it was written from these very records (its stamp in the store says so,
+        and the file is as written), since records never change."""
+        stamp = {"records": hashlib.sha256(self.seqs().tobytes() + json.dumps(
+            [CSV_FORMAT, self.names, self.store.quantities]).encode()).hexdigest()}
+        written = file_stamp(path, stamp)
+        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        if written is not None and written == self.store.meta("runs_csv"):
+            yield
+            return
+        if self.chunked and processes > 1:
+            seqs = self.seqs()
+            parts = [(start, seqs[start:start + CHUNK_ROWS]) for start in range(0, self.size, CHUNK_ROWS)]
+            with WritingInParallel(path, self.store.path, self.names, self.store.quantities,
+                                   parts, processes):
+                yield
+        else:
+            yield
+            write_csv(path, self.names, self.store.quantities, self.tables())
+        self.store.set_meta(runs_csv=file_stamp(path, stamp))
 
-    def write_csv(self, path: Path) -> None:
-        write_csv(path, self.names, self.store.quantities, self.tables())
+
+def file_stamp(path: Path, stamp: dict) -> dict | None:
+    """The stamp with the file's size and modification time; None for a missing file."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return {**stamp, "size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
 
 def plan_outcome(plan: Plan, table: RunTable, store: RunStore, series: dict[str, str],

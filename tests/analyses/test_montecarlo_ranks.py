@@ -1,13 +1,11 @@
-"""Monte Carlo rank correlations, in memory and streamed from the store, against scipy's."""
+"""Monte Carlo rank correlations, of a design of one slice and of many, against scipy's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from conftest import write_study
-from scipy.stats import rankdata, spearmanr
-
-from studyrun.analyses.montecarlo.ranks import TiedRanks, exact_dot
+from scipy.stats import spearmanr
 
 TIES_MODEL = '''
 def model(a, b, c):
@@ -33,7 +31,7 @@ execution: {scheduler: sync, on_failure: continue}
 
 
 @pytest.mark.slow
-def test_spearman_streamed_and_in_memory_match_scipy_with_ties_and_failed_runs(study_dir,
+def test_spearman_of_one_slice_and_of_many_match_scipy_with_ties_and_failed_runs(study_dir,
                                                                                 monkeypatch):
     import studyrun
     import studyrun.pipeline
@@ -63,23 +61,3 @@ def test_spearman_streamed_and_in_memory_match_scipy_with_ties_and_failed_runs(s
                 rho = result.results[quantity]["correlations"][parameter]
                 assert rho == pytest.approx(expected, rel=1e-12, abs=1e-15)
         assert chunked.results[quantity]["percentiles"] == whole.results[quantity]["percentiles"]
-
-
-@pytest.mark.parametrize("chunk", [1, 2, 7, 64, 1000])
-def test_ranks_of_sorted_chunks_are_scipy_average_ranks(chunk):
-    rng = np.random.default_rng(5)
-    values = np.sort(np.r_[rng.integers(0, 20, 300), np.full(150, 7), rng.normal(size=50)])
-    keys = rng.permutation(len(values))
-    tied, parts = TiedRanks(), []
-    for start in [*range(0, len(values), chunk), len(values)]:  # an empty chunk at the end
-        parts.append(tied.add(values[start:start + chunk], keys[start:start + chunk]))
-    parts.append(tied.finish())
-    twice, got_keys = (np.concatenate(side) for side in zip(*parts))
-    assert np.array_equal(got_keys, keys)
-    assert np.array_equal(twice, 2 * rankdata(values))
-
-
-def test_exact_dot_does_not_overflow_at_the_largest_ranks():
-    a = np.full((1 << 20) + 3, (1 << 28) - 1, np.int64)
-    assert exact_dot(a, a) == ((1 << 28) - 1) ** 2 * len(a)
-    assert exact_dot(a, a) != int(a @ a)  # what int64 would give

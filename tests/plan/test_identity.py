@@ -9,7 +9,7 @@ import struct
 
 import numpy as np
 import pytest
-from conftest import write_study
+from conftest import stored_runs, write_study
 
 from studyrun.core.design import Design
 from studyrun.plan import make_plan, plan_slices
@@ -210,8 +210,6 @@ def test_ids_of_a_design_with_repeated_rows_are_the_same_whole_or_slice_by_slice
 
 
 def test_a_fresh_run_of_a_sliced_design_of_repeated_rows_runs_every_run(study_dir, monkeypatch):
-    import sqlite3
-
     import studyrun
     from studyrun import pipeline
 
@@ -221,8 +219,7 @@ def test_a_fresh_run_of_a_sliced_design_of_repeated_rows_runs_every_run(study_di
                       "b: {distribution: discrete, values: [0.5, 1.5]}}")
         .replace("SAMPLING", "random") + "    execution: {scheduler: sync}\n")
     result = studyrun.run(study, study_dir / "out", quiet=True)
-    with sqlite3.connect(study_dir / "out" / "runs.sqlite") as db:
-        distinct = db.execute("SELECT count(DISTINCT id) FROM runs").fetchone()[0]
+    distinct = stored_runs(study_dir / "out")["id"].nunique()
     assert (result.analysis["runs"]["reused"], distinct) == (0, 200)
 
 

@@ -28,7 +28,7 @@ from ...report.figures import shown_rows
 from ...report.markdown import table
 from ..given import ReadsGiven, not_with_from
 from ..precision import Samples, grow, reached
-from .ranks import Ranks, StreamedSpearman
+from .ranks import Ranks
 
 
 class Montecarlo(ReadsGiven):
@@ -135,38 +135,14 @@ class Montecarlo(ReadsGiven):
         return Design(names, x, {"sampling": self.sampling,
                                  **(design_facts(context.correlation, names, x) if facts else {})})
 
-    def analyse_runs(self, runs, context) -> dict[str, Any]:
-        """In memory for a design of one chunk; otherwise streamed: moments merged chunk by
-        chunk, then for each quantity one pass in its order (percentiles, its ranks) and one in
-        each parameter's order (rank correlations)."""
-        if not runs.chunked:
-            return self.analyse(runs.whole(), context)
-        moments: dict[str, Moments] = {}
-        for outcome in runs.chunks():
-            for name, values in outcome.values.items():
-                kept = values[outcome.ok & np.isfinite(values)]
-                moments.setdefault(name, Moments()).add(kept)
-        results = {}
-        for name, m in moments.items():
-            if not m.n:
-                results[name] = no_runs(self.percentiles) | {"dropped_runs": runs.size}
-                continue
-            ordered, spearman = OrderStatistics(m.n, self.percentiles), StreamedSpearman(runs.size)
-            for positions, ok, values in runs.stream(["run", "status", name], order_by=name):
-                kept = (ok == 1) & np.isfinite(values)
-                ordered.add(values[kept])
-                spearman.add(positions[kept], values[kept])
-            results[name] = m.summary(ordered.percentiles(), spearman.correlations(runs)) | {
-                "dropped_runs": runs.size - m.n}
-        return results
-
     def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
         results, ranked = {}, {}
         for name, values in outcome.values.items():
             keep = outcome.ok & np.isfinite(values)
             key = np.packbits(keep).tobytes()  # quantities kept by the same runs share input ranks
             if key not in ranked:
-                ranked[key] = Ranks(outcome.design.matrix[keep])
+                matrix = outcome.design.matrix
+                ranked[key] = Ranks(matrix if keep.all() else matrix[keep])
             results[name] = summarise(values[keep], ranked[key], outcome.design.names,
                                       self.percentiles) | {"dropped_runs": int((~keep).sum())}
         return results
@@ -219,61 +195,6 @@ def no_runs(percentiles) -> dict[str, Any]:
     """The summary of a quantity no run gave."""
     return {"n": 0, "mean": None, "std": None, "min": None, "max": None,
             "percentiles": {label(p): None for p in percentiles}, "correlations": {}}
-
-
-class Moments:
-    """Count, mean, sum of squared deviations, min and max, merged chunk by chunk (Chan et al.)."""
-
-    def __init__(self) -> None:
-        self.n, self.mean, self.m2 = 0, 0.0, 0.0
-        self.low, self.high = np.inf, -np.inf
-
-    def add(self, values: np.ndarray) -> None:
-        k = len(values)
-        if not k:
-            return
-        mean = float(np.mean(values))
-        m2 = float(np.sum((values - mean) ** 2))
-        total = self.n + k
-        delta = mean - self.mean
-        self.mean += delta * k / total
-        self.m2 += m2 + delta * delta * self.n * k / total
-        self.n = total
-        self.low, self.high = min(self.low, float(values.min())), max(self.high, float(values.max()))
-
-    def summary(self, percentiles: dict[str, float], correlations: dict) -> dict[str, Any]:
-        return {"n": self.n, "mean": self.mean,
-                "std": float(np.sqrt(self.m2 / (self.n - 1))) if self.n > 1 else 0.0,
-                "min": self.low, "max": self.high, "percentiles": percentiles,
-                "correlations": correlations}
-
-
-class OrderStatistics:
-    """numpy's default (linear) percentiles of n values that arrive in increasing order, chunk
-    by chunk."""
-
-    def __init__(self, n: int, percentiles) -> None:
-        self.labels, self.wanted = list(map(label, percentiles)), []
-        for p in percentiles:
-            index = p / 100 * (n - 1)
-            low = int(np.floor(index))
-            self.wanted.append((low, min(low + 1, n - 1), index - low))
-        self.needed = {i for low, high, _ in self.wanted for i in (low, high)}
-        self.found: dict[int, float] = {}
-        self.seen = 0
-
-    def add(self, ordered: np.ndarray) -> None:
-        for i in self.needed:
-            if self.seen <= i < self.seen + len(ordered):
-                self.found[i] = float(ordered[i - self.seen])
-        self.seen += len(ordered)
-
-    def percentiles(self) -> dict[str, float]:
-        values = []
-        for low, high, t in self.wanted:
-            a, b = self.found[low], self.found[high]
-            values.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))
-        return dict(zip(self.labels, values))
 
 
 def correlation_table(design: dict[str, Any]) -> list[str]:
