@@ -1,4 +1,5 @@
-"""Running a batch: one subprocess per run in its own workdir (params file, timeout, cleanup)."""
+"""Running a batch: one subprocess per run in its own workdir, the next run's made while the
+current one runs (params file, logs, timeout, cleanup)."""
 
 from __future__ import annotations
 
