@@ -2,10 +2,13 @@
 
     bash benchmarks/peers/setup_venv.sh      # once: benchmarks/out/peers-venv (EMA Workbench,
                                              # EasyVVUQ, PySD, SALib), never studyrun dependencies
-    python benchmarks/compare.py [--only peers,pysd,scaling,parallel] [--source head|tree|COMMIT]
+    python benchmarks/compare.py [--only peers,command,pysd,scaling,parallel]
+                                 [--source head|tree|COMMIT]
 
 peers     Sobol' of Ishigami (N = 1024 base samples, first and total order: 5,120 runs) with
-          studyrun (vectorized and scalar model), a plain Python loop + SALib, EMA Workbench
+          studyrun (vectorized and scalar model), a plain Python loop + SALib (as it is, and
+          keeping studyrun's record of every run: SQLite rows committed per batch, a CSV of
+          every run: peers/record_loop.py), EMA Workbench
           (SequentialEvaluator; MultiprocessingEvaluator on 2 processes) and EasyVVUQ (Python
           action; file-based local execution, on fewer samples: it takes ~40 ms a run).
           Per run "after start-up": each peer times itself after its imports; studyrun is timed
@@ -13,6 +16,19 @@ peers     Sobol' of Ishigami (N = 1024 base samples, first and total order: 5,12
           matplotlib). Every tool's cost per run is the same slope, between N = 1024 and 8192
           (EasyVVUQ's Python action: 128 and 1024), so fixed costs cancel alike; the average
           per run at N = 1024 is given beside it.
+command   A small compiled program (peers/ishigami_app.c: reads input.json, writes output.json;
+          peers/ishigami_app.py where there is no C compiler) run once per run of a Sobol'
+          design: by subprocess.run in a plain loop (peers/command_loop.py; in one folder, and
+          in a new folder per run), by studyrun (a `command` model, scheduler sync: one run after
+          another, as the loop), and by EasyVVUQ's CreateRunDirectory / Encode / ExecuteLocal /
+          Decode. Per run: the slope of wall and CPU time (this process and its programs) after
+          imports, between N = 32 and 256 (160 and 1,280 runs), the fastest of 3 at each.
+          On a shared machine these slopes carry milliseconds of noise; the target (at most
+          1 ms per run over launching the program bare) is judged on a measure that cancels
+          it: in one process, batches of 20 runs alternate between the bare loop (a folder per
+          run) and studyrun's command model (its evaluator, as a worker runs it), 60 times
+          each; the overhead is the median of the paired differences.
+          --scratch DIR puts every tool's run folders in DIR (e.g. /dev/shm: no disk).
 pysd      the flowers model: PySD (model.run per parameter set, peers venv) against studyrun's
           10,000-run Monte Carlo (slope between 16 and 10,000 runs).
 scaling   Monte Carlo of Ishigami, 10^3 to 10^6 runs, scalar and vectorized, through `studyrun
@@ -24,7 +40,7 @@ parallel  models of 1, 20 and 200 ms a run (busy loops, and time.sleep: the latt
           from the model's own trace of each run on the workers (start-up reported apart);
           efficiency = throughput / (workers / cost).
 
-Writes benchmarks/measured/{peers,scaling,parallel}.csv and scaling.png.
+Writes benchmarks/measured/{peers,command,scaling,parallel}.csv and scaling.png.
 """
 
 from __future__ import annotations
@@ -32,9 +48,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 from harness import (
     HERE,
@@ -86,22 +104,25 @@ def sobol_study(n: int, vectorized: bool):
 
 
 IN_PROCESS = """
-import time
+import os, time
+def cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 t0 = time.perf_counter()
 import studyrun, studyrun.pipeline, scipy.stats, matplotlib.pyplot
 from SALib.sample import sobol as _s
 from SALib.analyze import sobol as _a
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), cpu()
 result = studyrun.run({path!r}, out={out!r}, fresh=True{extra})
-t2 = time.perf_counter()
-print(f"import={{t1 - t0}} work={{t2 - t1}} runs={{result.analysis['runs']['planned']}}")
+t2, c2 = time.perf_counter(), cpu()
+print(f"import={{t1 - t0}} work={{t2 - t1}} cpu={{c2 - c1}} "
+      f"runs={{result.analysis['runs']['planned']}}")
 """
 
 
-def studyrun_in_process(path, extra: str = "") -> dict:
-    done = python(IN_PROCESS.format(path=str(path), out=str(OUT / "results" / path.stem),
-                                    extra=extra))
-    return {k: last_float(done["stdout"], k) for k in ("import", "work", "runs")}
+def studyrun_in_process(path, extra: str = "", results=OUT / "results") -> dict:
+    done = python(IN_PROCESS.format(path=str(path), out=str(results / path.stem), extra=extra))
+    return {k: last_float(done["stdout"], k) for k in ("import", "work", "cpu", "runs")}
 
 
 def peer(script: str, *args: str, interpreter=None) -> dict:
@@ -150,6 +171,17 @@ def compare_peers(table: list, repeats: int) -> None:
                 imports_s=round(loop["import"], 3), cli_wall_s=round(loop["wall"], 3))
     ratio = studyrun_per_run["scalar"] / loop["slope"]
     target(entry, f"studyrun scalar within 1.5x of the loop (measured {ratio:.2f}x)", ratio <= 1.5)
+    record = peer_slope("record_loop.py", small, large, repeats, "--where", str(OUT),
+                        interpreter=sys.executable)
+    entry = row(table, "plain Python loop + SALib keeping every run (SQLite rows committed per "
+                "batch, a CSV): per run (slope N 1024 -> 8192)", record["slope"] * 1e6, "us",
+                tool="python loop + SALib + record", runs=int(record["runs"]),
+                after_startup_s=round(record["work"], 3),
+                average_us=round(record["average"] * 1e6, 1),
+                imports_s=round(record["import"], 3), cli_wall_s=round(record["wall"], 3))
+    ratio = studyrun_per_run["scalar"] / record["slope"]
+    target(entry, f"studyrun scalar within 1.2x of the loop that keeps the same record "
+           f"(measured {ratio:.2f}x)", ratio <= 1.2)
     if not PEERS_PYTHON.exists():
         print("no peers venv: run bash benchmarks/peers/setup_venv.sh for EMA Workbench, EasyVVUQ")
         return
@@ -184,6 +216,154 @@ def compare_peers(table: list, repeats: int) -> None:
         after_startup_s=round(local["work"], 3), imports_s=round(local["import"], 3),
         cli_wall_s=round(local["wall"], 3),
         vs_studyrun_scalar=round(local["per_run"] / studyrun_per_run["scalar"], 1))
+
+
+# ------------------------------------------------------------------ command: a program per run
+
+def command_program() -> list[str]:
+    """The program every tool runs: peers/ishigami_app.c compiled into benchmarks/out (cc -O2),
+    or the Python script peers/ishigami_app.py where there is no C compiler."""
+    source, app = PEERS / "ishigami_app.c", OUT / "ishigami_app"
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler and (not app.exists() or app.stat().st_mtime < source.stat().st_mtime):
+        OUT.mkdir(exist_ok=True)
+        subprocess.run([compiler, "-O2", "-o", str(app), str(source), "-lm"], check=True)
+    if app.exists():
+        return [str(app)]
+    return [sys.executable, str(PEERS / "ishigami_app.py")]
+
+
+def command_study(n: int, program: list[str], timeout: float | None = None):
+    model = {"type": "command", "run": [*program, "{params_file}", "{results_file}"],
+             "params_file": "input.json", "results_file": "output.json"}
+    if timeout is not None:
+        model["timeout"] = timeout
+    return write_study(f"command-sobol-{n}{'-timeout' if timeout else ''}", {
+        "seed": 1, "model": model,
+        "parameters": {"x1": UNIFORM_PI, "x2": UNIFORM_PI, "x3": UNIFORM_PI},
+        "quantities": {"y": "y"},
+        "analysis": {"type": "sobol", "samples": n, "second_order": False}})
+
+
+def slopes(tools: dict, small: int, large: int, repeats: int) -> dict:
+    """Per tool, wall and CPU seconds per run after imports, each the slope between N = small and
+    large (the fastest of `repeats` at each size, the repeats taken in turns across the tools so
+    that a busy spell of the shared machine falls on all of them), and the average wall per run
+    at `small`."""
+    best: dict = {}
+    for _ in range(repeats):
+        for name, measure_at in tools.items():
+            for n in (small, large):
+                done = measure_at(n)
+                if (name, n) not in best or done["work"] < best[name, n]["work"]:
+                    best[name, n] = done
+    out = {}
+    for name in tools:
+        low, high = best[name, small], best[name, large]
+        runs = high["runs"] - low["runs"]
+        out[name] = {"wall": (high["work"] - low["work"]) / runs,
+                     "cpu": (high["cpu"] - low["cpu"]) / runs,
+                     "average": low["work"] / low["runs"], "runs": high["runs"]}
+    return out
+
+
+ALTERNATING = """
+import statistics, sys, tempfile, time
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, {peers!r})
+from command_loop import launch
+from studyrun.core.batch import RunContext
+from studyrun.models.command import Command
+
+program, block, blocks = {program!r}, {block}, {blocks}
+scratch = Path(tempfile.mkdtemp(prefix="alternating-", dir={scratch!r}))
+x = np.random.default_rng(1).uniform(-np.pi, np.pi, (block, 3))
+inputs = {{"x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2]}}
+
+
+def model(timeout):
+    spec = {{"type": "command", "run": [*program, "{{params_file}}", "{{results_file}}"],
+            "params_file": "input.json", "results_file": "output.json", "timeout": timeout}}
+    evaluator = Command.model_validate(spec).build(scratch)
+
+    def batch(k):
+        ids = np.arange(k * block, (k + 1) * block)
+        out = evaluator(inputs, RunContext(run_ids=ids, workdir=scratch / "work"))
+        assert out.errors == [None] * block, out.errors[0]
+    return batch
+
+
+tools = {{"bare": lambda k: launch(program, x.tolist(), scratch, per_run=True),
+         "studyrun": model(None), "timeout": model(60.0)}}
+seconds = {{name: [] for name in tools}}
+order = list(tools)
+for k in range(blocks):
+    for name in order[k % 3:] + order[:k % 3]:  # each goes first in turn
+        start = time.perf_counter()
+        tools[name](k)
+        seconds[name].append((time.perf_counter() - start) / block)
+for name in ("studyrun", "timeout"):
+    over = statistics.median(s - b for s, b in zip(seconds[name], seconds["bare"]))
+    print(f"{{name}}_over={{over}}")
+for name, values in seconds.items():
+    print(f"{{name}}={{statistics.median(values)}}")
+"""
+
+
+def compare_command(table: list, repeats: int, small: int = 32, large: int = 256,
+                    scratch: Path = OUT, block: int = 20, blocks: int = 60) -> None:
+    """Every tool's run folders under `scratch` (studyrun's results folder too)."""
+    program = command_program()
+    scratch.mkdir(parents=True, exist_ok=True)
+    done = python(ALTERNATING.format(peers=str(PEERS), program=program, block=block,
+                                     blocks=blocks, scratch=str(scratch)))
+    median = {k: last_float(done["stdout"], k) for k in ("bare", "studyrun", "timeout")}
+    for name, label in (("studyrun", "command model"),
+                        ("timeout", "command model with a timeout (60 s)")):
+        over = last_float(done["stdout"], f"{name}_over")
+        entry = row(table, f"studyrun {label} over the bare loop (a folder per run): per run, "
+                    f"median of {blocks} pairs of alternating batches of {block} runs",
+                    over * 1e6, "us", tool="studyrun", program=os.path.basename(program[-1]),
+                    bare_us=round(median["bare"] * 1e6, 1),
+                    studyrun_us=round(median[name] * 1e6, 1), folders_in=str(scratch))
+        target(entry, f"at most 1 ms per run over launching the program bare (measured "
+               f"{over * 1e3:.2f} ms)", over <= 1e-3)
+
+    def bare(folders: str):
+        def at(n: int) -> dict:
+            done = measure([sys.executable, PEERS / "command_loop.py", *program, "--samples",
+                            str(n), "--folders", folders, "--where", str(scratch)])
+            return {k: last_float(done["stdout"], k) for k in ("runs", "work", "cpu")}
+        return at
+
+    def studyrun(timeout: float | None):
+        return lambda n: studyrun_in_process(command_study(n, program, timeout),
+                                             ", scheduler='sync'", scratch / "results")
+
+    def easyvvuq(n: int) -> dict:
+        done = measure([PEERS_PYTHON, PEERS / "easyvvuq_ishigami.py", "--action", "local",
+                        "--samples", str(n), "--program", " ".join(program),
+                        "--where", str(scratch)])
+        return {k: last_float(done["stdout"], k) for k in ("runs", "work", "cpu")}
+
+    tools = {"subprocess.run loop, one folder": ("bare", bare("one")),
+             "subprocess.run loop, a folder per run": ("bare", bare("per-run")),
+             "studyrun run, command model": ("studyrun", studyrun(None)),
+             "studyrun run, command model with a timeout (60 s)": ("studyrun", studyrun(60.0))}
+    if PEERS_PYTHON.exists():
+        tools["EasyVVUQ, encode / execute / decode"] = ("easyvvuq", easyvvuq)
+    else:
+        print("no peers venv: run bash benchmarks/peers/setup_venv.sh for EasyVVUQ")
+    results = slopes({k: v[1] for k, v in tools.items()}, small, large, repeats)
+    floor = min(v["wall"] for k, v in results.items() if tools[k][0] == "bare")
+    for label, slope in results.items():
+        entry = row(table, f"{label}: per run (slope N {small} -> {large})", slope["wall"] * 1e6,
+                    "us", tool=tools[label][0], program=os.path.basename(program[-1]),
+                    runs=int(slope["runs"]), cpu_us=round(slope["cpu"] * 1e6, 1),
+                    average_us=round(slope["average"] * 1e6, 1), folders_in=str(scratch))
+        if tools[label][0] != "bare":
+            entry["over_bare_us"] = round((slope["wall"] - floor) * 1e6, 1)
 
 
 # ------------------------------------------------------------------ PySD: flowers
@@ -369,9 +549,12 @@ def compare_parallel(table: list, costs: list[float], seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="peers,pysd,scaling,parallel")
+    parser.add_argument("--only", default="peers,command,pysd,scaling,parallel")
     parser.add_argument("--source", help="head (default), a commit, or tree (the work tree)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
+    parser.add_argument("--scratch", type=Path, default=OUT,
+                        help="where `command` makes its run folders (default benchmarks/out; "
+                        "/dev/shm leaves the disk out)")
     args = parser.parse_args()
     print("studyrun measured:", use_source(args.source))
     parts = args.only.split(",")
@@ -384,6 +567,12 @@ def main() -> None:
             compare_pysd(table)
         if not args.quick:
             write_rows("peers", table)
+    if "command" in parts:
+        table = []
+        compare_command(table, repeats=1 if args.quick else 3, scratch=args.scratch,
+                        **({"small": 16, "large": 64, "blocks": 6} if args.quick else {}))
+        if not args.quick:
+            write_rows("command" if args.scratch == OUT else "command-scratch", table)
     if "scaling" in parts:
         table = []
         compare_scaling(table, [1000, 10_000] if args.quick else [1000, 10_000, 100_000, 1_000_000])

@@ -7,7 +7,8 @@ import csv
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "measured"
-ORDER = ("core", "equations", "sobol", "peers", "parallel", "scaling", "gradient")
+ORDER = ("core", "equations", "sobol", "peers", "command", "command-scratch", "parallel", "scaling",
+         "gradient")
 COLUMNS = ("measure", "target", "measured", "unit", "meets", "command")
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pickle
 import re
+import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -18,6 +21,7 @@ from pydantic import ValidationError
 from studyrun.core.batch import RunContext
 from studyrun.core.sizes import parse_bytes
 from studyrun.models.command import Command
+from studyrun.models.command.processes import wait_for
 
 PROGRAMS = Path(__file__).parent / "programs"
 STUDIES = Path(__file__).parents[2] / "studies"
@@ -343,8 +347,6 @@ def test_evaluator_survives_a_pickle_round_trip(tmp_path):
 
 def test_own_overhead_per_run_is_small(tmp_path):
     """A batch of runs of a tiny program costs little more than bare subprocesses (~0.3 ms)."""
-    import subprocess
-
     argv = ["/bin/sh", "-c", "echo '{\"x\": 1}' > results.json"]
     runs = 30
     bare, ours = [], []
@@ -361,6 +363,130 @@ def test_own_overhead_per_run_is_small(tmp_path):
         if min(ours) < 2 * min(bare) + runs * 0.005:
             break
     assert min(ours) < 2 * min(bare) + runs * 0.005  # generous: catches polling loops, not noise
+
+
+def test_the_program_leads_its_own_process_group_in_the_drivers_session(tmp_path):
+    """Its group is what is killed when it ends; not a session of its own, which on Linux is a
+    scheduling autogroup that a busy machine made cost each run about a millisecond."""
+    script = ("import json, os; json.dump({'leads': float(os.getpgid(0) == os.getpid()), "
+              "'session': os.getsid(0)}, open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script]), tmp_path)
+    assert out.errors == [None] and out.scalars["leads"][0] == 1.0
+    assert out.scalars["session"][0] == os.getsid(0)
+
+
+def test_the_next_runs_folder_is_made_while_a_program_runs(tmp_path):
+    """While run i's program runs, run i + 1's folder is made and its params file written (on
+    a slow file system this hides their cost); each program still finds only its own files."""
+    script = ("import json, os, sys; here = os.getcwd(); "
+              "following = os.path.join(os.path.dirname(here), 'run-%016x' % (int(here[-16:], 16) + 1)); "
+              "json.dump({'next_ready': float(os.path.isfile(os.path.join(following, 'params.json'))), "
+              "'own_files': float(sorted(os.listdir(here)) == ['params.json', 'stderr.txt', 'stdout.txt'])}, "
+              "open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script]), tmp_path, ids=[1, 2, 3], a=[1.0, 2.0, 3.0])
+    assert out.errors == [None] * 3
+    assert out.scalars["next_ready"].tolist() == [1.0, 1.0, 0.0]
+    assert out.scalars["own_files"].tolist() == [1.0] * 3
+    assert list(tmp_path.iterdir()) == []
+
+
+LOG_INODES = ("import json, os, sys; n = int(float(open(sys.argv[1]).read())); "
+              "start = os.fstat(1).st_size + os.fstat(2).st_size; os.write(1, b'x' * n); "
+              "json.dump({'out': os.fstat(1).st_ino, 'err': os.fstat(2).st_ino, "
+              "'size_at_start': float(start)}, open('results.json', 'w'))")
+
+
+def test_empty_logs_of_finished_runs_are_renamed_into_later_runs_folders(tmp_path):
+    """A new file costs an inode (milliseconds on some file systems): the empty stdout.txt and
+    stderr.txt of a run that succeeded become those of a run two later. Logs with text are never
+    reused, and each run's logs start empty."""
+    (tmp_path / "in.tmpl").write_text("{n}")
+    model = command(run=[PY, "-c", LOG_INODES, "{params_file}"],
+                    params_file={"template": "in.tmpl", "file": "n.txt"})
+    out = run_batch(model, tmp_path / "work", study_dir=tmp_path, n=[0, 5, 0, 0, 0])
+    assert out.errors == [None] * 5
+    inodes = [{out.scalars["out"][i], out.scalars["err"][i]} for i in range(5)]
+    assert inodes[2] == inodes[0]  # run 1's, empty
+    assert inodes[3].isdisjoint(inodes[1])  # run 2 printed: its logs are not reused
+    assert inodes[4] == inodes[2]
+    assert out.scalars["size_at_start"].tolist() == [0.0] * 5
+    kept = run_batch(model.model_copy(update={"keep_workdirs": "all"}), tmp_path / "all",
+                     study_dir=tmp_path, n=[0, 0, 0])
+    assert len(set().union(*({kept.scalars["out"][i], kept.scalars["err"][i]}
+                             for i in range(3)))) == 6  # every kept folder keeps its own
+
+
+def test_a_run_failed_after_its_logs_were_lent_keeps_them(tmp_path):
+    """A run that wrote its results but lacks an output later runs have fails when the batch
+    ends; its kept folder still has its (empty) stdout.txt and stderr.txt."""
+    script = ("import json, sys; d = json.load(open(sys.argv[1])); "
+              "json.dump({'x': 1.0, **({'y': 2.0} if d['a'] > 0 else {})}, open('results.json', 'w'))")
+    out = run_batch(command(run=[PY, "-c", script, "{params_file}"]), tmp_path,
+                    a=[-1.0, 1.0, 1.0, 1.0])
+    assert "has no 'y'" in out.errors[0] and out.errors[1:] == [None] * 3
+    kept = tmp_path / f"run-{1:016x}"
+    assert sorted(p.name for p in kept.iterdir()) == ["params.json", "results.json", "stderr.txt",
+                                                      "stdout.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == [kept.name]
+
+
+def test_a_folder_made_ahead_is_still_emptied_of_an_earlier_attempt(tmp_path):
+    stale = tmp_path / f"run-{2:016x}"
+    stale.mkdir()
+    (stale / "results.json").write_text('{"final": 99}')
+    out = run_batch(sim(), tmp_path, a=[1.0, 2.0], b=[0.0, 0.0])
+    assert out.errors == [None, None] and out.scalars["final"].tolist() == [1.0, 2.0]
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="Popen.wait polls where there is no pidfd")
+def test_a_run_with_a_timeout_ends_when_its_program_does(tmp_path):
+    """With a timeout, the wait ends at the program's exit: Popen.wait(timeout) would poll, waking
+    at 63, 113, 163 ms ... after the start, so a program of 110 ms would be seen at 163 ms."""
+    sleep = shutil.which("sleep")
+    elapsed = []
+    for _ in range(3):  # the fastest of three: a busy machine can delay one
+        started = time.monotonic()
+        proc = subprocess.Popen([sleep, "0.11"])
+        assert wait_for(proc, started + 30) == 0
+        elapsed.append(time.monotonic() - started)
+    assert 0.11 <= min(elapsed) < 0.145
+    proc = subprocess.Popen([sleep, "0"])
+    assert wait_for(proc, time.monotonic() + 1e10) == 0  # a timeout of centuries, in milliseconds
+    proc = subprocess.Popen([sleep, "5"])
+    started = time.monotonic()
+    assert wait_for(proc, started + 0.2) is None  # still running at the deadline
+    assert 0.2 <= time.monotonic() - started < 1
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timeout", [None, 30])
+def test_an_interrupted_batch_leaves_no_program_running(tmp_path, timeout):
+    """Ctrl-C (KeyboardInterrupt) while a run's program runs ends its process group and every
+    process it started, and reaches the caller."""
+    import signal
+    import threading
+
+    model = command(run=[PY, "{study_dir}/hang.py", "{workdir}/child.pid"], timeout=timeout)
+    pid_file = tmp_path / f"run-{1:016x}" / "child.pid"
+
+    def interrupt_once_started():
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)  # the grandchild's pid is written in full
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(model, tmp_path, a=[1.0, 2.0])
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 2
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child), "a process the interrupted run started survived"
+    assert not (tmp_path / f"run-{2:016x}" / "child.pid").exists()  # the next run never started
 
 
 # --- validation and check() ----------------------------------------------------------------------

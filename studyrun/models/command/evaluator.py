@@ -1,4 +1,5 @@
-"""Running a batch: one subprocess per run in its own workdir (params file, timeout, cleanup)."""
+"""Running a batch: one subprocess per run in its own workdir, the next run's made while the
+current one runs (params file, logs, timeout, cleanup)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,27 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from ...core.batch import Evaluator, ModelOutput, RunContext
 from .placeholders import PLACEHOLDERS, render
-from .processes import MARK, BatchProcesses, end_group, kill_marked
+from .processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
 from .results import RunFailed, assemble, read_results
 
 _STDERR_LINES = 20
+LOGS = ("stdout.txt", "stderr.txt")
+
+
+class Prepared(NamedTuple):
+    """A run ready to start: its workdir (params file written) and its argv."""
+
+    workdir: Path
+    argv: list[str]
 
 
 @dataclass(frozen=True)
@@ -53,28 +64,46 @@ class CommandEvaluator(Evaluator):
             return out
         env = {**os.environ, **dict(self.env)}
         batch_error = self._check_template(names)
-        workdirs, parsed, processes = [], [], BatchProcesses()
+        run_ids = [f"{int(r) & 0xFFFFFFFFFFFFFFFF:016x}" for r in context.run_ids]
+        workdirs = [base / f"run-{run_id}" for run_id in run_ids]
+
+        spare: list[Path] = []  # empty logs of runs that succeeded, for later runs' folders
+        lent: list[int] = []  # the runs whose logs went there
+
+        def prepare(i: int) -> Prepared | Exception | None:
+            """Run i's folder and files; why they could not be made (recorded on run i)."""
+            if i == n:
+                return None
+            if batch_error:
+                return RunFailed(batch_error)
+            try:
+                return self._prepare(dict(zip(names, values[i].tolist())), workdirs[i],
+                                     run_ids[i], spare)
+            except Exception as exc:
+                return exc
+
+        parsed: list = [None] * n
+        processes, upcoming = BatchProcesses(), None
         try:
             for i in range(n):
-                run_id = f"{int(context.run_ids[i]) & 0xFFFFFFFFFFFFFFFF:016x}"
-                workdir = base / f"run-{run_id}"
-                workdirs.append(workdir)
+                run, upcoming = (prepare(i) if upcoming is None else upcoming), None
                 try:
-                    if batch_error:
-                        raise RunFailed(batch_error)
-                    row = dict(zip(names, values[i].tolist()))
-                    parsed.append(self._run_one(row, workdir, run_id,
-                                                processes.environment(env, run_id), processes))
+                    if isinstance(run, Exception):
+                        raise run
+                    returncode, upcoming = self._execute(
+                        run, processes.environment(env, run_ids[i]), processes,
+                        meanwhile=lambda: prepare(i + 1))  # noqa: B023 (called at once)
+                    parsed[i] = self._results(run.workdir, returncode)
+                    if self.keep != "all" and _lend_empty_logs(run.workdir, spare):
+                        lent.append(i)
                 except RunFailed as exc:
                     out.fail(i, str(exc))
-                    parsed.append(None)
                 except Exception as exc:  # a run never raises: record anything unforeseen on it
                     out.fail(i, f"{type(exc).__name__}: {exc}")
-                    parsed.append(None)
         finally:
             processes.end()
         assemble(out, parsed, self.results_name)
-        self._clean_up(out, workdirs, base if context.workdir is None else None)
+        self._clean_up(out, workdirs, base if context.workdir is None else None, lent)
         return out
 
     def _check_template(self, names: list[str]) -> str | None:
@@ -86,27 +115,22 @@ class CommandEvaluator(Evaluator):
         return (f"template for {self.params_name} has unknown name {{{unknown[0]}}}; "
                 f"known: {', '.join(names + list(PLACEHOLDERS))}")
 
-    def _run_one(self, row: dict[str, float], workdir: Path, run_id: str, env: dict[str, str],
-                 processes: BatchProcesses):
+    def _prepare(self, row: dict[str, float], workdir: Path, run_id: str,
+                 spare: list[Path]) -> Prepared:
+        """The run's fresh workdir with its params file and empty stdout.txt and stderr.txt,
+        renamed from `spare` while it has some: a new file costs more (an inode to allocate;
+        0.1-6 ms on an ext4 without a journal, which skips the ones freed in the last minutes)."""
         _make_fresh_dir(workdir)
         where = {"params_file": str(workdir / self.params_name),
                  "results_file": str(workdir / self.results_name),
                  "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id}
         self._write_params(row, workdir / self.params_name, where)
-        argv = [render(parts, where) for parts in self.argv]
-        returncode, stderr_path = self._execute(argv, workdir, env, processes)
-        if returncode != 0:
-            raise RunFailed(self._describe_exit(returncode, stderr_path))
-        results = workdir / self.results_name
-        if not results.is_file():
-            raise RunFailed(f"exited with status 0 but wrote no {self.results_name}"
-                             + _tail(stderr_path, "; stderr ends:\n"))
-        size = results.stat().st_size
-        if size > self.max_output:
-            raise RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
-                             f"({self.max_output_text}); write less, or raise the model's "
-                             "max_output")
-        return read_results(results)
+        for name in LOGS:
+            try:
+                os.replace(spare.pop(), workdir / name)
+            except (IndexError, OSError):
+                open(workdir / name, "wb").close()
+        return Prepared(workdir, [render(parts, where) for parts in self.argv])
 
     def _write_params(self, row: dict[str, float], path: Path, where: dict[str, str]) -> None:
         if path.parent != Path(where["workdir"]):
@@ -120,21 +144,23 @@ class CommandEvaluator(Evaluator):
             text = yaml.safe_dump(row, sort_keys=False)
         path.write_text(text)
 
-    def _execute(self, argv: list[str], workdir: Path, env: dict[str, str],
-                 processes: BatchProcesses) -> tuple[int, Path]:
-        """Run argv in workdir with output to stdout.txt/stderr.txt; when it ends kill its
-        group, and at a timeout everything it started (see processes.py)."""
+    def _execute(self, run: Prepared, env: dict[str, str], processes: BatchProcesses,
+                 meanwhile: Callable[[], object]) -> tuple[int | None, object]:
+        """Run the program in its workdir with output to stdout.txt/stderr.txt, calling
+        `meanwhile` while it runs; its exit status (None at the timeout) and what `meanwhile`
+        returned. When it ends its group is killed, at a timeout everything it started (see
+        processes.py)."""
         preexec = None
         if self.memory_limit is not None:
             import functools
             import resource
             limits = (self.memory_limit, self.memory_limit)
             preexec = functools.partial(resource.setrlimit, resource.RLIMIT_AS, limits)
-        stderr_path = workdir / "stderr.txt"
-        with open(workdir / "stdout.txt", "wb") as out, open(stderr_path, "wb") as err:
+        workdir, argv = run.workdir, run.argv
+        with open(workdir / "stdout.txt", "wb") as out, open(workdir / "stderr.txt", "wb") as err:
             try:
                 proc = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=out, stderr=err, start_new_session=True,
+                                        stdout=out, stderr=err, process_group=0,
                                         preexec_fn=preexec)
             except FileNotFoundError:
                 if os.path.isfile(argv[0]):
@@ -144,20 +170,36 @@ class CommandEvaluator(Evaluator):
                                  "path is resolved against the study folder)") from None
             except PermissionError:
                 raise RunFailed(f"program not executable: {argv[0]!r}") from None
-            processes.started(proc)
-            returncode = None
-            try:
-                returncode = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                pass
-            finally:  # also when interrupted (KeyboardInterrupt, cancellation)
-                end_group(proc)
-                if returncode is None:
-                    kill_marked([env[MARK]], since=proc.pid)
+        started = time.monotonic()
+        processes.started(proc)
+        returncode = None
+        try:
+            later = meanwhile()
+            returncode = wait_for(proc, None if self.timeout is None else started + self.timeout)
+        finally:  # also when interrupted (KeyboardInterrupt, cancellation)
+            end_group(proc)
+            if returncode is None:
+                kill_marked([env[MARK]], since=proc.pid)
+        return returncode, later
+
+    def _results(self, workdir: Path, returncode: int | None):
+        """The run's parsed results file; RunFailed when it timed out, failed or wrote none."""
+        stderr_path = workdir / "stderr.txt"
         if returncode is None:
             raise RunFailed(f"timed out after {self.timeout:g} s (it and every process it started "
                              "were killed)" + _tail(stderr_path, "; stderr ends:\n"))
-        return returncode, stderr_path
+        if returncode != 0:
+            raise RunFailed(self._describe_exit(returncode, stderr_path))
+        results = workdir / self.results_name
+        if not results.is_file():
+            raise RunFailed(f"exited with status 0 but wrote no {self.results_name}"
+                             + _tail(stderr_path, "; stderr ends:\n"))
+        size = results.stat().st_size
+        if size > self.max_output:
+            raise RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
+                             f"({self.max_output_text}); write less, or raise the model's "
+                             "max_output")
+        return read_results(results)
 
     def _describe_exit(self, returncode: int, stderr_path: Path) -> str:
         if returncode < 0:
@@ -173,7 +215,12 @@ class CommandEvaluator(Evaluator):
             what += f" (memory_limit is {self.memory_text}: the run may have run out of memory)"
         return what + (f"; stderr ends:\n{tail}" if tail else "")
 
-    def _clean_up(self, out: ModelOutput, workdirs: list[Path], temp_base: Path | None) -> None:
+    def _clean_up(self, out: ModelOutput, workdirs: list[Path], temp_base: Path | None,
+                  lent: list[int]) -> None:
+        for i in lent:  # failed after all (an output other runs have is missing): logs back
+            if out.errors[i] is not None and self.keep == "failed":
+                for name in LOGS:
+                    open(workdirs[i] / name, "ab").close()
         for i, workdir in enumerate(workdirs):
             failed = out.errors[i] is not None
             if self.keep == "all" or (failed and self.keep == "failed"):
@@ -205,6 +252,20 @@ def _make_fresh_dir(path: Path) -> None:
         path.mkdir()
     except OSError as exc:
         raise RunFailed(f"cannot make working directory {path}: {exc.strerror}") from None
+
+
+def _lend_empty_logs(workdir: Path, spare: list[Path]) -> bool:
+    """Add the run's stdout.txt and stderr.txt to `spare` when both are empty. (A process that
+    left the run's group and outlives it, killed when the batch ends, may write into them after,
+    in a later run's folder.)"""
+    logs = [workdir / name for name in LOGS]
+    try:
+        if any(log.stat().st_size for log in logs):
+            return False
+    except OSError:
+        return False
+    spare += logs
+    return True
 
 
 def _tail(path: Path, prefix: str) -> str:
