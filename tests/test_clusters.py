@@ -3,13 +3,13 @@ studies on stand-in batch systems whose submit command starts the job script on 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
 import time
 from pathlib import Path
 
-import dask_jobqueue  # noqa: F401  (the test extra installs it; a missing one must fail, not skip)
 import pytest
 from conftest import count_runs, write_study
 
@@ -18,6 +18,10 @@ from studyrun.cli import main
 from studyrun.clusters import job_script, walltime_for
 from studyrun.core.errors import StudyError
 from studyrun.spec.execution import Cluster
+
+# The test extra installs dask-jobqueue: a missing one must fail, not skip. Not imported here:
+# its import makes Ctrl-C a sys.exit() in this test process (the other tests' KeyboardInterrupt).
+assert importlib.util.find_spec("dask_jobqueue"), "pip install -e '.[test]' installs dask-jobqueue"
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:
