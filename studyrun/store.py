@@ -309,9 +309,15 @@ class RunStore:
             newer = [part for part in self._recent if part[1][0] > loaded[1].max(initial=0)]
             self._index, self._recent = _EMPTY_INDEX, [loaded, *newer]
         if self._recent:
-            parts = [self._index, *self._recent]
+            # the index (sorted, older) then the newer parts in record order, each part sorted
+            # by id: a stable sort merges these sorted runs (timsort) and keeps the later of
+            # equal ids after the earlier
+            parts = [self._index]
+            for part in self._recent:
+                order = np.argsort(part[0], kind="stable")
+                parts.append(tuple(column[order] for column in part))
             ids, seqs, oks = (np.concatenate([p[k] for p in parts]) for k in range(3))
-            order = np.lexsort((seqs, ids))
+            order = np.argsort(ids, kind="stable")
             ids, seqs, oks = ids[order], seqs[order], oks[order]
             last = np.r_[ids[1:] != ids[:-1], True] if len(ids) else np.zeros(0, bool)
             self._index, self._recent = (ids[last], seqs[last], oks[last]), []

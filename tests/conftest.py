@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -91,9 +92,61 @@ def context_of(parameters: dict, model=None, folder: Path = Path("."), quantitie
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """`studyrun ARGS` as a user runs it: a real subprocess."""
-    return subprocess.run([sys.executable, "-m", "studyrun", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+    """`studyrun ARGS` as a user runs it: a process of its own (forked from a process that has
+    imported studyrun once, tests/cli_server.py), its output and exit status."""
+    return CliServer.get().run([str(a) for a in args], Path(cwd or os.getcwd()), timeout)
+
+
+class CliServer:
+    """The tests/cli_server.py process of this test process, started on first use."""
+
+    _running: CliServer | None = None
+
+    @classmethod
+    def get(cls) -> CliServer:
+        if cls._running is None or cls._running.process.poll() is not None:
+            cls._running = cls()
+        return cls._running
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("cli_server.py"))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        assert self._answer(None) == {"ready": True}
+
+    def _answer(self, deadline: float | None) -> dict:
+        import select
+
+        stream = self.process.stdout
+        while deadline is not None:
+            if select.select([stream], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError
+        line = stream.readline()
+        if not line:
+            raise RuntimeError("tests/cli_server.py ended; see the test's stderr")
+        return json.loads(line)
+
+    def run(self, args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
+            request = {"args": args, "cwd": str(cwd), "env": dict(os.environ),
+                       "stdout": str(out), "stderr": str(err)}
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            pid = self._answer(None)["pid"]
+            try:
+                status = self._answer(time.monotonic() + timeout)["status"]
+            except TimeoutError:
+                os.kill(pid, 9)
+                self._answer(None)
+                raise subprocess.TimeoutExpired(["studyrun", *args], timeout) from None
+            return subprocess.CompletedProcess(["studyrun", *args], status,
+                                               out.read_text(errors="replace"),
+                                               err.read_text(errors="replace"))
 
 
 def count_runs(path: Path) -> int:

@@ -11,8 +11,6 @@ import json
 
 import numpy as np
 
-from ..core.numbers import sorted_search
-
 _MULTIPLIER = np.uint64(0xBF58476D1CE4E5B9)
 _MULTIPLIER_2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -57,12 +55,12 @@ class Occurrences:
         self.keys = np.zeros(0, np.uint64)
         self.counts = np.zeros(0, np.uint32)
 
-    def before(self, h: np.ndarray) -> np.ndarray:
-        """The number of earlier occurrences of each hash."""
+    def before(self, keys: np.ndarray) -> np.ndarray:
+        """The number of earlier occurrences of each of these sorted hashes."""
         if not len(self.keys):
-            return np.zeros(len(h), np.uint64)
-        at = np.minimum(sorted_search(self.keys, h), len(self.keys) - 1)
-        return np.where(self.keys[at] == h, self.counts[at], 0).astype(np.uint64)
+            return np.zeros(len(keys), np.uint64)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[at] == keys, self.counts[at], 0).astype(np.uint64)
 
     def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
         """Count a slice's distinct hashes (sorted) and how often each occurred in it."""
@@ -80,23 +78,25 @@ class Occurrences:
 
 def separate_replicates(h: np.ndarray, earlier: Occurrences | None = None) -> np.ndarray:
     """Give the k-th repeat of an identical row its own identity (k folded into the hash), k
-    counting the repeats in `earlier` slices of the design too."""
-    order = np.argsort(h, kind="stable")
-    sorted_h = h[order]
+    counting the repeats in `earlier` slices of the design too. Repeats are found by sorting
+    the hashes (a SIMD sort, ten times an argsort); only a design with repeats pays for the
+    stable argsort that numbers them in row order."""
+    sorted_h = np.sort(h)
     starts = np.r_[True, sorted_h[1:] != sorted_h[:-1]]
+    positions = np.flatnonzero(starts)
+    seen = None
     if earlier is not None:
-        positions = np.flatnonzero(starts)
-        earlier_counts = earlier.before(h)
-        earlier.add(sorted_h[positions], np.diff(np.r_[positions, len(h)]))
-    else:
-        earlier_counts = None
-    if starts.all() and (earlier_counts is None or not earlier_counts.any()):
+        keys = sorted_h[positions]
+        seen = earlier.before(keys)
+        earlier.add(keys, np.diff(np.r_[positions, len(h)]))
+    if len(positions) == len(h) and (seen is None or not seen.any()):
         return h
-    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(h)), 0))
+    group = np.cumsum(starts) - 1  # each sorted position's group of equal hashes
+    within = np.arange(len(h)) - positions[group]
+    if seen is not None:
+        within = within.astype(np.uint64) + seen[group]
     repeat = np.zeros(len(h), dtype=np.uint64)
-    repeat[order] = (np.arange(len(h)) - group_start).astype(np.uint64)
-    if earlier_counts is not None:
-        repeat += earlier_counts
+    repeat[np.argsort(h, kind="stable")] = within
     out = h.copy()
     again = repeat > 0
     out[again] = mix(h[again] ^ mix(repeat[again] * _GOLDEN))

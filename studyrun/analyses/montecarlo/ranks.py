@@ -39,7 +39,7 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
     ranks each column."""
     values = np.asarray(values, dtype=float)
     n = len(values)
-    order = np.argsort(values, kind="stable")
+    order = np.argsort(values)  # not stable: tied values share one rank, whatever their order
     ordered = values[order]
     new = np.ones(n, bool)  # where a run of equal values begins, in sorted order
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
