@@ -86,6 +86,7 @@ class RunStore:
         self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # ids, seq, ok
         self._recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._batches: tuple[np.ndarray, np.ndarray] | None = None  # record seq, first run seq
+        self._located: tuple | None = None  # the last locate: its ids, the index, the answer
         self._next_seq = 1
 
     @classmethod
@@ -288,14 +289,23 @@ class RunStore:
         return np.arange(first, self._next_seq, dtype=np.int64)
 
     def locate(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(seq, ok) of the latest record of each run; seq 0 where the store has none."""
-        run_ids = np.asarray(run_ids, dtype=np.int64)
-        ids, seqs, oks = self._merged_index()
+        """(seq, ok) of the latest record of each run; seq 0 where the store has none. The
+        same array located again with no run recorded in between is answered from the last
+        call (a plan is located before it runs and again after, reusing every run)."""
+        index = self._merged_index()
+        last = self._located
+        if last is not None and last[0] is run_ids and last[1] is index:
+            return last[2]
+        ids, seqs, oks = index
+        wanted = np.asarray(run_ids, dtype=np.int64)
         if not len(ids):
-            return np.zeros(len(run_ids), np.int64), np.zeros(len(run_ids), bool)
-        where = np.minimum(sorted_search(ids, run_ids), len(ids) - 1)
-        hit = ids[where] == run_ids
-        return np.where(hit, seqs[where], 0), hit & oks[where]
+            found = np.zeros(len(wanted), np.int64), np.zeros(len(wanted), bool)
+        else:
+            where = np.minimum(sorted_search(ids, wanted), len(ids) - 1)
+            hit = ids[where] == wanted
+            found = np.where(hit, seqs[where], 0), hit & oks[where]
+        self._located = (run_ids, index, found)
+        return found
 
     def _merged_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The id -> (seq, ok) index, sorted by id, the latest record of an id winning."""
@@ -332,7 +342,7 @@ class RunStore:
     def release_index(self) -> None:
         """Let the index of runs by identity go (17 bytes a run): it is read again from the
         store, where every run recorded is, when it is next needed."""
-        self._index, self._recent = None, []
+        self._index, self._recent, self._located = None, [], None
 
     def succeeded_among(self, run_ids: np.ndarray) -> np.ndarray:
         """Which of the given runs the store holds as succeeded (a bool mask in their order)."""

@@ -48,31 +48,40 @@ def hash_rows(matrix: np.ndarray, context: bytes, earlier: Occurrences | None = 
 
 
 class Occurrences:
-    """How often each row hash appeared in the slices of a design planned so far (sorted keys and
-    their counts: 12 bytes a distinct row)."""
+    """How often each row hash appeared in the slices of a design planned so far: sorted keys and
+    their counts (12 bytes a distinct row), or the keys alone (8 bytes) while every count is 1,
+    as in any design of continuous draws."""
 
     def __init__(self) -> None:
         self.keys = np.zeros(0, np.uint64)
-        self.counts = np.zeros(0, np.uint32)
+        self.counts: np.ndarray | None = None  # None: each key occurred once
 
     def before(self, keys: np.ndarray) -> np.ndarray:
         """The number of earlier occurrences of each of these sorted hashes."""
         if not len(self.keys):
             return np.zeros(len(keys), np.uint64)
         at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        return np.where(self.keys[at] == keys, self.counts[at], 0).astype(np.uint64)
+        counts = self.counts[at] if self.counts is not None else 1
+        return np.where(self.keys[at] == keys, counts, 0).astype(np.uint64)
 
     def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
         """Count a slice's distinct hashes (sorted) and how often each occurred in it."""
+        counts = counts.astype(np.uint32)
+        once = bool((counts == 1).all())
         if not len(self.keys):
-            self.keys, self.counts = keys, counts.astype(np.uint32)
+            self.keys, self.counts = keys, None if once else counts
             return
         merged = np.concatenate([self.keys, keys])
         merged.sort(kind="stable")  # two sorted runs: merged in linear time (np.union1d hashes)
-        merged = merged[np.r_[True, merged[1:] != merged[:-1]]]
+        repeats = merged[1:] == merged[:-1]
+        if self.counts is None and once and not repeats.any():
+            self.keys = merged
+            return
+        earlier = self.counts if self.counts is not None else np.ones(len(self.keys), np.uint32)
+        merged = merged[np.r_[True, ~repeats]]
         total = np.zeros(len(merged), np.uint32)
-        total[np.searchsorted(merged, self.keys)] += self.counts
-        total[np.searchsorted(merged, keys)] += counts.astype(np.uint32)
+        total[np.searchsorted(merged, self.keys)] += earlier
+        total[np.searchsorted(merged, keys)] += counts
         self.keys, self.counts = merged, total
 
 

@@ -153,6 +153,20 @@ def test_repeats_are_numbered_across_slices_planned_with_the_same_occurrences():
     assert len(np.unique(whole)) == 500
 
 
+def test_a_later_slice_repeating_rows_of_distinct_earlier_slices_numbers_them_after_those():
+    """Slices of distinct rows are counted by their keys alone, until a row comes again."""
+    rng = np.random.default_rng(8)
+    distinct = rng.random((300, 2))
+    design = np.concatenate([distinct[:100], distinct[100:], distinct[[5, 150, 5]]])
+    whole = hash_rows(design, b"ctx")
+    earlier = Occurrences()
+    sliced = np.concatenate([hash_rows(part, b"ctx", earlier)
+                             for part in np.split(design, [100, 300, 301])])
+    assert sliced.tolist() == whole.tolist()
+    assert len(np.unique(whole)) == len(design)
+    assert earlier.counts is not None and earlier.counts.max() == 3
+
+
 def test_without_occurrences_each_call_numbers_its_own_repeats():
     """An iterative analysis asks point by point: a point asked again later is the same run."""
     x = np.array([[0.5, 0.5]])
