@@ -54,13 +54,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """How many test processes `-n auto` (in pyproject's addopts) starts: one per core and one
-    more, since many tests spend part of their time waiting for processes they started.
-    PYTEST_XDIST_AUTO_NUM_WORKERS overrides it, as in pytest-xdist itself."""
+    """How many test processes `-n auto` (in pyproject's addopts) starts: two per core and one
+    more, since many tests spend most of their time waiting for processes, clusters or SLURM
+    jobs they started. PYTEST_XDIST_AUTO_NUM_WORKERS overrides it, as in pytest-xdist itself."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").isdigit():
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 1
+    return 2 * (cores or 1) + 1
 
 
 @pytest.fixture
