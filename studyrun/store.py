@@ -322,15 +322,19 @@ class RunStore:
             # the index (sorted, older) then the newer parts in record order, each part sorted
             # by id: a stable sort merges these sorted runs (timsort) and keeps the later of
             # equal ids after the earlier
-            parts = [self._index]
+            parts = [self._index] if len(self._index[0]) else []
             for part in self._recent:
                 order = np.argsort(part[0], kind="stable")
                 parts.append(tuple(column[order] for column in part))
-            ids, seqs, oks = (np.concatenate([p[k] for p in parts]) for k in range(3))
-            order = np.argsort(ids, kind="stable")
-            ids, seqs, oks = ids[order], seqs[order], oks[order]
+            ids, seqs, oks = parts[0]  # the store read whole: one part, sorted already
+            if len(parts) > 1:
+                ids, seqs, oks = (np.concatenate([p[k] for p in parts]) for k in range(3))
+                order = np.argsort(ids, kind="stable")
+                ids, seqs, oks = ids[order], seqs[order], oks[order]
             last = np.r_[ids[1:] != ids[:-1], True] if len(ids) else np.zeros(0, bool)
-            self._index, self._recent = (ids[last], seqs[last], oks[last]), []
+            if not last.all():
+                ids, seqs, oks = ids[last], seqs[last], oks[last]
+            self._index, self._recent = (ids, seqs, oks), []
         return self._index
 
     def _query(self, sql: str, arguments: tuple = ()) -> list[tuple]:

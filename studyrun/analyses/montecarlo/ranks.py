@@ -3,30 +3,60 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
+
+THREADED = 1 << 20  # values to rank (runs x inputs) from which the columns are ranked in threads
 
 
 class Ranks:
-    """The ranks of each input column, computed once for every quantity they are compared with."""
+    """The ranks of each input column, computed once for every quantity they are compared with.
+    A large design's columns are ranked in threads (numpy sorts without the GIL), beside the
+    ranking of the first quantity in the caller's thread."""
 
     def __init__(self, inputs: np.ndarray) -> None:
         self.n, self.columns = inputs.shape
-        self.ranks = np.empty(inputs.shape) if self.n >= 3 else None
-        for j in range(self.columns if self.ranks is not None else 0):  # a column at a time
-            self.ranks[:, j] = average_ranks(inputs[:, j])
+        self._ranks = np.empty(inputs.shape) if self.n >= 3 else None
+        self._pending: list[Future] = []
+        if self._ranks is not None:
+            threads = min(self.columns, len(os.sched_getaffinity(0))
+                          if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+            if threads > 1 and self.n * self.columns >= THREADED:
+                pool = ThreadPoolExecutor(threads)
+                self._pending = [pool.submit(self._rank, inputs, j) for j in range(self.columns)]
+                pool.shutdown(wait=False)  # the submitted columns still run
+            else:
+                for j in range(self.columns):  # a column at a time
+                    self._rank(inputs, j)
         self.constant = np.ptp(inputs, axis=0) == 0 if self.n else np.ones(self.columns, bool)
+
+    def _rank(self, inputs: np.ndarray, j: int) -> None:
+        assert self._ranks is not None
+        self._ranks[:, j] = average_ranks(inputs[:, j])
+
+    @property
+    def ranks(self) -> np.ndarray | None:
+        """The inputs' ranks, a column each (None for fewer than 3 runs)."""
+        for pending in self._pending:
+            pending.result()
+        self._pending = []
+        return self._ranks
 
     def spearman(self, values: np.ndarray) -> list[float | None]:
         """Spearman's rank correlation of each input with the values; None where either side
         is constant (or there are fewer than 3 runs)."""
-        if self.ranks is None or np.ptp(values) == 0:
+        if self._ranks is None or np.ptp(values) == 0:
             return [None] * self.columns
         ry = average_ranks(values)
         ry -= ry.mean()
         spread = np.sqrt(ry @ ry)
+        ranks = self.ranks
+        assert ranks is not None
         correlations: list[float | None] = []
         for j in range(self.columns):  # Pearson's of the ranks, a column of copies at a time
-            rx = self.ranks[:, j] - self.ranks[:, j].mean()
+            rx = ranks[:, j] - ranks[:, j].mean()
             correlations.append(None if self.constant[j] else
                                 float(np.clip(rx @ ry / (np.sqrt(rx @ rx) * spread), -1, 1)))
         return correlations
