@@ -68,6 +68,7 @@ def measure_wide() -> list[dict]:
 
 
 def plot(rows: list[dict]) -> None:
+    """measured/scale.png: seconds against runs; CPU per run and peak memory against runs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,10 +81,14 @@ def plot(rows: list[dict]) -> None:
     left.loglog(runs, [r["rerun_wall_s"] for r in rows], "^-", label="every run reused: wall")
     left.set(xlabel="runs", ylabel="seconds", title="studyrun run, vectorized Monte Carlo")
     left.legend()
-    right.semilogx(runs, [r["cpu_us_per_run"] for r in rows], "o-", label="CPU us per run")
-    right.semilogx(runs, [r["fresh_peak_mb"] / 100 for r in rows], "s--", label="peak RSS, 100 MB")
-    right.set(xlabel="runs", ylim=(0, None), title="per run, and peak memory")
-    right.legend()
+    right.loglog(runs, [r["cpu_us_per_run"] for r in rows], "o-", label="fresh: CPU us per run")
+    right.set(xlabel="runs", ylabel="CPU us per run", title="per run, and peak memory")
+    memory = right.twinx()
+    memory.semilogx(runs, [r["fresh_peak_mb"] for r in rows], "s--", color="tab:orange",
+                    label="fresh: peak RSS (MB)")
+    memory.set(ylabel="peak RSS, MB", ylim=(0, 2000))
+    lines = right.get_lines() + memory.get_lines()
+    right.legend(lines, [line.get_label() for line in lines])
     fig.tight_layout()
     fig.savefig(RESULTS / "scale.png", dpi=110)
 
