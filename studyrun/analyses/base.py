@@ -60,7 +60,8 @@ def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
     differential evolution's population in every generation."""
     counts = [(analysis.multistart + 1, "multistart")]
     if analysis.method == "differential-evolution":
-        counts.append(((analysis.generations + 1) * analysis.population * max(dimensions, 1),
+        population = getattr(analysis, "population_size", analysis.population)
+        counts.append(((analysis.generations + 1) * population * max(dimensions, 1),
                        "generations"))
     return max(counts)
 

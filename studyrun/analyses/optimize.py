@@ -24,6 +24,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import (
+    BaseModel,
+    ConfigDict,
     Field,
     NonNegativeInt,
     PositiveInt,
@@ -41,6 +43,24 @@ from .base import AnalysisSpec, search_runs
 from .search.fit import make_box
 
 
+class Objectives(BaseModel):
+    """`objectives:` of a multi-objective search: quantities (or, with scenarios, statistics of
+    them) to make small and to make large."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    minimize: list[str] = Field(default_factory=list, description="quantities to make small")
+    maximize: list[str] = Field(default_factory=list, description="quantities to make large")
+
+    @field_validator("minimize", "maximize", mode="before")
+    @classmethod
+    def _one_name_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+MULTI_OBJECTIVE = ("nsga2", "nsga3")
+
+
 class Optimize(AnalysisSpec):
     """Minimise a sum of quantity terms over the varied parameters' box."""
 
@@ -53,7 +73,19 @@ class Optimize(AnalysisSpec):
                                      description="quantity -> value to reach (squared deviation)")
     weights: dict[str, float] = Field(default_factory=dict,
                                       description="quantity -> weight of its term (default 1)")
-    method: Literal["nelder-mead", "lbfgsb", "differential-evolution"] = "nelder-mead"
+    method: Literal["nelder-mead", "lbfgsb", "differential-evolution", "nsga2", "nsga3"] = "nelder-mead"
+    objectives: Objectives | None = Field(
+        None, description="nsga2, nsga3: {minimize: [...], maximize: [...]}, two or more")
+    constraints: list[str] = Field(
+        default_factory=list, description="nsga2, nsga3: inequalities over quantities, "
+                                          "e.g. 'travel <= 0.08'")
+    reference: dict[str, float] = Field(
+        default_factory=dict, description="nsga2, nsga3: objective -> the hypervolume's "
+                                          "reference value (default: the worst value seen)")
+    scenarios: PositiveInt | None = Field(
+        None, description="nsga2, nsga3: robust search: draws of the parameters that have "
+                          "distributions, the same for every candidate; objectives may be "
+                          "mean(q), std(q), percentile(q, p)")
     multistart: NonNegativeInt = Field(0, description="extra starts from a Latin hypercube, "
                                                       "run side by side; the best one wins")
     max_evaluations: PositiveInt | None = Field(None, description="cap on objective evaluations")
@@ -64,10 +96,22 @@ class Optimize(AnalysisSpec):
                             "forward sensitivities of an ode or stockflow model whose quantities "
                             "are each one reduction of an output, or fd (central differences of "
                             "runs); auto: the adjoint where it applies, else fd")
-    generations: PositiveInt = Field(100, description="differential-evolution: generations")
-    population: PositiveInt = Field(15, description="differential-evolution: population per parameter")
+    generations: PositiveInt = Field(100, description="differential-evolution, nsga2, nsga3: "
+                                                      "generations")
+    population: PositiveInt | None = Field(
+        None, description="differential-evolution: population per parameter (default 15); "
+                          "nsga2, nsga3: the whole population (default 100)")
+
+    @property
+    def population_size(self) -> int:
+        """The population as the method reads it, its default filled in."""
+        if self.population is not None:
+            return self.population
+        return 100 if self.method in MULTI_OBJECTIVE else 15
 
     def run_count(self, context) -> tuple[int, str]:
+        if self.method in MULTI_OBJECTIVE:
+            return self.population_size * self.generations * (self.scenarios or 1), "generations"
         return search_runs(self, len(context.varied))
 
     @field_validator("minimize", "maximize", mode="before")
@@ -77,12 +121,41 @@ class Optimize(AnalysisSpec):
 
     @model_validator(mode="after")
     def _check_terms(self) -> "Optimize":
+        if self.method in MULTI_OBJECTIVE:
+            return self._check_multi_objective()
+        for key in ("objectives", "constraints", "reference", "scenarios"):
+            if key in self.model_fields_set:
+                raise ValueError(f"{key} applies to method: nsga2 or nsga3 (multi-objective), "
+                                 f"not {self.method}")
         if not (self.minimize or self.maximize or self.target):
             raise ValueError("give the objective: minimize, maximize (quantity names) or target "
                              "{quantity: value}")
         if "gradient" in self.model_fields_set and self.method != "lbfgsb":
             raise ValueError(f"gradient applies to method: lbfgsb, not {self.method}")
         return self
+
+    def _check_multi_objective(self) -> "Optimize":
+        single = [k for k in ("minimize", "maximize", "target", "weights", "multistart",
+                              "gradient", "max_evaluations") if k in self.model_fields_set]
+        if single:
+            raise ValueError(f"{', '.join(single)}: not read by method: {self.method}; give the "
+                             "objectives as objectives: {minimize: [...], maximize: [...]}")
+        terms = self.objective_terms()
+        if len(terms) < 2:
+            raise ValueError(f"method: {self.method} trades two or more objectives off; give "
+                             "them as objectives: {minimize: [...], maximize: [...]} (for one "
+                             "objective, use nelder-mead, lbfgsb or differential-evolution)")
+        texts = [text for _, text in terms]
+        if len(set(texts)) < len(texts):
+            raise ValueError("an objective appears twice in objectives")
+        return self
+
+    def objective_terms(self) -> list[tuple[str, str]]:
+        """(minimize | maximize, objective text) of a multi-objective search, in order."""
+        if self.objectives is None:
+            return []
+        return ([("minimize", t) for t in self.objectives.minimize]
+                + [("maximize", t) for t in self.objectives.maximize])
 
     def terms(self) -> list[tuple[str, str, float | None]]:
         """(kind, quantity, target value) for every term of the objective."""
@@ -92,6 +165,10 @@ class Optimize(AnalysisSpec):
 
     def check(self, context) -> list[Problem]:
         """Each term names a quantity of the study."""
+        if self.method in MULTI_OBJECTIVE:
+            from .pareto.check import check_multi_objective
+
+            return check_multi_objective(self, context)
         known = set(context.quantities) if context.quantities is not None else None
         problems = []
         for kind, name, _ in self.terms():
@@ -111,11 +188,19 @@ class Optimize(AnalysisSpec):
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
 
     def describe_design(self, design: Design, context) -> str:
+        if self.method in MULTI_OBJECTIVE:
+            from .pareto.report import describe_search
+
+            return describe_search(self)
         start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
         return (f"iterative: {self.method} plans its runs as it goes, starting from {start}; "
                 f"objective {describe_objective(self)}")
 
     def iterate(self, evaluate, context, seed) -> dict[str, Any]:
+        if self.method in MULTI_OBJECTIVE:
+            from .pareto.search import search
+
+            return search(self, evaluate, context, seed)
         from .search.batching import Evaluations, lockstep
         from .search.fit import Settings, fit
 
@@ -131,7 +216,7 @@ class Optimize(AnalysisSpec):
                              "under quantities:", path="analysis")
         settings = Settings(method=self.method, max_evaluations=self.max_evaluations,
                             tolerance=self.tolerance, step=self.step, generations=self.generations,
-                            population=self.population, polish=False)
+                            population=self.population_size, polish=False)
         notes: list[str] = []
         used = "fd"
         if self.method == "lbfgsb":
@@ -225,6 +310,10 @@ class Optimize(AnalysisSpec):
         return summarise
 
     def report(self, analysis, outcome, figures) -> str:
+        if self.method in MULTI_OBJECTIVE:
+            from .pareto.report import report
+
+            return report(analysis["results"], figures)
         r = analysis["results"]
         lines = [f"## Optimization ({r['method']})", "",
                  f"Objective: {describe_objective(self)}. "

@@ -1,0 +1,111 @@
+"""report.md for a multi-objective search: the front, its figures, the hypervolume per
+generation, and each front point as a `parameters:` block to paste into a study."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.numbers import finite_or_none
+from ...report.markdown import table
+
+NAMES = {"nsga2": "NSGA-II", "nsga3": "NSGA-III"}
+INFEASIBLE_SHOWN = 10
+
+
+def describe_search(spec: Any) -> str:
+    """What `studyrun plan` says: the search and its size."""
+    terms = ", ".join(f"{sense} {text}" for sense, text in spec.objective_terms())
+    robust = (f", each candidate over the same {spec.scenarios} scenarios of the uncertain "
+              "parameters" if spec.scenarios else "")
+    return (f"iterative: {NAMES[spec.method]} (pymoo), {spec.generations} generations of "
+            f"{spec.population_size} candidates{robust}, each generation one batch of runs; "
+            f"objectives: {terms}" + (f"; constraints: {'; '.join(spec.constraints)}"
+                                      if spec.constraints else ""))
+
+
+def report(results: dict[str, Any], figures: Any) -> str:
+    objectives = [o["objective"] for o in results["objectives"]]
+    front = results["pareto"]
+    lines = [f"## Multi-objective optimization ({NAMES[results['method']]})", "",
+             "Objectives: " + ", ".join(f"{o['sense']} {o['objective']}"
+                                        for o in results["objectives"]) + ".",
+             *([f"Constraints: {'; '.join(results['constraints'])}."] if results["constraints"]
+               else []),
+             "", f"{results['message']}. Hypervolume change over the last generations: "
+                 f"{format_change(results['hypervolume_change'])}"
+                 f" ({'converged' if results['converged'] else 'not converged'}).", ""]
+    if front:
+        names = list(front[0]["parameters"])
+        shown = [q for q in front[0]["quantities"] if q not in objectives]
+        lines += ["### Pareto front", "",
+                  table(["point", *objectives, *names, *shown],
+                        [[i + 1, *(p["objectives"][o] for o in objectives),
+                          *(p["parameters"][n] for n in names),
+                          *(p["quantities"][q] for q in shown)] for i, p in enumerate(front)]), ""]
+        lines += draw_front(results, objectives, figures)
+    lines += draw_hypervolume(results, figures)
+    infeasible = results["infeasible"]
+    if infeasible:
+        lines += [f"### Infeasible candidates of the last generation ({len(infeasible)})", "",
+                  table(["candidate", "violation", "failed", *objectives],
+                        [[i + 1, p["violation"], "yes" if p["failed"] else "",
+                          *(p["objectives"][o] for o in objectives)]
+                         for i, p in enumerate(infeasible[:INFEASIBLE_SHOWN])]), ""]
+        if len(infeasible) > INFEASIBLE_SHOWN:
+            lines += [f"The other {len(infeasible) - INFEASIBLE_SHOWN} are in analysis.json "
+                      "(`results.infeasible`).", ""]
+    if front:
+        lines += ["### Applying a Pareto point", "",
+                  "Each point's parameters, ready to paste over a study's `parameters:` block:", ""]
+        for i, point in enumerate(front):
+            values = ", ".join(f"{o} = {point['objectives'][o]:.6g}" for o in objectives
+                               if point["objectives"][o] is not None)
+            lines += ["```yaml", f"# Pareto point {i + 1}: {values}", "parameters:",
+                      *(f"  {n}: {v!r}" for n, v in point["parameters"].items()), "```", ""]
+    return "\n".join(lines)
+
+
+def format_change(change: float | None) -> str:
+    return "not yet known (fewer than 6 generations)" if change is None else f"{change:.3g}"
+
+
+def draw_front(results: dict[str, Any], objectives: list[str], figures: Any) -> list[str]:
+    """Two objectives: every feasible candidate faded, the front over it; three or more: the
+    front in parallel coordinates, each objective scaled to its range on the front."""
+    front = np.array([[p["objectives"][o] for o in objectives] for p in results["pareto"]],
+                     dtype=float)
+    if len(objectives) == 2:
+        seen = results["evaluated"]
+        every = np.array([row for row, ok in zip(seen["objectives"], seen["feasible"])
+                          if ok and row is not None], dtype=float).reshape(-1, 2)
+        fig, ax = figures.new()
+        ax.scatter(every[:, 0], every[:, 1], s=6, color="0.6", alpha=0.3,
+                   label="candidates (feasible)")
+        ax.plot(front[:, 0], front[:, 1], "o-", color="C3", ms=4, lw=1, label="Pareto front")
+        ax.set(xlabel=objectives[0], ylabel=objectives[1], title="Pareto front")
+        ax.legend()
+        return [figures.save(fig, "pareto-front", "The Pareto front over every feasible "
+                                                 "candidate"), ""]
+    low, high = front.min(axis=0), front.max(axis=0)
+    scaled = (front - low) / np.where(high > low, high - low, 1.0)
+    fig, ax = figures.new(size=(1.8 * len(objectives) + 2, 4))
+    for row in scaled:
+        ax.plot(range(len(objectives)), row, color="C3", alpha=0.5, lw=1)
+    ax.set_xticks(range(len(objectives)), [f"{o}\n{lo:.3g} .. {hi:.3g}"
+                                           for o, lo, hi in zip(objectives, low, high)])
+    ax.set(ylabel="scaled to the front's range", title="Pareto front (parallel coordinates)")
+    return [figures.save(fig, "pareto-front", "The Pareto front in parallel coordinates, one line a point"), ""]
+
+
+def draw_hypervolume(results: dict[str, Any], figures: Any) -> list[str]:
+    volume = [finite_or_none(v) for v in results["hypervolume"]]
+    if len(volume) < 2 or results["reference"] is None:
+        return []
+    fig, ax = figures.new()
+    ax.plot(np.arange(1, len(volume) + 1), [np.nan if v is None else v for v in volume])
+    reference = ", ".join(f"{k} = {v:.4g}" for k, v in results["reference"].items())
+    ax.set(xlabel="generation", ylabel="hypervolume", title=f"Hypervolume (reference {reference})")
+    return [figures.save(fig, "pareto-hypervolume", "Hypervolume of the front after each "
+                                                    "generation"), ""]
