@@ -148,6 +148,9 @@ class Optimize(AnalysisSpec):
         texts = [text for _, text in terms]
         if len(set(texts)) < len(texts):
             raise ValueError("an objective appears twice in objectives")
+        if self.method == "nsga3" and self.population_size < len(terms):
+            raise ValueError(f"nsga3 needs a population of at least one candidate per objective "
+                             f"({len(terms)}); got population: {self.population_size}")
         return self
 
     def objective_terms(self) -> list[tuple[str, str]]:

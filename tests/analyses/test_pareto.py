@@ -194,6 +194,33 @@ def test_the_front_does_not_depend_on_scheduler_or_batch_size(tmp_path):
     assert fronts[0] == fronts[1]
 
 
+FAILING = """
+import numpy as np
+
+def model(x1, x2, x3, x4, x5):
+    if x1 > 0.8:
+        raise RuntimeError("no solution past x1 = 0.8")
+    g = 1 + 9 * (x2 + x3 + x4 + x5) / 4
+    return {"f1": x1, "f2": g * (1 - np.sqrt(x1 / g))}
+"""
+
+
+@pytest.mark.slow
+def test_failed_runs_are_infeasible_candidates_and_the_search_goes_on(tmp_path):
+    (tmp_path / "failing.py").write_text(FAILING)
+    text = (STUDIES / "zdt1-nsga2.yaml").read_text().replace("zdt:zdt1", "failing:model").replace(
+        "vectorized: true", "vectorized: false").replace("generations: 100", "generations: 30")
+    path = write_study(tmp_path, text + "execution: {scheduler: sync, on_failure: continue}\n")
+    done = studyrun.run(path, tmp_path / "out")
+    results, runs = done.results, done.analysis["runs"]
+    assert runs["failed"] > 0 and runs["succeeded"] > 0
+    f = objectives(results["pareto"])
+    assert f[:, 0].max() <= 0.8 and f[:, 0].max() > 0.7
+    seen = results["evaluated"]
+    assert None in seen["objectives"] and not all(seen["feasible"])
+    assert all(p["failed"] for p in results["infeasible"])
+
+
 @pytest.mark.slow
 def test_every_mistake_of_a_multi_objective_block_is_located_at_once(tmp_path):
     (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
@@ -225,6 +252,8 @@ def test_every_mistake_of_a_multi_objective_block_is_located_at_once(tmp_path):
      "scenarios draw the parameters that have a distribution, and this study has none"),
     ("{type: optimize, method: nsga2, objectives: {minimize: [f1, f2]}, constraints: [f1]}",
      "'f1' is not an inequality"),
+    ("{type: optimize, method: nsga3, objectives: {minimize: [f1, f2, c1]}, population: 2}",
+     "nsga3 needs a population of at least one candidate per objective (3)"),
 ])
 def test_a_wrong_multi_objective_block_says_what_to_write(tmp_path, analysis, message):
     (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
