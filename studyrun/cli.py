@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="interval level, between 0 and 1 (default 0.95)")
     predict.set_defaults(command=command_predict)
 
-    report = commands.add_parser("report", help="rebuild report.md and figures from a results folder")
+    report = commands.add_parser("report", help="rebuild report.md, report.html and figures from a results folder")
     report.add_argument("folder", type=Path, metavar="DIR")
     report.add_argument("--out", type=Path, metavar="DIR",
                         help="write report.md and figures/ into DIR (default: the results folder)")

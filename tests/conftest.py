@@ -53,6 +53,21 @@ def pytest_configure(config: pytest.Config) -> None:
     compileall.compile_dir(Path(studyrun.__file__).parent, quiet=2)
 
 
+# Tests that mostly wait (for SLURM jobs, a walltime of a minute): collected first, so that a
+# test process starts them at once and the others share out the rest around them, rather than
+# one of them waiting at the end of the suite.
+WAIT_FIRST = ("tests/cluster/test_slurm.py::test_a_job_that_reaches_its_walltime_is_replaced",
+              "tests/cluster/test_slurm.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(WAIT_FIRST) if item.nodeid.startswith(prefix)),
+                    len(WAIT_FIRST))
+
+    items.sort(key=rank)  # a stable sort: the order within each rank is kept
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """How many test processes `-n auto` (in pyproject's addopts) starts: two per core and one
     more, since many tests spend most of their time waiting for processes, clusters or SLURM

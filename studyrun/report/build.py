@@ -83,5 +83,10 @@ def describe_parameter(parameter) -> str:
 
 
 def write_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> None:
-    """report.md and figures/ from the analysis and the runs."""
-    outputs.write_text(folder / "report.md", build_report(folder, study, analysis, outcome))
+    """report.md, figures/ and report.html (the same content, one self-contained page) from
+    the analysis and the runs."""
+    from .html import write_html
+
+    text = build_report(folder, study, analysis, outcome)
+    outputs.write_text(folder / "report.md", text)
+    write_html(folder, text, study.name)

@@ -43,8 +43,10 @@ class Figures:
         return fig, fig.subplots(nrows, ncols, squeeze=nrows * ncols == 1)
 
     def save(self, fig, name: str, caption: str = "") -> str:
-        """Lay the figure out as tight_layout does, write figures/<name>.png and return a
-        Markdown image line."""
+        """Lay the figure out as tight_layout does, write figures/<name>.png (for report.md)
+        and figures/<name>.svg (inlined in report.html) and return a Markdown image line."""
+        import matplotlib
+
         from ..outputs import replacing
 
         name = self.unique(name)
@@ -53,6 +55,10 @@ class Figures:
             lay_out(fig)
             with replacing(self.folder / f"{name}.png") as temporary:
                 fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
+            # the same bytes for the same figure: no date, ids hashed with a fixed salt
+            with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
+                    replacing(self.folder / f"{name}.svg") as temporary:
+                fig.savefig(temporary, format="svg", metadata={"Date": None})
         except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
             return not_drawn(name, error)
         return f"![{caption or name}](figures/{name}.png)"

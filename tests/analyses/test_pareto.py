@@ -278,3 +278,30 @@ def test_report_shows_the_front_and_each_point_as_a_parameters_block(tmp_path):
         assert yaml.safe_load(block) == {"parameters": point["parameters"]}
     plan = run_cli("plan", STUDIES / "zdt1-nsga2.yaml")
     assert "NSGA-II (pymoo), 100 generations of 60 candidates" in plan.stdout, plan.stdout
+
+
+def test_statistics_over_scenarios_are_numpys():
+    from studyrun.analyses.pareto.terms import statistic
+
+    values = np.random.default_rng(2).normal(size=(4, 64))
+    np.testing.assert_array_equal(statistic("mean(q)", True).over(values), values.mean(axis=1))
+    np.testing.assert_array_equal(statistic("q", True).over(values), values.mean(axis=1))
+    np.testing.assert_array_equal(statistic("std(q)", True).over(values), values.std(axis=1))
+    np.testing.assert_array_equal(statistic("percentile(q, 95)", True).over(values),
+                                  np.percentile(values, 95, axis=1))
+    for text, message in (("percentile(q)", "takes a quantity and a percent"),
+                          ("percentile(q, 101)", "from 0 to 100"), ("median(q)", "not a quantity")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            statistic(text, True)
+
+
+def test_a_constraints_violation_is_how_far_it_is_off():
+    from studyrun.analyses.pareto.terms import constraint
+
+    env = {"travel": np.array([0.05, 0.08, 0.1, np.nan]), "comfort": np.array([1.0, 2, 3, 4])}
+    np.testing.assert_allclose(constraint("travel <= 0.08", False, 0).violation(env),
+                               [0, 0, 0.02, np.nan])
+    np.testing.assert_allclose(constraint("2 * comfort >= travel + 5", False, 0).violation(env),
+                               [3.05, 1.08, 0, np.nan])
+    robust = constraint("percentile(travel, 90) < 0.1", True, 3)
+    assert robust.quantities == {"travel"} and len(robust.statistics) == 1

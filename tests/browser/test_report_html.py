@@ -1,0 +1,136 @@
+"""report.html opened in a real headless Chromium (Debian's, driven by Playwright): no console
+error, no request off the page, every figure drawn with a size, every table there, sorting and
+the long tables' filter working; a screenshot of each page is saved in the test's folder."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import STUDIES, run_cli
+
+import studyrun
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = Path(__file__).with_name("chromium.sh")
+LOCK = Path("/tmp/studyrun-chromium.lock")
+# As root, headless, with nothing that reaches for the network (it is closed here).
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium under Playwright; installed first when missing and this is root."""
+    from playwright.sync_api import sync_playwright
+
+    with os.fdopen(os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o644)) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not CHROMIUM.exists():
+            if os.geteuid() != 0:
+                pytest.fail(f"{CHROMIUM} is missing: sudo {SCRIPT} install", pytrace=False)
+            subprocess.run(["bash", SCRIPT, "install"], check=True, timeout=900)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield launched
+        launched.close()
+
+
+def open_report(browser, folder: Path):
+    """The page of folder/report.html, with the console errors and the requests it made."""
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    errors, requests = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto((folder / "report.html").as_uri())
+    page.wait_for_load_state("load")
+    return page, errors, requests
+
+
+def run(tmp_path: Path, name: str, **changes) -> Path:
+    text = (STUDIES / f"{name}.yaml").read_text()
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    for module in STUDIES.glob("*.py"):
+        (tmp_path / module.name).write_text(module.read_text())
+    if (STUDIES / "models").exists() and not (tmp_path / "models").exists():
+        (tmp_path / "models").symlink_to(STUDIES / "models")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text + "execution: {scheduler: threads}\n" if "execution:" not in text else text)
+    studyrun.run(path, tmp_path / "out")
+    return tmp_path / "out"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, changes", [
+    ("ishigami-sobol", {}),
+    ("bowl-doe", {}),
+    ("zdt1-nsga2", {"generations: 100": "generations: 20"}),
+    ("flowers-morris", {}),
+])
+def test_the_page_renders_every_figure_and_table_offline(browser, tmp_path, name, changes):
+    folder = run(tmp_path, name, **changes)
+    markdown = (folder / "report.md").read_text()
+    page, errors, requests = open_report(browser, folder)
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    assert errors == []
+    assert all(url.startswith("file://") for url in requests), requests  # nothing off the page
+    assert page.inner_text("h1") == name
+    figures = page.query_selector_all("figure svg")
+    assert len(figures) == markdown.count("](figures/") > 0
+    for drawn in figures:
+        box = drawn.bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 100, box
+    tables = len(re.findall(r"^\|---", markdown, re.M))
+    assert len(page.query_selector_all("table")) == tables > 0
+    assert "<img" not in (folder / "report.html").read_text()  # SVG, not pictures of text
+
+
+@pytest.mark.slow
+def test_a_long_table_filters_and_every_table_sorts(browser, tmp_path):
+    """A Monte Carlo of 60 parameters: its table of rank correlations holds 60 rows, of which
+    the page shows 50 under a filter box; a click on a header sorts by that column."""
+    (tmp_path / "many.py").write_text("def model(**x):\n    return {'y': sum((i + 1) * v for i, v in "
+                                      "enumerate(x.values()))}\n")
+    parameters = "\n".join(f"  p{i:02d}: {{distribution: uniform, low: 0, high: 1}}" for i in range(60))
+    (tmp_path / "study.yaml").write_text(
+        "name: many\nseed: 1\nmodel: {type: python, function: many:model}\nparameters:\n"
+        f"{parameters}\nquantities: {{y: y}}\nanalysis: {{type: montecarlo, samples: 200}}\n"
+        "execution: {scheduler: sync}\n")
+    studyrun.run(tmp_path / "study.yaml", tmp_path / "out")
+    page, errors, _ = open_report(browser, tmp_path / "out")
+    heading = "xpath=//h3[starts-with(., 'Rank correlations')]"
+    table = page.locator(f"{heading}/following-sibling::table[1]")
+    box = page.locator(f"{heading}/following-sibling::div[@class='filter'][1]//input")
+    more = page.locator(f"{heading}/following-sibling::button[@class='more'][1]")
+    rows = table.locator("tbody tr")
+    assert rows.count() == 60 and table.locator("tbody tr:visible").count() == 50
+    box.fill("p05")
+    assert table.locator("tbody tr:visible").count() == 1
+    box.fill("")
+    more.click()
+    assert table.locator("tbody tr:visible").count() == 60
+    header = table.locator("th").nth(1)
+    header.click()
+    ascending = [float(v) for v in table.locator("tbody tr td:nth-child(2)").all_inner_texts()]
+    assert ascending == sorted(ascending) and header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    descending = [float(v) for v in table.locator("tbody tr td:nth-child(2)").all_inner_texts()]
+    assert descending == sorted(ascending, reverse=True)
+    page.screenshot(path=str(tmp_path / "many.png"), full_page=True)
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_studyrun_report_rebuilds_the_same_page(tmp_path):
+    folder = run(tmp_path, "bowl-doe")
+    first = (folder / "report.html").read_text()
+    (folder / "report.html").unlink()
+    done = run_cli("report", folder)
+    assert done.returncode == 0, done.stderr
+    assert (folder / "report.html").read_text() == first
