@@ -10,6 +10,7 @@ import signal
 import time
 from pathlib import Path
 
+import distributed  # noqa: F401 - see below
 import pytest
 from conftest import count_runs, write_study
 
@@ -18,6 +19,9 @@ from studyrun.cli import main
 from studyrun.clusters import job_script, walltime_for
 from studyrun.core.errors import StudyError
 from studyrun.spec.execution import Cluster
+
+# distributed is imported before any dask.config.set of these tests: a set made before its
+# defaults load would take them all away when it ends (KeyError: 'comm' in the next cluster).
 
 # The test extra installs dask-jobqueue: a missing one must fail, not skip. Not imported here:
 # its import makes Ctrl-C a sys.exit() in this test process (the other tests' KeyboardInterrupt).

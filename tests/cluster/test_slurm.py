@@ -20,11 +20,15 @@ import time
 from pathlib import Path
 
 import dask
+import distributed  # noqa: F401 - see below
 import pytest
 from conftest import count_runs, write_study
 
 import studyrun
 from studyrun.clusters import job_name, slurm_jobs
+
+# distributed is imported before any dask.config.set of these tests: a set made before its
+# defaults load would take them all away when it ends (KeyError: 'comm' in the next cluster).
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
