@@ -19,7 +19,8 @@ from typing import Any, Iterator
 from .core.errors import StudyrunError
 
 # What a run writes next to runs.sqlite (analyses add their own files to this list).
-RESULTS = ("analysis.json", "report.md", "report.html", "runs.csv", "figures", "residuals.csv", "mcmc-samples.csv",
+RESULTS = ("analysis.json", "report.md", "report.html", "runs.csv", "runs.parquet", "series.parquet",
+           "figures", "residuals.csv", "mcmc-samples.csv",
            "fitted.csv")
 PARTIAL = ".partial"  # the suffix of a file being written; its name starts with a dot
 DIGEST_KEY = "study_yaml_sha256"

@@ -24,7 +24,14 @@ from .execute import Job, Runner, Settings, record_given
 from .loading import Loaded, load_study
 from .models.base import HasEquations
 from .plan import make_plan, plan_slices
-from .plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_kept, series_wanted
+from .plan.runs import (
+    CHUNK_ROWS,
+    PlannedRuns,
+    read_outcome,
+    series_kept,
+    series_wanted,
+    write_parquets,
+)
 from .plan.study import given_plan, identity_context, identity_record
 from .provenance import collect, now
 from .quantities import Quantities
@@ -136,7 +143,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                 runs.add(plan)
         totals = runner.totals
     store.release_index()  # the planned runs are found by record (seq) from here on
-    with runs.writing_csv(folder / "runs.csv"):  # by helper processes, for a large plan
+    with runs.writing_exports(folder, study.execution.export):  # runs.csv by helper processes
         results = study.analysis.analyse_runs(runs, context)
     succeeded = runs.succeeded()
     analysis = {
@@ -191,7 +198,12 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]
     table = store.read(ids)
-    write_csv(folder / "runs.csv", list(context.varied), store.quantities, [(0, table)])
+    if "csv" in study.execution.export:
+        write_csv(folder / "runs.csv", list(context.varied), store.quantities, [(0, table)])
+    else:
+        (folder / "runs.csv").unlink(missing_ok=True)
+    write_parquets(folder, study.execution.export, list(context.varied), store,
+                   lambda: [(0, table)], store.locate(ids)[0].tobytes())
     totals, succeeded = runner.totals, int(table.ok.sum())
     analysis = {
         "study": study.name, "analysis": study.analysis.type,

@@ -20,12 +20,26 @@ class Results:
 
     @property
     def runs(self):
-        """runs.csv as a DataFrame. Only an empty field is missing (an error reading "NA" stays
-        text), and `error` and `worker` are text columns even when every field is empty."""
+        """The runs as a DataFrame, from runs.parquet (typed) where the study exported it, else
+        from runs.csv: only an empty field is missing (an error reading "NA" stays text), and
+        `error` and `worker` are text columns even when every field is empty."""
         import pandas
 
+        if (self.folder / "runs.parquet").exists():
+            frame = pandas.read_parquet(self.folder / "runs.parquet")
+            return frame.astype({"error": object, "worker": object, "status": object})
         return pandas.read_csv(self.folder / "runs.csv", keep_default_na=False, na_values=[""],
                                dtype={"error": object, "worker": object})
+
+    @property
+    def series(self):
+        """series.parquet (run, id, output, time, value) as a DataFrame; None without it."""
+        import pandas
+
+        path = self.folder / "series.parquet"
+        if not path.exists():
+            return None
+        return pandas.read_parquet(path).astype({"output": object})
 
     @property
     def results(self) -> dict[str, Any]:

@@ -168,6 +168,47 @@ class PlannedRuns:
         self.store.set_meta(runs_csv=file_stamp(path, stamp))
 
 
+    @contextmanager
+    def writing_exports(self, folder: Path, export: list[str]) -> Iterator[None]:
+        """The runs as `execution.export` asks: runs.csv (while the block runs, see
+        writing_csv) and runs.parquet with series.parquet (after it); an export not asked for
+        is removed, so none is left from an earlier run of the study."""
+        csv = Path(folder) / "runs.csv"
+        if "csv" in export:
+            with self.writing_csv(csv):
+                yield
+        else:
+            csv.unlink(missing_ok=True)
+            yield
+        write_parquets(folder, export, self.names, self.store, self.tables,
+                       self.seqs().tobytes())
+
+
+def write_parquets(folder: Path, export: list[str], names: list[str], store: RunStore,
+                   tables, records: bytes) -> None:
+    """runs.parquet and series.parquet when `export` asks for parquet, each kept as it is when
+    written from these very records (its stamp in the store); otherwise removed."""
+    folder = Path(folder)
+    paths = {"runs_parquet": folder / "runs.parquet", "series_parquet": folder / "series.parquet"}
+    if "parquet" not in export:
+        for path in paths.values():
+            path.unlink(missing_ok=True)
+        return
+    from ..runs_parquet import PARQUET_FORMAT, write_parquet, write_series_parquet
+
+    stamp = {"records": hashlib.sha256(records + json.dumps(
+        [PARQUET_FORMAT, names, store.quantities]).encode()).hexdigest()}
+    key, path = "runs_parquet", paths["runs_parquet"]
+    if file_stamp(path, stamp) is None or file_stamp(path, stamp) != store.meta(key):
+        write_parquet(path, names, store.quantities, tables())
+        store.set_meta(**{key: file_stamp(path, stamp)})
+    key, path = "series_parquet", paths["series_parquet"]
+    if file_stamp(path, stamp) is None or file_stamp(path, stamp) != store.meta(key):
+        ids = np.concatenate([table.ids for _, table in tables()] + [np.zeros(0, np.int64)])
+        if write_series_parquet(path, ids, store.series_reader()):
+            store.set_meta(**{key: file_stamp(path, stamp)})
+
+
 def file_stamp(path: Path, stamp: dict) -> dict | None:
     """The stamp with the file's size and modification time; None for a missing file."""
     try:

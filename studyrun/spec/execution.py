@@ -189,10 +189,28 @@ class Execution(BaseModel):
     on_failure: Literal["abort", "continue"] = "abort"
     keep: Literal["quantities", "series"] = Field(
         "quantities", description="series: keep every run's time series in the store too")
+    export: list[Literal["csv", "parquet"]] = Field(
+        default_factory=lambda: ["csv"], min_length=1,
+        description="the runs' files: runs.csv, and/or runs.parquet (typed columns) with "
+                    "series.parquet (the kept series in long form); parquet needs pyarrow "
+                    "(pip install 'studyrun[parquet]')")
     depends_on: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, description="files the model reads on its own (data, inputs, a "
         "container image): paths or globs (** for any depth) relative to the study file; their "
         "content is part of every run's identity, so editing one re-runs the study")
+
+    @field_validator("export")
+    @classmethod
+    def _check_export(cls, value: list[str]) -> list[str]:
+        if len(set(value)) < len(value):
+            raise ValueError(f"export lists a format twice: {value}")
+        if "parquet" in value:
+            try:
+                import pyarrow  # noqa: F401 - only when parquet is asked for
+            except ImportError:
+                raise ValueError("parquet needs pyarrow, which is not installed: pip install "
+                                 "'studyrun[parquet]' (or pyarrow), or export csv only") from None
+        return value
 
     @field_validator("scheduler")
     @classmethod
