@@ -101,6 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("folder", type=Path, metavar="DIR")
     status.set_defaults(command=command_status)
 
+    diff = commands.add_parser(
+        "diff", help="what changed between two results folders (or a study and a git revision "
+                     "of it): the study, the runs they share, every result that moved")
+    diff.add_argument("a", type=Path, metavar="A", help="a results folder, or a study file with --rev")
+    diff.add_argument("b", type=Path, metavar="B", nargs="?", help="the other results folder")
+    diff.add_argument("--rev", metavar="REV", help="compare study file A with itself at this git "
+                                                   "revision (a branch, tag or commit)")
+    diff.add_argument("--fail-above", type=float, metavar="TOL",
+                      help="exit 1 when a result moved by more than TOL (absolute), or beyond "
+                           "the intervals the analysis gives it")
+    diff.add_argument("--json", action="store_true", help="the difference as JSON")
+    diff.set_defaults(command=command_diff)
+
     runs = commands.add_parser("runs", help="list the runs of a results folder")
     runs.add_argument("folder", type=Path, metavar="DIR")
     runs.add_argument("--failed", action="store_true",
@@ -261,6 +274,25 @@ def command_status(args) -> int:
 
     print(terminal_safe(describe_status(args.folder)))  # it shows the last models' errors
     return 0
+
+
+def command_diff(args) -> int:
+    from .diff import diff_folders, diff_revision
+
+    if (args.rev is None) == (args.b is None):
+        raise StudyError("studyrun diff takes two results folders (studyrun diff A B) or a study "
+                         "file and a git revision (studyrun diff STUDY.yaml --rev main)")
+    if args.fail_above is not None and not args.fail_above >= 0:
+        raise StudyError(f"--fail-above must be a number of 0 or more; got {args.fail_above}")
+    try:
+        found = diff_revision(args.a, args.rev) if args.rev else diff_folders(args.a, args.b)
+    except StudyrunError as error:  # not a results folder, not in git: the input is wrong
+        raise StudyError(str(error)) from None
+    if args.json:
+        print(json.dumps(found.as_json(args.fail_above), indent=2))
+    else:
+        print(terminal_safe(found.as_text(args.fail_above)))
+    return 1 if args.fail_above is not None and found.moved(args.fail_above) else 0
 
 
 def command_runs(args) -> int:

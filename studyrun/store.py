@@ -348,6 +348,10 @@ class RunStore:
         store, where every run recorded is, when it is next needed."""
         self._index, self._recent, self._located = None, [], None
 
+    def recorded_ids(self) -> np.ndarray:
+        """Every run identity the store holds a record of, sorted."""
+        return self._merged_index()[0]
+
     def succeeded_among(self, run_ids: np.ndarray) -> np.ndarray:
         """Which of the given runs the store holds as succeeded (a bool mask in their order)."""
         return self.locate(run_ids)[1]

@@ -1,0 +1,244 @@
+"""`studyrun diff`: what changed between two results folders, or between a study file and a git
+revision of it: the study's blocks key by key, the runs the two share by identity, and every
+number of `results` that moved (with the interval the analysis gives beside it, where it gives
+one: a key `X_conf` beside `X`, as Sobol' and Morris results have).
+
+`--fail-above TOL` makes a pipeline's guard: exit 1 when a result moved by more than TOL, or by
+more than its intervals allow.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .core.errors import StudyrunError
+
+BLOCKS = ("name", "seed", "model", "parameters", "quantities", "correlation", "analysis",
+          "execution")
+
+
+@dataclass
+class Moved:
+    """One number of `results` in both: where, before, after, and its interval (half-widths)."""
+
+    key: str
+    before: float | None
+    after: float | None
+    interval: float | None = None  # the two intervals' half-widths added; None: none given
+
+    @property
+    def change(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.after - self.before
+
+    def beyond(self, tolerance: float | None) -> bool:
+        """Moved by more than the tolerance, or by more than its intervals allow, or appeared
+        or vanished (a number on one side only, or null on one)."""
+        change = self.change
+        if change is None:
+            return self.before != self.after
+        if self.interval is not None and abs(change) > self.interval:
+            return True
+        return tolerance is not None and abs(change) > tolerance
+
+
+@dataclass
+class Difference:
+    """What `studyrun diff` reports."""
+
+    a: str
+    b: str
+    study: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # block -> changes
+    runs: dict[str, int] = field(default_factory=dict)
+    results: list[Moved] = field(default_factory=list)
+    compared: int = 0  # numbers of results compared
+    notes: list[str] = field(default_factory=list)
+
+    def moved(self, tolerance: float | None) -> list[Moved]:
+        return [m for m in self.results if m.beyond(tolerance)]
+
+    def as_json(self, tolerance: float | None) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "study": self.study, "runs": self.runs,
+                "results": {"compared": self.compared, "changed": [
+                    {"key": m.key, "a": m.before, "b": m.after, "change": m.change,
+                     "interval": m.interval, "beyond": m.beyond(tolerance)}
+                    for m in self.results]},
+                "tolerance": tolerance, "notes": self.notes}
+
+    def as_text(self, tolerance: float | None) -> str:
+        lines = [f"a: {self.a}", f"b: {self.b}", ""]
+        changes = [c for items in self.study.values() for c in items]
+        lines.append("study: the same" if not changes else f"study: {len(changes)} change(s)")
+        for change in changes:
+            lines.append(f"  {change['key']}: {show(change.get('a'))} -> {show(change.get('b'))}")
+        if self.runs:
+            r = self.runs
+            lines += ["", f"runs: a {r['a']:,}, b {r['b']:,}, shared by identity {r['shared']:,}"]
+        if self.compared:
+            lines += ["", f"results: {len(self.results)} of {self.compared} numbers changed"
+                      + (f", {len(self.moved(tolerance))} beyond the tolerance {tolerance:g} "
+                         "or their intervals" if tolerance is not None else "")]
+            for m in self.results:
+                change = "" if m.change is None else f" ({m.change:+.6g}"
+                interval = "" if m.interval is None else f"; intervals allow {m.interval:.3g}"
+                close = ")" if change else ""
+                flag = "  BEYOND" if tolerance is not None and m.beyond(tolerance) else ""
+                lines.append(f"  {m.key}: {show(m.before)} -> {show(m.after)}{change}{interval}"
+                             f"{close}{flag}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def show(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def diff_folders(a: Path, b: Path) -> Difference:
+    """Two results folders: their study.yaml, stores and analysis.json."""
+    from .outputs import read_analysis
+
+    first, second = read_analysis(Path(a)), read_analysis(Path(b))
+    found = Difference(str(a), str(b))
+    found.study = study_changes(read_yaml(Path(a) / "study.yaml"), read_yaml(Path(b) / "study.yaml"))
+    ids = [recorded_ids(Path(folder) / "runs.sqlite") for folder in (a, b)]
+    found.runs = {"a": len(ids[0]), "b": len(ids[1]), "shared": len(set(ids[0]) & set(ids[1]))}
+    found.results, found.compared = result_changes(first["results"], second["results"])
+    return found
+
+
+def diff_revision(study: Path, revision: str) -> Difference:
+    """A study file against itself at a git revision (its repository's files at that revision,
+    for the model and data it names): the study's changes and the planned runs they share."""
+    study = Path(study).resolve()
+    root = git(study.parent, "rev-parse", "--show-toplevel").strip()
+    relative = study.relative_to(Path(root).resolve())
+    found = Difference(f"{relative} at {revision}", str(relative))
+    with tempfile.TemporaryDirectory(prefix="studyrun-diff-") as folder:
+        archive = subprocess.run(["git", "-C", root, "archive", "--format=tar", revision],
+                                 capture_output=True)
+        if archive.returncode != 0:
+            raise StudyrunError(f"git archive {revision} failed in {root}: "
+                                f"{archive.stderr.decode(errors='replace').strip()}")
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        old = Path(folder) / relative
+        if not old.exists():
+            raise StudyrunError(f"{relative} is not in revision {revision} of {root}")
+        found.study = study_changes(read_yaml(old), read_yaml(study))
+        planned = [planned_ids(path) for path in (old, study)]
+    found.runs = {"a": len(planned[0]), "b": len(planned[1]),
+                  "shared": len(set(planned[0]) & set(planned[1]))}
+    found.notes.append("runs are the two plans' (an iterative analysis plans its first run only); "
+                       "results are compared between results folders: studyrun diff A B")
+    return found
+
+
+def git(folder: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyrunError(f"git {' '.join(args)} failed in {folder}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise StudyrunError(f"{path}: cannot read it as a study ({error})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def study_changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per block, each key that differs: dotted path, its value in a and in b (absent: None)."""
+    blocks = [k for k in BLOCKS if k in a or k in b] + sorted(
+        (set(a) | set(b)) - set(BLOCKS) - {"description"})
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for block in blocks:
+        left, right = flatten(a.get(block), block), flatten(b.get(block), block)
+        items = [{"key": k, "a": left.get(k), "b": right.get(k)}
+                 for k in sorted(set(left) | set(right), key=lambda k: (k not in left, k))
+                 if left.get(k) != right.get(k)]
+        if items:
+            changes[block] = items
+    return changes
+
+
+def flatten(value: Any, prefix: str) -> dict[str, Any]:
+    """Leaves of nested mappings by dotted path (lists are leaves)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= flatten(item, f"{prefix}.{key}")
+        return out
+    return {} if value is None else {prefix: value}
+
+
+def numbers(value: Any, prefix: str = "") -> dict[str, float | None]:
+    """Every number (or null) of `results` by dotted path; list items by index."""
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((str(i), v) for i, v in enumerate(value))
+    elif value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return {prefix: None if value is None else float(value)}
+    else:
+        return {}
+    out: dict[str, float | None] = {}
+    for key, item in items:
+        out |= numbers(item, f"{prefix}.{key}" if prefix else str(key))
+    return out
+
+
+def result_changes(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[Moved], int]:
+    """The numbers that differ between two `results` blocks, each with its intervals where a
+    key X_conf stands beside X (at the same place below it), and how many were compared."""
+    left, right = numbers(a), numbers(b)
+    keys = sorted(set(left) | set(right))
+    moved = []
+    for key in keys:
+        before, after = left.get(key), right.get(key)
+        if before == after or (before is not None and after is not None
+                               and math.isnan(before) and math.isnan(after)):
+            continue
+        half = [conf(values, key) for values in (left, right)]
+        interval = None if None in half else sum(h for h in half if h is not None)
+        moved.append(Moved(key, before, after, interval))
+    return moved, len(keys)
+
+
+def conf(values: dict[str, float | None], key: str) -> float | None:
+    """The half-width beside a result: the same path with one part X as X_conf."""
+    parts = key.split(".")
+    for i in range(len(parts) - 1, -1, -1):
+        candidate = ".".join(parts[:i] + [parts[i] + "_conf"] + parts[i + 1:])
+        if candidate in values:
+            value = values[candidate]
+            return None if value is None or math.isnan(value) else abs(value)
+    return None
+
+
+def recorded_ids(path: Path) -> list[int]:
+    from .store import RunStore
+
+    with RunStore.open_readonly(path) as store:
+        return store.recorded_ids().tolist()
+
+
+def planned_ids(path: Path) -> list[int]:
+    from .loading import load_study
+    from .plan.study import plan_study
+
+    return plan_study(load_study(path)).run_ids.tolist()
