@@ -32,6 +32,14 @@ class Figures:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self._names: dict[str, str] = {}  # file names saved, by their lower case
+        self._tips: dict[str, str] = {}  # the next figure's artists' gids -> their tooltips
+
+    def tip(self, artist, text: str) -> None:
+        """A tooltip for one drawn element (a bar, a point) of the figure being made: report.html
+        shows it when the pointer rests on the element (an SVG <title>)."""
+        gid = f"tip-{len(self._tips)}"
+        artist.set_gid(gid)
+        self._tips[gid] = text
 
     def new(self, nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.0)):
         """A new (figure, axes) pair, as pyplot.subplots(squeeze=...) returns it."""
@@ -59,8 +67,12 @@ class Figures:
             with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
                     replacing(self.folder / f"{name}.svg") as temporary:
                 fig.savefig(temporary, format="svg", metadata={"Date": None})
+                if self._tips:
+                    temporary.write_text(with_titles(temporary.read_text(), self._tips))
         except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
             return not_drawn(name, error)
+        finally:
+            self._tips = {}
         return f"![{caption or name}](figures/{name}.png)"
 
     def unique(self, name: str) -> str:
@@ -73,6 +85,15 @@ class Figures:
             unique = f"{name}-{k}"
         self._names[unique.lower()] = unique
         return unique
+
+
+def with_titles(svg: str, tips: dict[str, str]) -> str:
+    """The SVG with a <title> (a tooltip) first in each group whose id has a tip."""
+    from html import escape
+
+    for gid, text in tips.items():
+        svg = svg.replace(f'<g id="{gid}">', f'<g id="{gid}" class="tip"><title>{escape(text)}</title>', 1)
+    return svg
 
 
 def not_drawn(name: str, error: Exception) -> str:

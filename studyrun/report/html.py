@@ -79,6 +79,7 @@ table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
 .more { font: inherit; margin: -.5em 0 1em; }
 figure { margin: 1.5em 0; } figure svg, figure img { max-width: 100%; height: auto; }
 figcaption { color: #57606a; font-size: .9em; }
+svg g.tip { cursor: help; } svg g.tip:hover { opacity: .6; }
 pre { background: #f6f8fa; padding: .8em; overflow: auto; } code { font-size: .9em; }
 """
 

@@ -67,13 +67,13 @@ def run(tmp_path: Path, name: str, **changes) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, changes", [
-    ("ishigami-sobol", {}),
-    ("bowl-doe", {}),
-    ("zdt1-nsga2", {"generations: 100": "generations: 20"}),
-    ("flowers-morris", {}),
+@pytest.mark.parametrize("name, changes, tip", [
+    ("ishigami-sobol", {}, "S1 of x1: "),  # each bar: its index and interval
+    ("bowl-doe", {}, "(coded): mean "),  # each main effect and interaction mean
+    ("zdt1-nsga2", {"generations: 100": "generations: 20"}, "Pareto point 1: f1 = "),  # and x
+    ("flowers-morris", {}, None),
 ])
-def test_the_page_renders_every_figure_and_table_offline(browser, tmp_path, name, changes):
+def test_the_page_renders_every_figure_and_table_offline(browser, tmp_path, name, changes, tip):
     folder = run(tmp_path, name, **changes)
     markdown = (folder / "report.md").read_text()
     page, errors, requests = open_report(browser, folder)
@@ -89,6 +89,11 @@ def test_the_page_renders_every_figure_and_table_offline(browser, tmp_path, name
     tables = len(re.findall(r"^\|---", markdown, re.M))
     assert len(page.query_selector_all("table")) == tables > 0
     assert "<img" not in (folder / "report.html").read_text()  # SVG, not pictures of text
+    if tip is not None:  # what there is to explore: a tooltip on each bar or point
+        tips = page.query_selector_all("figure svg g.tip")
+        texts = [t.query_selector("title").text_content() for t in tips]
+        assert any(tip in text for text in texts), texts[:5]
+        assert all(t.bounding_box() is not None for t in tips)  # each drawn where one can point
 
 
 @pytest.mark.slow

@@ -161,7 +161,10 @@ def plot_main_effects(slug: str, quantity: str, fit: dict[str, Any], figures: An
             ys = [lv["mean"] for lv in entry["levels"]]
         else:
             xs, ys = [-1, 1], [entry["low"], entry["high"]]
-        ax.plot(xs, ys, "o-")
+        line, = ax.plot(xs, ys, "-")
+        for x, y in zip(xs, ys):
+            point, = ax.plot([x], [y], "o", color=line.get_color())
+            figures.tip(point, f"{name} at {x:g} (coded): mean {quantity} {y:.4g}")
         ax.set_xlabel(f"{name} (coded)")
     axes[0].set_ylabel(f"mean {quantity}")
     return figures.save(fig, f"doe_{slug}_main_effects", f"Main effects on {quantity}")
@@ -178,7 +181,11 @@ def plot_interactions(slug: str, quantity: str, fit: dict[str, Any], figures: An
     for ax, t in zip(axes, tables):
         means = np.array(t["means"], dtype=float)
         for column, side in enumerate(("low", "high")):
-            ax.plot([-1, 1], means[:, column], "o-", label=f"{t['columns']} {side}")
+            line, = ax.plot([-1, 1], means[:, column], "-", label=f"{t['columns']} {side}")
+            for x, row_side, y in zip((-1, 1), ("low", "high"), means[:, column]):
+                point, = ax.plot([x], [y], "o", color=line.get_color())
+                figures.tip(point, f"{t['rows']} {row_side}, {t['columns']} {side}: mean "
+                                   f"{quantity} {y:.4g}")
         ax.set_xlabel(f"{t['rows']} (coded)")
         ax.legend(fontsize=7)
     axes[0].set_ylabel(f"mean {quantity}")

@@ -83,7 +83,10 @@ def draw_front(results: dict[str, Any], objectives: list[str], figures: Any) -> 
         fig, ax = figures.new()
         ax.scatter(every[:, 0], every[:, 1], s=6, color="0.6", alpha=0.3,
                    label="candidates (feasible)")
-        ax.plot(front[:, 0], front[:, 1], "o-", color="C3", ms=4, lw=1, label="Pareto front")
+        ax.plot(front[:, 0], front[:, 1], "-", color="C3", lw=1, label="Pareto front")
+        for i, point in enumerate(results["pareto"]):
+            marker, = ax.plot([front[i, 0]], [front[i, 1]], "o", color="C3", ms=4)
+            figures.tip(marker, describe_point(i, point, objectives))
         ax.set(xlabel=objectives[0], ylabel=objectives[1], title="Pareto front")
         ax.legend()
         return [figures.save(fig, "pareto-front", "The Pareto front over every feasible "
@@ -91,12 +94,21 @@ def draw_front(results: dict[str, Any], objectives: list[str], figures: Any) -> 
     low, high = front.min(axis=0), front.max(axis=0)
     scaled = (front - low) / np.where(high > low, high - low, 1.0)
     fig, ax = figures.new(size=(1.8 * len(objectives) + 2, 4))
-    for row in scaled:
-        ax.plot(range(len(objectives)), row, color="C3", alpha=0.5, lw=1)
+    for i, (row, point) in enumerate(zip(scaled, results["pareto"])):
+        line, = ax.plot(range(len(objectives)), row, color="C3", alpha=0.5, lw=1)
+        figures.tip(line, describe_point(i, point, objectives))
     ax.set_xticks(range(len(objectives)), [f"{o}\n{lo:.3g} .. {hi:.3g}"
                                            for o, lo, hi in zip(objectives, low, high)])
     ax.set(ylabel="scaled to the front's range", title="Pareto front (parallel coordinates)")
     return [figures.save(fig, "pareto-front", "The Pareto front in parallel coordinates, one line a point"), ""]
+
+
+def describe_point(i: int, point: dict[str, Any], objectives: list[str]) -> str:
+    """A front point's tooltip: its objectives, then its parameters."""
+    values = ", ".join(f"{o} = {point['objectives'][o]:.6g}" for o in objectives
+                       if point["objectives"][o] is not None)
+    parameters = ", ".join(f"{n} = {v:.6g}" for n, v in point["parameters"].items())
+    return f"Pareto point {i + 1}: {values}; {parameters}"
 
 
 def draw_hypervolume(results: dict[str, Any], figures: Any) -> list[str]:

@@ -57,8 +57,11 @@ def bar_chart(figures: "Figures", name: str, entry: dict[str, Any], keys: Sequen
         values = [nan(entry[key][f]) for f in factors]
         conf = entry.get(f"{key}_conf")
         errors = [nan(conf[f]) for f in factors] if isinstance(conf, dict) else None
-        ax.bar(x + (i - (len(keys) - 1) / 2) * width, values, width, yerr=errors, capsize=3,
-               label=key)
+        bars = ax.bar(x + (i - (len(keys) - 1) / 2) * width, values, width, yerr=errors,
+                      capsize=3, label=key)
+        for j, (factor, bar) in enumerate(zip(factors, bars.patches)):
+            interval = "" if errors is None else f" +- {errors[j]:.3g}"
+            figures.tip(bar, f"{key} of {factor}: {values[j]:.4g}{interval}")
     ax.set_xticks(x, factors, rotation=30 if len(factors) > 6 else 0)
     ax.axhline(0.0, color="black", linewidth=0.6)
     ax.set_title(title)
