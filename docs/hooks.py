@@ -1,0 +1,171 @@
+"""MkDocs hooks: the pages that must never drift from the code are generated at build time.
+
+- reference/study-format.md from the study file's JSON Schema (`studyrun schema`),
+- reference/cli.md from the command line's own parser,
+- tutorials/NAME.md, one per analysis type, from the example studies in studies/ that use it
+  and the analysis module's own description.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from pathlib import Path
+
+import yaml
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+GROUPS = {
+    "Models": ("Python", "Command", "Template", "Ode", "OdeTime", "Stockflow", "StockflowTime",
+               "Stock", "LookupSpec", "Pysd", "PysdTime"),
+    "Parameters": ("Uniform", "Normal", "LogNormal", "TruncNormal", "Triangular", "LogUniform",
+                   "Beta", "Gamma", "Discrete", "Bounds", "Fixed"),
+    "Execution": ("Execution", "Cluster"),
+}
+
+
+def on_files(files, config):
+    """Add the generated pages to the site."""
+    pages = {"reference/study-format.md": study_format(), "reference/cli.md": command_line()}
+    pages |= {f"tutorials/{name}.md": text for name, text in tutorials().items()}
+    for path, text in pages.items():
+        files.append(File.generated(config, path, content=text))
+    return files
+
+
+def study_format() -> str:
+    from studyrun.schema import study_schema
+
+    schema = study_schema()
+    defs = schema["$defs"]
+    lines = ["# Study file reference", "",
+             "Generated from the study file's JSON Schema (`studyrun schema`, also in "
+             "`schemas/study.schema.json`), so it says what the validator accepts. Editors that "
+             "read JSON Schema complete and check study files with the first line "
+             "`# yaml-language-server: $schema=../schemas/study.schema.json`.", "",
+             "## Top level", "", keys_table(schema, defs), ""]
+    analyses = sorted(name for name, d in defs.items()
+                      if "type" in d.get("properties", {}) and "const" in d["properties"]["type"]
+                      and name not in sum(GROUPS.values(), ()))
+    grouped = {**GROUPS, "Analyses": tuple(analyses)}
+    shown = set()
+    for title, names in grouped.items():
+        lines += [f"## {title}", ""]
+        for name in names:
+            if name in defs:
+                lines += definition(name, defs[name], defs)
+                shown.add(name)
+    rest = sorted(set(defs) - shown)
+    if rest:
+        lines += ["## Parts of the blocks above", ""]
+        for name in rest:
+            lines += definition(name, defs[name], defs)
+    return "\n".join(lines)
+
+
+def definition(name: str, schema: dict, defs: dict) -> list[str]:
+    kind = schema.get("properties", {}).get("type", {}).get("const")
+    heading = f"### {name}" + (f" (`type: {kind}`)" if kind else "") + f" {{ #{name.lower()} }}"
+    out = [heading, ""]
+    if schema.get("description"):
+        out += [" ".join(schema["description"].split()), ""]
+    if schema.get("properties"):
+        out += [keys_table(schema, defs), ""]
+    return out
+
+
+def keys_table(schema: dict, defs: dict) -> str:
+    required = set(schema.get("required", []))
+    rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for key, item in schema.get("properties", {}).items():
+        default = "required" if key in required else (
+            f"`{json.dumps(item['default'])}`" if "default" in item else "")
+        rows.append(f"| `{key}` | {type_of(item, defs)} | {default} | "
+                    f"{' '.join(item.get('description', '').split()).replace('|', '/')} |")
+    return "\n".join(rows)
+
+
+def type_of(item: dict, defs: dict) -> str:
+    if "$ref" in item:
+        name = item["$ref"].split("/")[-1]
+        return f"[{name}](#{name.lower()})"
+    if "const" in item:
+        return f"`{json.dumps(item['const'])}`"
+    if "enum" in item:
+        return " / ".join(f"`{json.dumps(v)}`" for v in item["enum"])
+    for union in ("anyOf", "oneOf"):
+        if union in item:
+            return " or ".join(type_of(option, defs) for option in item[union])
+    kind = item.get("type")
+    if kind == "array":
+        return f"list of {type_of(item.get('items', {}), defs)}"
+    if kind == "object":
+        values = item.get("additionalProperties")
+        return f"mapping to {type_of(values, defs)}" if isinstance(values, dict) else "mapping"
+    return str(kind) if kind else "any"
+
+
+def command_line() -> str:
+    from studyrun.cli import build_parser
+
+    parser = build_parser()
+    lines = ["# Command line reference", "",
+             "Generated from the command line's own parser (`studyrun COMMAND --help` prints "
+             "the same).", "", "```text", parser.format_help().strip(), "```", ""]
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, sub in commands.choices.items():
+        lines += [f"## studyrun {name}", "", "```text", sub.format_help().strip(), "```", ""]
+    return "\n".join(lines)
+
+
+def tutorials() -> dict[str, str]:
+    """One page per analysis type: its example studies, how to run them, what they compute."""
+    from studyrun.spec import Study
+
+    kinds = analysis_classes(Study)
+    studies: dict[str, list[tuple[Path, dict]]] = {}
+    for path in sorted((ROOT / "studies").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        studies.setdefault(data["analysis"]["type"], []).append((path, data))
+    pages = {}
+    for kind, cls in sorted(kinds.items()):
+        module = inspect.getmodule(cls)
+        about = inspect.getdoc(module) or ""
+        lines = [f"# {kind}", "", about, ""]
+        for path, data in studies.get(kind, []):
+            name = path.stem
+            lines += [f"## Example: {name}", "",
+                      " ".join(str(data.get("description", "")).split()), "",
+                      f'```yaml title="studies/{path.name}"', path.read_text().strip(), "```", "",
+                      "From the project's folder:", "", "```bash",
+                      f"studyrun validate studies/{path.name}",
+                      f"studyrun plan studies/{path.name}     # the design, before any run",
+                      f"studyrun run studies/{path.name}      # into results/{data['name']}/",
+                      "```", "",
+                      f"Then open `results/{data['name']}/report.html`; analysis.json's "
+                      "`results` holds the numbers (see [the results folder]"
+                      "(../reference/results.md)).", ""]
+        pages[kind.replace("_", "-")] = "\n".join(lines)
+    return pages
+
+
+def analysis_classes(study) -> dict[str, type]:
+    """analysis type -> its spec class, from the Study model's analysis union."""
+    from typing import get_args
+
+    field = study.model_fields["analysis"].annotation
+    found = {}
+    stack = [field]
+    while stack:
+        item = stack.pop()
+        args = get_args(item)
+        if args:
+            stack.extend(args)
+        elif inspect.isclass(item) and "type" in getattr(item, "model_fields", {}):
+            for value in get_args(item.model_fields["type"].annotation):
+                found[value] = item
+    return found
