@@ -13,7 +13,10 @@ SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montec
          "sir-montecarlo", "lotka-volterra-sweep", "mass-spring-sweep", "daisyworld-sweep",
          "sales-force-montecarlo", "flowers-sobol", "flowers-morris", "ishigami-sobol", "bowl-doe",
          "tank-inflow", "chain-gradient", "correlated-sum-montecarlo", "ishigami-given-delta",
-         "ishigami-sobol-precision"]
+         "ishigami-sobol-precision", "ishigami-fast", "ishigami-rbd-fast", "ishigami-pawn",
+         "ishigami-dgsm", "flowers-local", "flowers-optimize", "zdt1-nsga2", "logistic-calibrate",
+         "ishigami-surrogate"]
+RESULTS_DOC = STUDIES.parent / "docs" / "reference" / "results.md"
 
 
 @pytest.mark.slow
@@ -46,6 +49,35 @@ def test_small_study_runs(tmp_path, name):
     analysis = json.loads((tmp_path / name / "analysis.json").read_text())
     assert analysis["runs"]["failed"] == 0
     assert (tmp_path / name / "report.md").exists() and (tmp_path / name / "runs.csv").exists()
+    assert undocumented(analysis, study.read_text()) == set(), f"add them to {RESULTS_DOC}"
+
+
+def undocumented(analysis: dict, study_text: str) -> set[str]:
+    """Keys of `results` (two levels deep) that docs/reference/results.md does not name; a
+    quantity's, parameter's or output's own name, a pair of compared methods and an objective's
+    text are names, not keys."""
+    import re
+
+    import yaml
+
+    documented = set(re.findall(r"`([^`]+)`", RESULTS_DOC.read_text()))
+    study = yaml.safe_load(study_text)
+    named = set(study.get("quantities") or {}) | set(study.get("parameters") or {})
+    per_name = {"L1", "S1", "values", "n", "mu_star", "r2", "q2", "vi", "delta_raw", "mean"}
+    found: set[str] = set()
+
+    def walk(value, depth: int) -> None:
+        if not isinstance(value, dict) or depth > 1:
+            return
+        for key, item in value.items():
+            a_name = (key in named or " vs " in key or "(" in key
+                      or (isinstance(item, dict) and per_name & set(item)))
+            if not a_name and key not in documented:
+                found.add(key)
+            walk(item, depth + 1)
+
+    walk(analysis["results"], 0)
+    return found
 
 
 def copy_with_earlier_steps(tmp_path):
