@@ -132,10 +132,14 @@ def tutorials() -> dict[str, str]:
         data = yaml.safe_load(path.read_text())
         studies.setdefault(data["analysis"]["type"], []).append((path, data))
     pages = {}
+    reference = (ROOT / "docs" / "reference" / "results.md").read_text()
     for kind, cls in sorted(kinds.items()):
         module = inspect.getmodule(cls)
         about = inspect.getdoc(module) or ""
         lines = [f"# {kind}", "", about, ""]
+        gives = results_section(reference, kind)
+        if gives:
+            lines += ["## What it gives", "", "analysis.json's `results`:", "", gives, ""]
         for path, data in studies.get(kind, []):
             name = path.stem
             lines += [f"## Example: {name}", "",
@@ -151,6 +155,17 @@ def tutorials() -> dict[str, str]:
                       "(../reference/results.md)).", ""]
         pages[kind.replace("_", "-")] = "\n".join(lines)
     return pages
+
+
+def results_section(reference: str, kind: str) -> str:
+    """The results folder reference's section for an analysis type (its `### kind` heading may
+    name several types: `fast and rbd_fast`)."""
+    sections = reference.split("\n### ")[1:]
+    for section in sections:
+        heading, _, body = section.partition("\n")
+        if kind in heading.replace(" and ", " ").split(" (")[0].split():
+            return f"*{heading.strip()}*: " + body.strip()
+    return ""
 
 
 def analysis_classes(study) -> dict[str, type]:
