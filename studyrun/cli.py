@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", type=Path, metavar="B", nargs="?", help="the other results folder")
     diff.add_argument("--rev", metavar="REV", help="compare study file A with itself at this git "
                                                    "revision (a branch, tag or commit)")
+    diff.add_argument("--results", type=Path, metavar="DIR",
+                      help="with --rev: the study's results folder; the revision's study is run "
+                           "beside it (reusing its runs) and their results compared")
     diff.add_argument("--fail-above", type=float, metavar="TOL",
                       help="exit 1 when a result moved by more than TOL (absolute), or beyond "
                            "the intervals the analysis gives it")
@@ -279,13 +282,17 @@ def command_status(args) -> int:
 def command_diff(args) -> int:
     from .diff import diff_folders, diff_revision
 
+    if args.results is not None and args.rev is None:
+        raise StudyError("--results goes with --rev: studyrun diff STUDY.yaml --rev REV "
+                         "--results DIR")
     if (args.rev is None) == (args.b is None):
         raise StudyError("studyrun diff takes two results folders (studyrun diff A B) or a study "
                          "file and a git revision (studyrun diff STUDY.yaml --rev main)")
     if args.fail_above is not None and not args.fail_above >= 0:
         raise StudyError(f"--fail-above must be a number of 0 or more; got {args.fail_above}")
     try:
-        found = diff_revision(args.a, args.rev) if args.rev else diff_folders(args.a, args.b)
+        found = (diff_revision(args.a, args.rev, args.results) if args.rev
+                 else diff_folders(args.a, args.b))
     except StudyrunError as error:  # not a results folder, not in git: the input is wrong
         raise StudyError(str(error)) from None
     if args.json:

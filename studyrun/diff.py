@@ -120,9 +120,12 @@ def diff_folders(a: Path, b: Path) -> Difference:
     return found
 
 
-def diff_revision(study: Path, revision: str) -> Difference:
+def diff_revision(study: Path, revision: str, results: Path | None = None) -> Difference:
     """A study file against itself at a git revision (its repository's files at that revision,
-    for the model and data it names): the study's changes and the planned runs they share."""
+    for the model and data it names): the study's changes and the planned runs they share; and,
+    given the current study's results folder, the revision's results too: its study is run into
+    a temporary folder seeded with that folder's runs (those of the same identity are reused),
+    and every result that moved is listed."""
     study = Path(study).resolve()
     root = git(study.parent, "rev-parse", "--show-toplevel").strip()
     relative = study.relative_to(Path(root).resolve())
@@ -139,11 +142,51 @@ def diff_revision(study: Path, revision: str) -> Difference:
             raise StudyrunError(f"{relative} is not in revision {revision} of {root}")
         found.study = study_changes(read_yaml(old), read_yaml(study))
         planned = [planned_ids(path) for path in (old, study)]
-    found.runs = {"a": len(planned[0]), "b": len(planned[1]),
-                  "shared": len(set(planned[0]) & set(planned[1]))}
-    found.notes.append("runs are the two plans' (an iterative analysis plans its first run only); "
-                       "results are compared between results folders: studyrun diff A B")
+        found.runs = {"a": len(planned[0]), "b": len(planned[1]),
+                      "shared": len(set(planned[0]) & set(planned[1]))}
+        found.notes.append("runs are the two plans' (an iterative analysis plans its first run "
+                           "only)")
+        if results is None:
+            found.notes.append("give the study's results folder (--results DIR) to compare "
+                               "results too: the revision's study is then run beside it")
+            return found
+        from .outputs import read_analysis
+
+        current = read_analysis(Path(results))
+        earlier = run_revision(old, Path(results), Path(folder) / "revision-results")
+        found.b = f"{relative} (results in {results})"
+        found.results, found.compared = result_changes(read_analysis(earlier)["results"],
+                                                       current["results"])
+        reused = read_analysis(earlier)["runs"].get("reused", 0)
+        found.notes.append(f"the revision's study was run for this comparison, reusing {reused:,} "
+                           f"runs of {results}")
     return found
+
+
+def run_revision(study: Path, results: Path, out: Path) -> Path:
+    """`studyrun run` of the revision's study into `out`, its store first a copy of the results
+    folder's (so runs of the same identity are reused); without the copy when the two studies'
+    runs cannot share a store (other parameters or quantities)."""
+    import sqlite3
+    import sys
+
+    for seeded in (True, False):
+        out.mkdir(parents=True, exist_ok=True)
+        if seeded:
+            with sqlite3.connect(results / "runs.sqlite") as source, \
+                    sqlite3.connect(out / "runs.sqlite") as target:
+                source.backup(target)
+        done = subprocess.run([sys.executable, "-m", "studyrun", "run", str(study), "--out",
+                               str(out), "--quiet"], cwd=study.parent, capture_output=True,
+                              text=True)
+        if done.returncode == 0:
+            return out
+        for leftover in out.glob("runs.sqlite*"):
+            leftover.unlink()
+        if not seeded:
+            raise StudyrunError(f"the study at that revision did not run:\n"
+                                f"{done.stderr.strip()[-2000:]}")
+    raise AssertionError("unreachable")
 
 
 def git(folder: Path, *args: str) -> str:

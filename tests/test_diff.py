@@ -114,3 +114,28 @@ def test_wrong_input_is_a_clear_error(tmp_path, args, message):
     done = run_cli("diff", *args, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert message in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_a_revisions_results_are_run_beside_the_current_ones_and_compared(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(STUDIES / "ishigami.py", repo / "ishigami.py")
+    (repo / "study.yaml").write_text(MONTECARLO)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    (repo / "study.yaml").write_text(MONTECARLO.replace("samples: 256", "samples: 512"))
+    current = studyrun.run(repo / "study.yaml", tmp_path / "current")
+    done = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results", tmp_path / "current",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    changed = {c["key"]: c for c in found["results"]["changed"]}
+    assert changed["y.n"]["a"] == 256 and changed["y.n"]["b"] == 512
+    assert changed["y.mean"]["b"] == current.results["y"]["mean"]
+    assert any("reusing 256 runs" in note for note in found["notes"]), found["notes"]
+    guarded = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results",
+                      tmp_path / "current", "--fail-above", "1e-12")
+    assert guarded.returncode == 1 and "BEYOND" in guarded.stdout
