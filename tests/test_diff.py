@@ -73,8 +73,9 @@ def test_sobol_results_are_judged_by_their_intervals(tmp_path):
     assert run_cli("diff", a, b, "--fail-above", "1e9").returncode == (1 if beyond else 0)
 
 
-@pytest.mark.slow
-def test_a_study_against_a_git_revision_of_itself(tmp_path):
+def committed_study(tmp_path):
+    """A git repository holding the Monte Carlo study and its model, committed once; and the
+    git command for it."""
     repo = tmp_path / "repo"
     repo.mkdir()
     shutil.copy(STUDIES / "ishigami.py", repo / "ishigami.py")
@@ -83,6 +84,12 @@ def test_a_study_against_a_git_revision_of_itself(tmp_path):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    return repo, git
+
+
+@pytest.mark.slow
+def test_a_study_against_a_git_revision_of_itself(tmp_path):
+    repo, git = committed_study(tmp_path)
     (repo / "study.yaml").write_text(MONTECARLO.replace("samples: 256", "samples: 1024").replace(
         "x3: {distribution: uniform, low: -3.141592653589793", "x3: {distribution: uniform, low: -3"))
     done = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--json")
@@ -118,14 +125,7 @@ def test_wrong_input_is_a_clear_error(tmp_path, args, message):
 
 @pytest.mark.slow
 def test_a_revisions_results_are_run_beside_the_current_ones_and_compared(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    shutil.copy(STUDIES / "ishigami.py", repo / "ishigami.py")
-    (repo / "study.yaml").write_text(MONTECARLO)
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    repo, git = committed_study(tmp_path)
     (repo / "study.yaml").write_text(MONTECARLO.replace("samples: 256", "samples: 512"))
     current = studyrun.run(repo / "study.yaml", tmp_path / "current")
     done = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results", tmp_path / "current",
