@@ -185,13 +185,18 @@ def test_a_killed_search_resumes_and_ends_with_the_same_front(tmp_path):
 
 @pytest.mark.slow
 def test_the_front_does_not_depend_on_scheduler_or_batch_size(tmp_path):
-    fronts = []
-    for execution in ("{scheduler: sync}", "{scheduler: local, workers: 2, batch_size: 7}"):
+    """One process, then a LocalCluster of two workers with batch sizes 1, the default and 64."""
+    fronts, ran = [], []
+    for execution in ("{scheduler: sync}", *(f"{{scheduler: local, workers: 2, batch_size: {b}}}"
+                                             for b in (1, "auto", 64))):
         folder = tmp_path / str(len(fronts))
         folder.mkdir()
-        fronts.append(example(folder, "zdt1-nsga2", execution, **{
-            "population: 60": "population: 24", "generations: 100": "generations: 8"}).results)
-    assert fronts[0] == fronts[1]
+        done = example(folder, "zdt1-nsga2", execution, **{
+            "population: 60": "population: 24", "generations: 100": "generations: 8"})
+        fronts.append(done.results)
+        ran.append(done.analysis["execution"]["scheduler"])
+    assert fronts[0] == fronts[1] == fronts[2] == fronts[3]
+    assert ran[0] == "sync" and all(s != "sync" for s in ran[1:]), ran
 
 
 FAILING = """
