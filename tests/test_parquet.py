@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pandas
 import pytest
-from conftest import STUDIES, write_study
+from conftest import STUDIES, run_cli, write_study
 
 import studyrun
 from studyrun.store import RunStore
@@ -86,3 +86,16 @@ def test_parquet_without_pyarrow_is_a_located_error(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"{path}:" in done.stderr and "execution.export: " in done.stderr
     assert "pip install 'studyrun[parquet]'" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_example_study_exports_parquet_from_the_command_line(tmp_path):
+    done = run_cli("run", STUDIES / "sales-force-montecarlo.yaml", "--out", tmp_path, "--quiet",
+                   "--scheduler", "threads")
+    assert done.returncode == 0, done.stderr
+    results = studyrun.open_results(tmp_path)
+    runs, series = results.runs, results.series
+    assert len(runs) == 500 and runs["status"].eq("ok").all()
+    assert set(series["output"]) >= {"sales_force", "new_hires"}
+    final = series[series["output"] == "sales_force"].groupby("run")["value"].last()
+    np.testing.assert_array_equal(final.to_numpy(), runs["final_sales_force"].to_numpy())
