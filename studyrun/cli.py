@@ -35,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"studyrun: {terminal_safe(str(error))}", file=sys.stderr)  # may quote a model's stderr
         return 1
+    except BrokenPipeError:  # the reader of stdout went away (| head): nothing more to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 1
     except (OSError, sqlite3.Error) as error:  # a full disk, a read-only folder: say which file
         if args.debug:
             raise

@@ -139,3 +139,15 @@ def test_a_revisions_results_are_run_beside_the_current_ones_and_compared(tmp_pa
     guarded = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results",
                       tmp_path / "current", "--fail-above", "1e-12")
     assert guarded.returncode == 1 and "BEYOND" in guarded.stdout
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(tmp_path):
+    """`studyrun ... | head`: the reader closes the pipe; no error about the results folder."""
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "studyrun", "schema"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    process.stdout.close()  # as `head` does once it has its lines (the schema is ~100 kB)
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert stderr == "", stderr
