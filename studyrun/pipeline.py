@@ -28,6 +28,7 @@ from .plan.runs import (
     CHUNK_ROWS,
     PlannedRuns,
     read_outcome,
+    remove_unexported,
     series_kept,
     series_wanted,
     write_parquets,
@@ -198,12 +199,13 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]
     table = store.read(ids)
-    if "csv" in study.execution.export:
+    export = study.execution.export
+    remove_unexported(folder, export)
+    if "csv" in export:
         write_csv(folder / "runs.csv", list(context.varied), store.quantities, [(0, table)])
-    else:
-        (folder / "runs.csv").unlink(missing_ok=True)
-    write_parquets(folder, study.execution.export, list(context.varied), store,
-                   lambda: [(0, table)], store.locate(ids)[0].tobytes())
+    if "parquet" in export:
+        write_parquets(folder, list(context.varied), store, lambda: [(0, table)],
+                       store.locate(ids)[0].tobytes())
     totals, succeeded = runner.totals, int(table.ok.sum())
     analysis = {
         "study": study.name, "analysis": study.analysis.type,

@@ -149,11 +149,9 @@ class PlannedRuns:
         of several chunks on a machine of several cores; otherwise after the block. It is kept
         as it is when it was written from these very records (its stamp in the store says so,
         and the file is as written), since records never change."""
-        stamp = {"records": hashlib.sha256(self.seqs().tobytes() + json.dumps(
-            [CSV_FORMAT, self.names, self.store.quantities]).encode()).hexdigest()}
-        written = file_stamp(path, stamp)
+        stamp = records_stamp(self.seqs().tobytes(), CSV_FORMAT, self.names, self.store.quantities)
         processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        if written is not None and written == self.store.meta("runs_csv"):
+        if up_to_date(path, stamp, self.store, "runs_csv"):
             yield
             return
         if self.chunked and processes > 1:
@@ -173,40 +171,58 @@ class PlannedRuns:
         """The runs as `execution.export` asks: runs.csv (while the block runs, see
         writing_csv) and runs.parquet with series.parquet (after it); an export not asked for
         is removed, so none is left from an earlier run of the study."""
-        csv = Path(folder) / "runs.csv"
+        remove_unexported(folder, export)
         if "csv" in export:
-            with self.writing_csv(csv):
+            with self.writing_csv(Path(folder) / "runs.csv"):
                 yield
         else:
-            csv.unlink(missing_ok=True)
             yield
-        write_parquets(folder, export, self.names, self.store, self.tables,
-                       self.seqs().tobytes())
+        if "parquet" in export:
+            write_parquets(folder, self.names, self.store, self.tables, self.seqs().tobytes())
 
 
-def write_parquets(folder: Path, export: list[str], names: list[str], store: RunStore,
-                   tables, records: bytes) -> None:
-    """runs.parquet and series.parquet when `export` asks for parquet, each kept as it is when
-    written from these very records (its stamp in the store); otherwise removed."""
-    folder = Path(folder)
-    paths = {"runs_parquet": folder / "runs.parquet", "series_parquet": folder / "series.parquet"}
-    if "parquet" not in export:
-        for path in paths.values():
-            path.unlink(missing_ok=True)
-        return
+EXPORTED = {"csv": ("runs.csv",), "parquet": ("runs.parquet", "series.parquet")}
+
+
+def remove_unexported(folder: Path, export: list[str]) -> None:
+    """Remove the files of the formats `execution.export` no longer asks for, so that none is
+    left from an earlier run of the study."""
+    for kind, names in EXPORTED.items():
+        if kind not in export:
+            for name in names:
+                (Path(folder) / name).unlink(missing_ok=True)
+
+
+def write_parquets(folder: Path, names: list[str], store: RunStore, tables,
+                   records: bytes) -> None:
+    """runs.parquet, and series.parquet when the store keeps series, each kept as it is when
+    written from these very records (its stamp in the store)."""
     from ..runs_parquet import PARQUET_FORMAT, write_parquet, write_series_parquet
 
-    stamp = {"records": hashlib.sha256(records + json.dumps(
-        [PARQUET_FORMAT, names, store.quantities]).encode()).hexdigest()}
-    key, path = "runs_parquet", paths["runs_parquet"]
-    if file_stamp(path, stamp) is None or file_stamp(path, stamp) != store.meta(key):
+    stamp = records_stamp(records, PARQUET_FORMAT, names, store.quantities)
+    path = Path(folder) / "runs.parquet"
+    if not up_to_date(path, stamp, store, "runs_parquet"):
         write_parquet(path, names, store.quantities, tables())
-        store.set_meta(**{key: file_stamp(path, stamp)})
-    key, path = "series_parquet", paths["series_parquet"]
-    if file_stamp(path, stamp) is None or file_stamp(path, stamp) != store.meta(key):
+        store.set_meta(runs_parquet=file_stamp(path, stamp))
+    path = Path(folder) / "series.parquet"
+    if not store.series_reader().longest():  # no series kept: no store-wide read for them
+        path.unlink(missing_ok=True)
+    elif not up_to_date(path, stamp, store, "series_parquet"):
         ids = np.concatenate([table.ids for _, table in tables()] + [np.zeros(0, np.int64)])
         if write_series_parquet(path, ids, store.series_reader()):
-            store.set_meta(**{key: file_stamp(path, stamp)})
+            store.set_meta(series_parquet=file_stamp(path, stamp))
+
+
+def records_stamp(records: bytes, layout: int, names: list[str], quantities: list[str]) -> dict:
+    """What an export of runs rests on: the records it was written from, and its layout."""
+    return {"records": hashlib.sha256(records + json.dumps(
+        [layout, names, quantities]).encode()).hexdigest()}
+
+
+def up_to_date(path: Path, stamp: dict, store: RunStore, key: str) -> bool:
+    """Whether the file is as it was written from these records (the store's meta `key`)."""
+    written = file_stamp(path, stamp)
+    return written is not None and written == store.meta(key)
 
 
 def file_stamp(path: Path, stamp: dict) -> dict | None:

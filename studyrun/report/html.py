@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 import re
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def build_html(folder: Path, text: str, title: str) -> str:
     import markdown
 
     body = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
-    count = iter(range(1, 1_000_000))
+    count = itertools.count(1)
     body = _IMAGE.sub(lambda m: figure(Path(folder) / "figures", m.group(2),
                                        html.unescape(m.group(1)), next(count)), body)
     return PAGE.format(title=html.escape(title), style=STYLE, script=SCRIPT, long=LONG, body=body)

@@ -21,7 +21,7 @@ import numpy as np
 from ...core.design import Evaluate, Outcome
 from ...core.errors import StudyError
 from ...core.numbers import finite_or_none
-from ...params import sample_unit
+from ...params import map_unit, sample_unit
 from ..search.batching import Evaluations
 from ..search.fit import Box, make_box
 from .terms import Constraint, constraint, statistic
@@ -152,8 +152,7 @@ def draw_scenarios(uncertain: dict[str, Any], count: int, seed: np.random.SeedSe
     """`count` draws of the uncertain parameters (a Latin hypercube), natural values."""
     if not uncertain:
         return np.zeros((1, 0))
-    unit = sample_unit(count, len(uncertain), "lhs", seed.spawn(1)[0])
-    return np.column_stack([p.ppf(unit[:, j]) for j, p in enumerate(uncertain.values())])
+    return map_unit(uncertain, sample_unit(count, len(uncertain), "lhs", seed.spawn(1)[0]))
 
 
 def algorithm_for(spec: Any, objectives: int, seed: int):
