@@ -88,12 +88,11 @@ class Difference:
                       + (f", {len(self.moved(tolerance))} beyond the tolerance {tolerance:g} "
                          "or their intervals" if tolerance is not None else "")]
             for m in self.results:
-                change = "" if m.change is None else f" ({m.change:+.6g}"
-                interval = "" if m.interval is None else f"; intervals allow {m.interval:.3g}"
-                close = ")" if change else ""
+                detail = ([] if m.change is None else [f"{m.change:+.6g}"]) + (
+                    [] if m.interval is None else [f"intervals allow {m.interval:.3g}"])
                 flag = "  BEYOND" if tolerance is not None and m.beyond(tolerance) else ""
-                lines.append(f"  {m.key}: {show(m.before)} -> {show(m.after)}{change}{interval}"
-                             f"{close}{flag}")
+                lines.append(f"  {m.key}: {show(m.before)} -> {show(m.after)}"
+                             + (f" ({'; '.join(detail)})" if detail else "") + flag)
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -165,28 +164,29 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
 
 def run_revision(study: Path, results: Path, out: Path) -> Path:
     """`studyrun run` of the revision's study into `out`, its store first a copy of the results
-    folder's (so runs of the same identity are reused); without the copy when the two studies'
-    runs cannot share a store (other parameters or quantities)."""
+    folder's (so runs of the same identity are reused); with a store of its own when the two
+    studies' runs cannot share one (other parameters or quantities)."""
     import sqlite3
     import sys
 
-    for seeded in (True, False):
-        out.mkdir(parents=True, exist_ok=True)
-        if seeded:
-            with sqlite3.connect(results / "runs.sqlite") as source, \
-                    sqlite3.connect(out / "runs.sqlite") as target:
-                source.backup(target)
-        done = subprocess.run([sys.executable, "-m", "studyrun", "run", str(study), "--out",
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "studyrun", "run", str(study), "--out",
                                str(out), "--quiet"], cwd=study.parent, capture_output=True,
                               text=True)
-        if done.returncode == 0:
-            return out
+
+    out.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(results / "runs.sqlite") as source, \
+            sqlite3.connect(out / "runs.sqlite") as target:
+        source.backup(target)
+    done = run()
+    if done.returncode != 0:  # the copied store refused: the revision's study on its own
         for leftover in out.glob("runs.sqlite*"):
             leftover.unlink()
-        if not seeded:
-            raise StudyrunError(f"the study at that revision did not run:\n"
-                                f"{done.stderr.strip()[-2000:]}")
-    raise AssertionError("unreachable")
+        done = run()
+    if done.returncode != 0:
+        raise StudyrunError(f"the study at that revision did not run:\n"
+                            f"{done.stderr.strip()[-2000:]}")
+    return out
 
 
 def git(folder: Path, *args: str) -> str:

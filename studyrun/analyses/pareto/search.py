@@ -33,20 +33,18 @@ FAILED = 1e30  # a failed candidate's objectives (pymoo sorts it last by its fai
 
 @dataclass
 class Candidates:
-    """Every candidate evaluated, in order: unit-box rows, objectives (minimisation form),
-    total constraint violation, and the quantities or statistics reported with them."""
+    """Every candidate evaluated, in order: objectives (minimisation form), total constraint
+    violation, and whether its runs failed."""
 
-    unit: list[np.ndarray] = field(default_factory=list)
     objectives: list[np.ndarray] = field(default_factory=list)
     violation: list[np.ndarray] = field(default_factory=list)
     failed: list[np.ndarray] = field(default_factory=list)
-    shown: list[np.ndarray] = field(default_factory=list)
 
-    def add(self, unit, objectives, violation, failed, shown) -> None:
-        for store, value in ((self.unit, unit), (self.objectives, objectives),
-                             (self.violation, violation), (self.failed, failed),
-                             (self.shown, shown)):
-            store.append(value)
+    def add(self, objectives: np.ndarray, violations: np.ndarray) -> None:
+        """A batch's objectives and violations (pymoo's G, its last column the failed runs)."""
+        self.objectives.append(objectives)
+        self.violation.append(violations.sum(axis=1))
+        self.failed.append(violations[:, -1] > 0)
 
     def stacked(self, name: str) -> np.ndarray:
         return np.concatenate(getattr(self, name))
@@ -104,8 +102,8 @@ class Problem:
         """(F, G) for pymoo: objectives in minimisation form, violations (<= 0 where met) with a
         last column that is 1 for a candidate whose runs failed; every candidate is kept."""
         unit = np.atleast_2d(np.asarray(unit, dtype=float))
-        objectives, violations, shown = self.assess(unit)
-        self.candidates.add(unit, objectives, violations.sum(axis=1), violations[:, -1] > 0, shown)
+        objectives, violations, _ = self.assess(unit)
+        self.candidates.add(objectives, violations)
         return objectives, violations
 
     def shown_values(self, unit: np.ndarray) -> np.ndarray:
