@@ -91,6 +91,24 @@ def write_study(folder: Path, text: str, name: str = "study.yaml") -> Path:
     return path
 
 
+def run_example(folder: Path, name: str, execution: str = "{scheduler: sync}", **changes):
+    """The example study studies/NAME.yaml, its texts replaced as `changes` says, run in folder
+    (beside the studies' model modules and models/) into folder/out with `execution` (when it
+    has no execution block of its own); its Results."""
+    import studyrun
+
+    text = (STUDIES / f"{name}.yaml").read_text()
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    for module in STUDIES.glob("*.py"):
+        (folder / module.name).write_text(module.read_text())
+    if not (folder / "models").exists():
+        (folder / "models").symlink_to(STUDIES / "models")
+    if "execution:" not in text:
+        text += f"execution: {execution}\n"
+    return studyrun.run(write_study(folder, text, f"{name}.yaml"), folder / "out")
+
+
 def context_of(parameters: dict, model=None, folder: Path = Path("."), quantities=None):
     """The StudyContext a study with these parameters gives its analysis (a python model unless
     another is given), for calling an analysis's hooks directly."""

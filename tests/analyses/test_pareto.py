@@ -9,19 +9,9 @@ import re
 import numpy as np
 import pytest
 import yaml
-from conftest import STUDIES, killed_and_resumed, run_cli, write_study
+from conftest import STUDIES, killed_and_resumed, run_cli, run_example, write_study
 
 import studyrun
-
-
-def example(tmp_path, name: str, execution: str = "{scheduler: sync}", **changes) -> object:
-    """An example study of studies/, run here (its model module beside it) with `execution`."""
-    text = (STUDIES / f"{name}.yaml").read_text()
-    for old, new in changes.items():
-        text = text.replace(old, new)
-    (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
-    path = write_study(tmp_path, text + f"execution: {execution}\n", f"{name}.yaml")
-    return studyrun.run(path, tmp_path / "out")
 
 
 def objectives(front, names=("f1", "f2")) -> np.ndarray:
@@ -32,7 +22,7 @@ def objectives(front, names=("f1", "f2")) -> np.ndarray:
 def test_zdt1_front_lies_on_the_true_one_with_its_hypervolume(tmp_path):
     """ZDT1, 5 variables, 100 generations of 60: every front point within 0.02 of
     f2 = 1 - sqrt(f1), and a hypervolume against (1, 1) of at least 0.64 (the true one's: 2/3)."""
-    results = example(tmp_path, "zdt1-nsga2").results
+    results = run_example(tmp_path, "zdt1-nsga2").results
     f = objectives(results["pareto"])
     assert len(f) >= 30
     assert np.abs(f[:, 1] - (1 - np.sqrt(f[:, 0]))).max() < 0.02
@@ -136,7 +126,7 @@ def test_nsga3_on_dtlz2_finds_the_sphere_and_draws_parallel_coordinates(tmp_path
 def test_robust_front_is_the_closed_form_over_the_common_scenarios(tmp_path):
     """Every candidate is run over the same 64 draws of u; mean((x - u)^2) = (x - m)^2 + v, and
     the front spans x from m to where the 90th percentile of (x - u)^2 reaches 3."""
-    result = example(tmp_path, "shifted-squares-robust")
+    result = run_example(tmp_path, "shifted-squares-robust")
     runs = result.runs
     u = np.unique(runs["u"])
     assert len(u) == 64
@@ -191,7 +181,7 @@ def test_the_front_does_not_depend_on_scheduler_or_batch_size(tmp_path):
                                              for b in (1, "auto", 64))):
         folder = tmp_path / str(len(fronts))
         folder.mkdir()
-        done = example(folder, "zdt1-nsga2", execution, **{
+        done = run_example(folder, "zdt1-nsga2", execution, **{
             "population: 60": "population: 24", "generations: 100": "generations: 8"})
         fronts.append(done.results)
         ran.append(done.analysis["execution"]["scheduler"])

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import STUDIES, run_cli
+from conftest import run_cli, run_example
 
 import studyrun
 
@@ -52,20 +52,6 @@ def open_report(browser, folder: Path):
     return page, errors, requests
 
 
-def run(tmp_path: Path, name: str, **changes) -> Path:
-    text = (STUDIES / f"{name}.yaml").read_text()
-    for old, new in changes.items():
-        text = text.replace(old, new)
-    for module in STUDIES.glob("*.py"):
-        (tmp_path / module.name).write_text(module.read_text())
-    if (STUDIES / "models").exists() and not (tmp_path / "models").exists():
-        (tmp_path / "models").symlink_to(STUDIES / "models")
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text + "execution: {scheduler: threads}\n" if "execution:" not in text else text)
-    studyrun.run(path, tmp_path / "out")
-    return tmp_path / "out"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name, changes, tip", [
     ("ishigami-sobol", {}, "S1 of x1: "),  # each bar: its index and interval
@@ -74,7 +60,7 @@ def run(tmp_path: Path, name: str, **changes) -> Path:
     ("flowers-morris", {}, None),
 ])
 def test_the_page_renders_every_figure_and_table_offline(browser, tmp_path, name, changes, tip):
-    folder = run(tmp_path, name, **changes)
+    folder = run_example(tmp_path, name, "{scheduler: threads}", **changes).folder
     markdown = (folder / "report.md").read_text()
     page, errors, requests = open_report(browser, folder)
     page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
@@ -133,7 +119,7 @@ def test_a_long_table_filters_and_every_table_sorts(browser, tmp_path):
 
 @pytest.mark.slow
 def test_studyrun_report_rebuilds_the_same_page(tmp_path):
-    folder = run(tmp_path, "bowl-doe")
+    folder = run_example(tmp_path, "bowl-doe", "{scheduler: threads}").folder
     first = (folder / "report.html").read_text()
     (folder / "report.html").unlink()
     done = run_cli("report", folder)
