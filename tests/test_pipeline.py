@@ -80,8 +80,9 @@ def run_scalar(study_dir, scheduler, batch, out):
 @pytest.mark.slow
 def test_results_do_not_depend_on_scheduler_or_batch_size(study_dir, dask_scheduler):
     reference = run_scalar(study_dir, "sync", "auto", "sync")
-    for scheduler, batch in [("threads", 7), ("local", 50), (dask_scheduler, 13)]:
-        other = run_scalar(study_dir, scheduler, batch, f"out-{batch}")
+    cases = [("threads", 1), ("threads", 7), ("local", 64), (dask_scheduler, 13)]
+    for i, (scheduler, batch) in enumerate(cases):
+        other = run_scalar(study_dir, scheduler, batch, f"out-{i}")
         assert other.results == reference.results, scheduler
         assert other.analysis["execution"]["scheduler"] == scheduler
         ids = other.runs.sort_values("run")["id"].tolist()
