@@ -195,6 +195,22 @@ def test_montecarlo_figures_draw_the_same_whatever_the_number_of_runs(tmp_path):
         assert len(offsets) == SCATTER_POINTS
         assert offsets[0][1] == y[1]  # the first runs that succeeded, in run order
     assert (tmp_path / "figures" / "scatter-y.png").exists()
+    # the SVG holds each dense cloud as one picture, its axes and text as vectors
+    svg = (tmp_path / "figures" / "scatter-y.svg").read_text()
+    assert svg.count("<image ") == 2 and 'id="text_' in svg  # tick labels drawn as paths
+    assert len(svg) < 300_000  # 2.2 MB with a vector element per marker
+
+
+def test_a_scatter_with_tooltips_stays_vector_whatever_its_size(tmp_path):
+    from studyrun.report.figures import RASTER_POINTS
+
+    figures = Figures(tmp_path)
+    fig, ax = figures.new()
+    points = ax.scatter(np.arange(2 * RASTER_POINTS), np.arange(2 * RASTER_POINTS))
+    figures.tip(points, "every point")
+    figures.save(fig, "tipped")
+    svg = (tmp_path / "tipped.svg").read_text()
+    assert "<image " not in svg and 'class="tip"' in svg
 
 
 def test_sweep_draws_one_line_per_combination_of_the_other_parameters(tmp_path):

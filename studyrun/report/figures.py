@@ -21,6 +21,9 @@ import numpy as np
 
 # Most points a scatter shows; a denser cloud reads the same and only costs drawing time.
 SCATTER_POINTS = 5000
+# A collection of more markers than this is drawn into the SVG as one picture (at DPI), as in
+# the PNG: a vector element per marker made the SVG 2 MB and cost a second to write.
+RASTER_POINTS = 1000
 DPI = 110
 PNG = {"compress_level": 1}  # zlib level 1: lossless, as small as level 6 here and ~3x faster
 PAD = 1.08  # tight_layout's padding, in units of the font size
@@ -61,12 +64,13 @@ class Figures:
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             lay_out(fig)
+            rasterize_dense(fig)
             with replacing(self.folder / f"{name}.png") as temporary:
                 fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
             # the same bytes for the same figure: no date, ids hashed with a fixed salt
             with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
                     replacing(self.folder / f"{name}.svg") as temporary:
-                fig.savefig(temporary, format="svg", metadata={"Date": None})
+                fig.savefig(temporary, format="svg", dpi=DPI, metadata={"Date": None})
                 if self._tips:
                     temporary.write_text(with_titles(temporary.read_text(), self._tips))
         except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
@@ -85,6 +89,15 @@ class Figures:
             unique = f"{name}-{k}"
         self._names[unique.lower()] = unique
         return unique
+
+
+def rasterize_dense(fig) -> None:
+    """Marks every collection of more than RASTER_POINTS markers, but those with tooltips, to be
+    drawn as a picture in vector output; axes, ticks and text stay vectors."""
+    for ax in fig.axes:
+        for collection in ax.collections:
+            if collection.get_gid() is None and len(collection.get_offsets()) > RASTER_POINTS:
+                collection.set_rasterized(True)
 
 
 def with_titles(svg: str, tips: dict[str, str]) -> str:
