@@ -295,6 +295,10 @@ def command_diff(args) -> int:
                          "file and a git revision (studyrun diff STUDY.yaml --rev main)")
     if args.fail_above is not None and not args.fail_above >= 0:
         raise StudyError(f"--fail-above must be a number of 0 or more; got {args.fail_above}")
+    if args.fail_above is not None and args.rev is not None and args.results is None:
+        raise StudyError("--fail-above guards results, and a study against a revision compares "
+                         "results only with --results DIR (the study's results folder): "
+                         "studyrun diff STUDY.yaml --rev REV --results DIR --fail-above TOL")
     try:
         found = (diff_revision(args.a, args.rev, args.results) if args.rev
                  else diff_folders(args.a, args.b))
@@ -374,7 +378,8 @@ def command_predict(args) -> int:
 def command_report(args) -> int:
     from .results import rebuild_report
 
-    print(f"wrote {rebuild_report(args.folder, args.out)}")
+    report = rebuild_report(args.folder, args.out)
+    print(f"wrote {report}, {report.with_suffix('.html').name} and {report.parent / 'figures'}/")
     return 0
 
 

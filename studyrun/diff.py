@@ -87,14 +87,45 @@ class Difference:
             lines += ["", f"results: {len(self.results)} of {self.compared} numbers changed"
                       + (f", {len(self.moved(tolerance))} beyond the tolerance {tolerance:g} "
                          "or their intervals" if tolerance is not None else "")]
-            for m in self.results:
-                detail = ([] if m.change is None else [f"{m.change:+.6g}"]) + (
-                    [] if m.interval is None else [f"intervals allow {m.interval:.3g}"])
-                flag = "  BEYOND" if tolerance is not None and m.beyond(tolerance) else ""
-                lines.append(f"  {m.key}: {show(m.before)} -> {show(m.after)}"
-                             + (f" ({'; '.join(detail)})" if detail else "") + flag)
+            for pattern, group in grouped(self.results):
+                lines += [described(m, tolerance) for m in group] if len(group) <= LISTED else [
+                    summarised(pattern, group, tolerance)]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+LISTED = 10  # changed numbers of one list (same key but for the items' indices) shown one by one
+
+
+def described(m: Moved, tolerance: float | None) -> str:
+    detail = ([] if m.change is None else [f"{m.change:+.6g}"]) + (
+        [] if m.interval is None else [f"intervals allow {m.interval:.3g}"])
+    flag = "  BEYOND" if tolerance is not None and m.beyond(tolerance) else ""
+    return (f"  {m.key}: {show(m.before)} -> {show(m.after)}"
+            + (f" ({'; '.join(detail)})" if detail else "") + flag)
+
+
+def summarised(pattern: str, group: list[Moved], tolerance: float | None) -> str:
+    """One line for many changed numbers of a list (every candidate an optimisation evaluated)."""
+    changes = [abs(m.change) for m in group if m.change is not None]
+    beyond = sum(m.beyond(tolerance) for m in group) if tolerance is not None else 0
+    return (f"  {pattern}: {len(group):,} numbers changed"
+            + (f", the largest by {max(changes):.6g}" if changes else "")
+            + (f"  BEYOND: {beyond:,}" if beyond else "") + " (--json lists each)")
+
+
+def grouped(moved: list[Moved]) -> list[tuple[str, list[Moved]]]:
+    """The changed numbers by their key with list indices as *, in order of first appearance."""
+    groups: dict[str, list[Moved]] = {}
+    for m in moved:
+        pattern = ".".join("*" if part.isdigit() else part for part in m.key.split("."))
+        groups.setdefault(pattern, []).append(m)
+    return list(groups.items())
+
+
+def natural(key: str) -> tuple:
+    """A dotted key's sort order with list indices as numbers: x.2 before x.10."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in key.split("."))
 
 
 def show(value: Any) -> str:
@@ -113,7 +144,9 @@ def diff_folders(a: Path, b: Path) -> Difference:
     first, second = read_analysis(Path(a)), read_analysis(Path(b))
     found = Difference(str(a), str(b))
     found.study = study_changes(read_yaml(Path(a) / "study.yaml"), read_yaml(Path(b) / "study.yaml"))
-    ids = [recorded_ids(Path(folder) / "runs.sqlite") for folder in (a, b)]
+    stored = [stored_context(Path(folder) / "runs.sqlite") for folder in (a, b)]
+    with_files(found, *(context[1] for context in stored))
+    ids = [context[0] for context in stored]
     found.runs = {"a": len(ids[0]), "b": len(ids[1]), "shared": len(set(ids[0]) & set(ids[1]))}
     found.results, found.compared = result_changes(first["results"], second["results"])
     return found
@@ -139,12 +172,14 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
         old = Path(folder) / relative
         if not old.exists():
             raise StudyrunError(f"{relative} is not in revision {revision} of {root}")
-        found.study = study_changes(read_yaml(old), read_yaml(study))
-        planned = [planned_ids(path) for path in (old, study)]
-        found.runs = {"a": len(planned[0]), "b": len(planned[1]),
-                      "shared": len(set(planned[0]) & set(planned[1]))}
-        found.notes.append("runs are the two plans' (an iterative analysis plans its first run "
-                           "only)")
+        overlay_untracked(Path(root), Path(folder))
+        found.study = study_changes(resolved_source(old), resolved_source(study))
+        plans = [planned(path, label) for path, label in ((old, f"at {revision}"), (study, "now"))]
+        with_files(found, *(plan.files for plan in plans))
+        if all(plan.ids is not None for plan in plans):
+            ids = [plan.ids for plan in plans]
+            found.runs = {"a": len(ids[0]), "b": len(ids[1]), "shared": len(set(ids[0]) & set(ids[1]))}
+        found.notes += [plan.note for plan in plans if plan.note]
         if results is None:
             found.notes.append("give the study's results folder (--results DIR) to compare "
                                "results too: the revision's study is then run beside it")
@@ -160,6 +195,75 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
         found.notes.append(f"the revision's study was run for this comparison, reusing {reused:,} "
                            f"runs of {results}")
     return found
+
+
+def overlay_untracked(root: Path, tree: Path) -> None:
+    """Links into `tree` (a revision's files) what the working tree at `root` holds beside the
+    tracked files (results folders, data left out of git), so that the revision's study finds
+    them where the current one does."""
+    import os
+
+    for here, folders, files in os.walk(tree):
+        relative = Path(here).relative_to(tree)
+        counterpart = root / relative
+        if not counterpart.is_dir():
+            folders[:] = []
+            continue
+        present = set(folders) | set(files)
+        for entry in os.scandir(counterpart):
+            if entry.name not in present and not (relative == Path(".") and entry.name == ".git"):
+                (Path(here) / entry.name).symlink_to(entry.path)
+
+
+@dataclass
+class Planned:
+    """One side of a revision's comparison: its planned run identities and the files its runs
+    depend on (None where the study could not be planned, with a note saying why)."""
+
+    ids: list[int] | None
+    files: dict[str, str] | None
+    note: str = ""
+
+
+def planned(path: Path, label: str) -> Planned:
+    from .loading import load_study
+    from .plan.study import plan_study
+
+    try:
+        loaded = load_study(path)
+        files = loaded.dependencies()
+        plan = plan_study(loaded)
+    except StudyrunError as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return Planned(None, None, f"the study {label} could not be planned, so its runs are not "
+                                   f"compared: {first}")
+    note = ("runs are those the first round plans (an iterative analysis plans its first run "
+            "only)" if loaded.study.analysis.iterative else "")
+    return Planned(plan.run_ids.tolist(), files, note)
+
+
+def resolved_source(path: Path) -> dict[str, Any]:
+    """The study as a run's study.yaml keeps it: the model file it names inlined."""
+    from .loading import include_files
+    from .source import read_yaml as read_source
+
+    try:
+        data = include_files(read_source(path)).data
+    except StudyrunError:
+        return read_yaml(path)  # what can be read of it; planning it says what is wrong
+    return data if isinstance(data, dict) else {}
+
+
+def with_files(found: Difference, a: dict[str, str] | None, b: dict[str, str] | None) -> None:
+    """The files the runs depend on (the model's module and what it imports, data files) whose
+    contents differ, as the study's `files` block: each side's SHA-256, shortened."""
+    if a is None or b is None:
+        return
+    changed = [{"key": f"files.{name}", "a": a[name][:12] if name in a else None,
+                "b": b[name][:12] if name in b else None}
+               for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
+    if changed:
+        found.study["files"] = changed
 
 
 def run_revision(study: Path, results: Path, out: Path) -> Path:
@@ -249,7 +353,7 @@ def result_changes(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[Moved], i
     """The numbers that differ between two `results` blocks, each with its intervals where a
     key X_conf stands beside X (at the same place below it), and how many were compared."""
     left, right = numbers(a), numbers(b)
-    keys = sorted(set(left) | set(right))
+    keys = sorted(set(left) | set(right), key=natural)
     moved = []
     for key in keys:
         before, after = left.get(key), right.get(key)
@@ -273,15 +377,10 @@ def conf(values: dict[str, float | None], key: str) -> float | None:
     return None
 
 
-def recorded_ids(path: Path) -> list[int]:
-    from .store import RunStore
+def stored_context(path: Path) -> tuple[list[int], dict[str, str] | None]:
+    """A store's recorded run identities and the files its latest runs depended on."""
+    from .store import RunStore, latest_identity
 
     with RunStore.open_readonly(path) as store:
-        return store.recorded_ids().tolist()
-
-
-def planned_ids(path: Path) -> list[int]:
-    from .loading import load_study
-    from .plan.study import plan_study
-
-    return plan_study(load_study(path)).run_ids.tolist()
+        context = latest_identity(store.db)
+        return store.recorded_ids().tolist(), None if context is None else context.get("files")

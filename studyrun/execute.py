@@ -192,9 +192,12 @@ class Recorder:
         if failed and self.settings.on_failure == "abort":
             first = int(np.flatnonzero(~ok)[0])
             run_id = int(self.plan.run_ids[rows[first]]) & (2**64 - 1)
+            kept = self.counts.executed - self.counts.failed
+            reused = ("no run succeeded before it" if kept == 0 else
+                      f"the {kept} that succeeded {'is' if kept == 1 else 'are'} recorded and "
+                      "will be reused; failed runs are run again")
             raise ExecutionError(
-                f"run {run_id:016x} failed: {errors[first]}; "
-                f"{self.counts.executed} runs are recorded and will be reused. Set "
+                f"run {run_id:016x} failed: {errors[first]}; {reused}. Set "
                 "execution.on_failure: continue to go on past failed runs")
 
 

@@ -123,6 +123,9 @@ def read_analysis(folder: Path) -> dict:
     """analysis.json of a results folder, checked against its study.yaml."""
     folder = Path(folder)
     path = folder / "analysis.json"
+    if folder.is_file():
+        raise StudyrunError(f"{folder}: a file, not a results folder; give the folder a study's "
+                            "run wrote (results/NAME, or the --out of its run)")
     if not path.is_file():
         finished = "" if study_text(folder) is None else (
             " (study.yaml is here: its run did not finish; run it again to resume)")

@@ -14,6 +14,7 @@ one more per run); a run recorded again (a failure made again) is found at its l
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -88,6 +89,7 @@ class RunStore:
         self._batches: tuple[np.ndarray, np.ndarray] | None = None  # record seq, first run seq
         self._located: tuple | None = None  # the last locate: its ids, the index, the answer
         self._next_seq = 1
+        self._leaves_journal = False  # a reader that made the -wal and -shm files, to remove
 
     @classmethod
     def open(cls, path: Path, *, fresh: bool = False, lock: bool = True) -> "RunStore":
@@ -123,6 +125,8 @@ class RunStore:
         folder this process cannot write (an old format is upgraded in a copy in memory);
         `check=False` skips the pages' check, for a store this study has just checked."""
         path = Path(path)
+        journal = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+        made_journal = not any(f.exists() for f in journal) and os.access(path.parent, os.W_OK)
         try:
             db = connect_readonly(path)
             if check:
@@ -130,6 +134,7 @@ class RunStore:
             if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
                 db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
             store = cls(path, db, None)
+            store._leaves_journal = made_journal
             store._read_columns()
             if store.meta("format") in ("1", "2"):
                 store.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -148,6 +153,8 @@ class RunStore:
 
     def close(self) -> None:
         self.db.close()
+        if self._leaves_journal:
+            remove_journal(self.path)
         if self._lock is not None:
             release_lock(self._lock)
             self._lock = None
@@ -554,8 +561,9 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     one, the store, all of it in runs.sqlite then, is opened as immutable."""
     path = Path(path)
     if not path.is_file():
-        raise StoreError(f"{path.parent}: no runs.sqlite here; give the results folder of a "
-                         "study (results/<name>, or the --out of its run)")
+        found = "a file, not a results folder" if path.parent.is_file() else "no runs.sqlite here"
+        raise StoreError(f"{path.parent}: {found}; give the results folder of a study "
+                         "(results/<name>, or the --out of its run)")
     uri = f"{path.resolve().as_uri()}?mode=ro"
     wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
     if not shm.exists() and not os.access(path.parent, os.W_OK):
@@ -565,6 +573,19 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
                              "be written; copy the folder somewhere writable and read the copy")
         uri += "&immutable=1"
     return sqlite3.connect(uri, uri=True, timeout=10, check_same_thread=False)
+
+
+def remove_journal(path: Path) -> None:
+    """Removes the -wal and -shm files a read-only connection made and cannot remove itself (a
+    results folder tracked by DVC or Snakemake should look as `studyrun run` left it): the last
+    connection to close a WAL store removes them, so one is opened for writing and closed. A
+    study writing the store meanwhile keeps them, as SQLite's locks decide."""
+    with contextlib.suppress(sqlite3.Error):
+        db = sqlite3.connect(path, timeout=0)
+        try:
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        finally:
+            db.close()
 
 
 def unreadable(path: Path, error: sqlite3.DatabaseError) -> StoreError:

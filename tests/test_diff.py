@@ -111,10 +111,77 @@ def test_a_study_against_a_git_revision_of_itself(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_change_in_a_file_the_study_names_or_its_model_imports_is_a_change(tmp_path):
+    """The model's module, and a model file the study includes, are the study too: a revision
+    that changed only them says so, and why no run is shared."""
+    repo, git = committed_study(tmp_path)
+    (repo / "ishigami.py").write_text((repo / "ishigami.py").read_text() + "\n# edited\n")
+    found = json.loads(run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--json").stdout)
+    [change] = found["study"]["files"]
+    assert change["key"] == "files.ishigami.py" and change["a"] != change["b"]
+    assert found["runs"]["shared"] == 0
+    a = folder_of(tmp_path, "a", MONTECARLO)
+    (tmp_path / "ishigami.py").write_text((tmp_path / "ishigami.py").read_text() + "\n# edited\n")
+    b = tmp_path / "b"
+    studyrun.run(write_study(tmp_path, MONTECARLO, "b.yaml"), b)
+    folders = json.loads(run_cli("diff", a, b, "--json").stdout)
+    assert [c["key"] for c in folders["study"]["files"]] == ["files.ishigami.py"]
+
+    subprocess.run([*git, "checkout", "-q", "ishigami.py"], check=True)
+    (repo / "decay.yaml").write_text("type: ode\nstates: {n: n0}\nrates: {n: -k * n}\n"
+                                     "constants: {n0: 10, k: 0.5}\ntime: {start: 0, stop: 1, step: 0.1}\n")
+    (repo / "decay-study.yaml").write_text(
+        "name: decay\nmodel: {file: decay.yaml}\nparameters:\n  k: {bounds: [0.1, 1]}\n"
+        "quantities: {final_n: final(n)}\nanalysis: {type: sweep, levels: 4}\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "decay"], check=True)
+    (repo / "decay.yaml").write_text((repo / "decay.yaml").read_text().replace("n0: 10", "n0: 12"))
+    text = run_cli("diff", repo / "decay-study.yaml", "--rev", "HEAD")
+    assert text.returncode == 0, text.stderr
+    assert "model.constants.n0: 10 -> 12" in text.stdout and "shared by identity 0" in text.stdout
+
+
+@pytest.mark.slow
+def test_a_revision_of_a_study_that_grows_an_untracked_results_folder(tmp_path):
+    """analysis.from names a results folder git does not track: the revision's study finds it
+    where the current one does, and its results are compared."""
+    repo = tmp_path / "repo"
+    shutil.copytree(STUDIES, repo / "studies", ignore=shutil.ignore_patterns("*.csv"))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("results/\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "studies"], check=True)
+    for name in ("bowl-screen", "bowl-foldover"):
+        assert run_cli("run", f"studies/{name}.yaml", "--quiet", cwd=repo).returncode == 0
+    done = run_cli("diff", "studies/bowl-foldover.yaml", "--rev", "HEAD", "--results",
+                   "results/bowl-foldover", "--fail-above", "0", cwd=repo)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "runs: a 8, b 8, shared by identity 8" in done.stdout
+    assert "results: 0 of" in done.stdout
+
+
+def test_many_changed_numbers_of_one_list_are_one_line_and_indices_sort_as_numbers():
+    from studyrun.diff import Difference, Moved, natural
+
+    keys = [f"hypervolume.{i}" for i in range(12)]
+    assert sorted(keys, key=natural)[:3] == ["hypervolume.0", "hypervolume.1", "hypervolume.2"]
+    found = Difference("a", "b", results=[Moved(f"evaluated.{i}.{j}", 0.0, i + j / 10)
+                                          for i in range(30) for j in range(2)]
+                       + [Moved("y.mean", 1.0, 1.5)], compared=61)
+    text = found.as_text(0.1)
+    assert "  evaluated.*.*: 60 numbers changed, the largest by 29.1  BEYOND: 58 (" in text
+    assert "  y.mean: 1 -> 1.5 (+0.5)  BEYOND" in text
+    assert len(text.splitlines()) == 8
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["nowhere", "elsewhere"], "nowhere: no analysis.json here"),
     (["only-one"], "studyrun diff takes two results folders"),
     (["study.yaml", "--rev", "HEAD"], "failed in"),
+    (["study.yaml", "results"], "study.yaml: a file, not a results folder"),
+    (["study.yaml", "--rev", "HEAD", "--fail-above", "0"], "only with --results DIR"),
 ])
 def test_wrong_input_is_a_clear_error(tmp_path, args, message):
     (tmp_path / "study.yaml").write_text(MONTECARLO)

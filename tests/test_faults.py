@@ -246,7 +246,8 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
     assert status == 0 and listed.count("\nrun ") + 1 == result.analysis["runs"]["failed"]
     strict = write_study(study_dir, study.read_text().replace("continue", "abort"), "strict.yaml")
     status, _, stderr = cli(capsys, "run", strict, "--out", study_dir / "strict", "--quiet")
-    assert status == 1 and "failed:" in stderr and "will be reused" in stderr
+    assert status == 1 and "failed:" in stderr and "will be reused; failed runs are run again" in stderr
+    assert " 1 runs" not in stderr, stderr
 
 
 EXITS = """

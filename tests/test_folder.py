@@ -342,6 +342,32 @@ def test_a_read_only_results_folder_is_readable(folder, mount_tmpfs):
         assert "corrupted" not in text and "--fresh" not in text
 
 
+def test_reading_a_folder_leaves_it_as_its_run_left_it(folder):
+    """`status`, `runs`, `report --out`, `diff` and open_results leave no -wal or -shm file of
+    the store behind (a folder tracked by DVC or Snakemake would change); a reader's closing
+    does not take the journal from a study writing the store meanwhile."""
+    out = folder / "out"
+    studyrun.run(write_study(folder, FIRST), out, quiet=True)
+    left = sorted(p.name for p in out.iterdir())
+    assert not any(name.endswith(("-wal", "-shm")) for name in left)
+    for args in (["status", out], ["runs", out, "--limit", "2"], ["diff", out, out],
+                 ["report", out, "--out", folder / "elsewhere"]):
+        assert run_cli(*args).returncode == 0, args
+        assert sorted(p.name for p in out.iterdir()) == left, args
+    assert len(studyrun.open_results(out).runs) == 200
+    assert sorted(p.name for p in out.iterdir()) == left
+    from studyrun.store import RunStore
+
+    with closing(sqlite3.connect(out / "runs.sqlite")) as writer:
+        writer.execute("CREATE TABLE scratch (x)")  # a writer in WAL mode: its journal exists
+        assert (out / "runs.sqlite-wal").exists()
+        RunStore.open_readonly(out / "runs.sqlite").close()
+        writer.execute("INSERT INTO scratch VALUES (1)")
+        writer.commit()
+        assert (out / "runs.sqlite-wal").exists() and (out / "runs.sqlite-shm").exists()
+    assert sorted(p.name for p in out.iterdir()) == left
+
+
 def recorded_runs(out: Path) -> int:
     """Runs in a store so far, from a connection closed at once (an open one keeps a file of the
     mount open for writing, which a remount read-only refuses)."""

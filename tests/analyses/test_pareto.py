@@ -144,6 +144,9 @@ def test_robust_front_is_the_closed_form_over_the_common_scenarios(tmp_path):
     assert all(p["quantities"]["percentile(near, 90)"] <= 3 for p in front)
     assert result.results["scenarios"] == 64
     assert result.results["evaluations"] == 64 * result.results["candidates"]
+    report = (result.folder / "report.md").read_text()  # a point to paste keeps the uncertain u
+    assert "the uncertain parameters stay as they are" in report
+    assert "  # ... and the uncertain parameters, as the study gives them" in report
 
 
 SLOW = """

@@ -57,13 +57,18 @@ def report(results: dict[str, Any], figures: Any) -> str:
             lines += [f"The other {len(infeasible) - INFEASIBLE_SHOWN} are in analysis.json "
                       "(`results.infeasible`).", ""]
     if front:
+        robust = results.get("scenarios") is not None
         lines += ["### Applying a Pareto point", "",
+                  "Each point's decisions, ready to paste over their lines in a study's "
+                  "`parameters:` block; the uncertain parameters stay as they are:" if robust else
                   "Each point's parameters, ready to paste over a study's `parameters:` block:", ""]
         for i, point in enumerate(front):
             values = ", ".join(f"{o} = {point['objectives'][o]:.6g}" for o in objectives
                                if point["objectives"][o] is not None)
             lines += ["```yaml", f"# Pareto point {i + 1}: {values}", "parameters:",
-                      *(f"  {n}: {v!r}" for n, v in point["parameters"].items()), "```", ""]
+                      *(f"  {n}: {v!r}" for n, v in point["parameters"].items()),
+                      *(["  # ... and the uncertain parameters, as the study gives them"]
+                        if robust else []), "```", ""]
     return "\n".join(lines)
 
 
