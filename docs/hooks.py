@@ -138,7 +138,7 @@ def tutorials() -> dict[str, str]:
     for path in sorted((ROOT / "studies").glob("*.yaml"),
                        key=lambda path: (path.name not in started, path.name)):
         data = yaml.safe_load(path.read_text())
-        shelf = on_clusters if on_cluster(data) else studies
+        shelf = on_clusters if runs_on_cluster(data) else studies
         shelf.setdefault(data["analysis"]["type"], []).append((path, data))
     pages = {}
     reference = (ROOT / "docs" / "reference" / "results.md").read_text()
@@ -171,9 +171,10 @@ def tutorials() -> dict[str, str]:
     return pages
 
 
-def on_cluster(data: dict) -> bool:
+def runs_on_cluster(data: dict) -> bool:
     """Whether a study runs on a batch system (a cluster block as its scheduler): such an
-    example is only named in its tutorial, the cookbook shows how to run it."""
+    example is only named in its tutorial, the cookbook shows how to run it. (No hook's
+    function is named on_...: MkDocs takes each for an event.)"""
     return isinstance((data.get("execution") or {}).get("scheduler"), dict)
 
 
