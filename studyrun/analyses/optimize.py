@@ -7,8 +7,8 @@ from the parameters' nominal values; `nelder-mead` (default; its first simplex a
 `lbfgsb` (`gradient`: the adjoint or forward sensitivities of an equation model in-process, one
 run per point, or central differences, 2m + 1 runs per batch) or `differential-evolution` (a
 whole population per batch). `nsga2` and `nsga3` (pymoo's NSGA-II and NSGA-III, a generation
-per batch) instead trade two or more `objectives` ({minimize: [...], maximize: [...]}) off and
-return their Pareto front, optionally under `constraints` (`travel <= 0.08`); with
+per batch) instead trade two or more objectives off (`objectives: {minimize: [...], maximize:
+[...]}`) and return their Pareto front, optionally under `constraints` (`travel <= 0.08`); with
 `scenarios: N` every candidate is run over the same N draws of the parameters that have
 distributions, and the objectives and constraints may be `mean(q)`, `std(q)` or
 `percentile(q, p)` over them (robust optimisation). Every run goes through the executor and the
