@@ -3,13 +3,17 @@
 - reference/study-format.md from the study file's JSON Schema (`studyrun schema`),
 - reference/cli.md from the command line's own parser,
 - tutorials/NAME.md, one per analysis type, from the example studies in studies/ that use it
-  and the analysis module's own description.
+  and the analysis module's own description. The example that getting-started.md shows leads
+  its tutorial and the others follow by file name, except that a study starting `from` another's
+  results comes after it; an example on a cluster is only named at the end (the cookbook
+  covers it).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -127,10 +131,15 @@ def tutorials() -> dict[str, str]:
     from studyrun.spec import Study
 
     kinds = analysis_classes(Study)
+    started = re.findall(r'--8<-- "studies/([^"]+)"',
+                         (ROOT / "docs" / "getting-started.md").read_text())
     studies: dict[str, list[tuple[Path, dict]]] = {}
-    for path in sorted((ROOT / "studies").glob("*.yaml")):
+    on_clusters: dict[str, list[tuple[Path, dict]]] = {}
+    for path in sorted((ROOT / "studies").glob("*.yaml"),
+                       key=lambda path: (path.name not in started, path.name)):
         data = yaml.safe_load(path.read_text())
-        studies.setdefault(data["analysis"]["type"], []).append((path, data))
+        shelf = on_clusters if runs_on_cluster(data) else studies
+        shelf.setdefault(data["analysis"]["type"], []).append((path, data))
     pages = {}
     reference = (ROOT / "docs" / "reference" / "results.md").read_text()
     for kind, cls in sorted(kinds.items()):
@@ -140,7 +149,7 @@ def tutorials() -> dict[str, str]:
         gives = results_section(reference, kind)
         if gives:
             lines += ["## What it gives", "", "analysis.json's `results`:", "", gives, ""]
-        for path, data in studies.get(kind, []):
+        for path, data in in_run_order(studies.get(kind, [])):
             name = path.stem
             lines += [f"## Example: {name}", "",
                       " ".join(str(data.get("description", "")).split()), "",
@@ -153,8 +162,48 @@ def tutorials() -> dict[str, str]:
                       f"Then open `results/{data['name']}/report.html`; analysis.json's "
                       "`results` holds the numbers (see [the results folder]"
                       "(../reference/results.md)).", ""]
+        for path, data in on_clusters.get(kind, []):
+            lines += [f"## On a cluster: {path.stem}", "",
+                      " ".join([*str(data.get("description", "")).split(),
+                                f"`studies/{path.name}` needs a batch system and dask-jobqueue;",
+                                "see [On a SLURM cluster](../cookbook/slurm.md)."]), ""]
         pages[kind.replace("_", "-")] = "\n".join(lines)
     return pages
+
+
+def runs_on_cluster(data: dict) -> bool:
+    """Whether a study runs on a batch system (a cluster block as its scheduler): such an
+    example is only named in its tutorial, the cookbook shows how to run it. (No hook's
+    function is named on_...: MkDocs takes each for an event.)"""
+    return isinstance((data.get("execution") or {}).get("scheduler"), dict)
+
+
+def in_run_order(examples: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
+    """The examples in the order given, except that one whose analysis starts `from` another's
+    results folder (`from: ../results/NAME`, or a file in it) comes after that other one."""
+    names = {data["name"] for _, data in examples}
+    needs = {data["name"]: {part for text in froms(data["analysis"])
+                            for part in Path(text).parts if part in names} - {data["name"]}
+             for _, data in examples}
+    ordered: list[tuple[Path, dict]] = []
+    waiting = list(examples)
+    while waiting:
+        done = {data["name"] for _, data in ordered}
+        ready = next((item for item in waiting if needs[item[1]["name"]] <= done), waiting[0])
+        ordered.append(ready)
+        waiting.remove(ready)
+    return ordered
+
+
+def froms(block) -> list[str]:
+    """Every `from:` text in a block of the study file, at any depth (analysis.from,
+    analysis.start.from)."""
+    if isinstance(block, dict):
+        return [text for key, value in block.items()
+                for text in ([value] if key == "from" and isinstance(value, str) else froms(value))]
+    if isinstance(block, list):
+        return [text for value in block for text in froms(value)]
+    return []
 
 
 def results_section(reference: str, kind: str) -> str:

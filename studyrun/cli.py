@@ -1,4 +1,4 @@
-"""The command line: `studyrun validate | plan | run | status | runs | report | schema`.
+"""The command line: `studyrun validate | plan | run | check | status | diff | runs | predict | report | schema`.
 
 A StudyError prints as FILE:LINE:COL: path: message lines and exits 2; other studyrun errors print
 one line and exit 1; a traceback appears only with --debug.

@@ -6,14 +6,21 @@ and `target: {q: value}` adds w*(q - value)^2 (weights w from `weights`, default
 from the parameters' nominal values; `nelder-mead` (default; its first simplex as one batch),
 `lbfgsb` (`gradient`: the adjoint or forward sensitivities of an equation model in-process, one
 run per point, or central differences, 2m + 1 runs per batch) or `differential-evolution` (a
-whole population per batch). Every run goes through the executor and the run store, so an
-optimisation is parallel where it can be, cached and resumable.
+whole population per batch). `nsga2` and `nsga3` (pymoo's NSGA-II and NSGA-III, a generation
+per batch) instead trade two or more objectives off (`objectives: {minimize: [...], maximize:
+[...]}`) and return their Pareto front, optionally under `constraints` (`travel <= 0.08`); with
+`scenarios: N` every candidate is run over the same N draws of the parameters that have
+distributions, and the objectives and constraints may be `mean(q)`, `std(q)` or
+`percentile(q, p)` over them (robust optimisation). Every run goes through the executor and the
+run store, so an optimisation is parallel where it can be, cached and resumable.
 
-`results` holds the contract keys `parameters` (name -> `initial`, `optimum`), `objective`
-(`initial`, `final`), `quantities` (name -> `initial`, `final`) and `evaluations` (model runs),
-and also `method`, `converged`, `message`, `batches`, `terms`, `progress` (best objective
-after each batch), for lbfgsb `gradient` (`method` used; in-process: `gradients` computed,
-`integrations`, `seconds`) and `notes`.
+With one objective, `results` holds the contract keys `parameters` (name -> `initial`,
+`optimum`), `objective` (`initial`, `final`), `quantities` (name -> `initial`, `final`) and
+`evaluations` (model runs), and also `method`, `converged`, `message`, `batches`, `terms`,
+`progress` (best objective after each batch), for lbfgsb `gradient` (`method` used; in-process:
+`gradients` computed, `integrations`, `seconds`) and `notes`; with nsga2 and nsga3 it holds the
+front (`pareto`), the hypervolume of each generation and the keys docs/reference/results.md
+lists.
 
 Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 """
