@@ -461,7 +461,9 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
         huge = re.search(r"\d{4000,}", body) if "integer string conversion" in exc.msg else None
         if huge:  # more digits than Python converts (4300)
             raise ExprError(too_large(huge.group()), shift + huge.start()) from None
-        raise ExprError(f"invalid syntax in {text!r}: {exc.msg}", offset) from None
+        detail = exc.msg.removeprefix("invalid syntax").lstrip(".:; ")  # said once
+        detail = f": {detail[:1].lower()}{detail[1:]}" if detail else ""
+        raise ExprError(f"invalid syntax in {text!r}{detail}", offset) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise ExprError(f"cannot parse {text!r}: {exc}") from None
     checker = _Checker(body, shift, all_functions)

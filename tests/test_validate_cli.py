@@ -35,6 +35,12 @@ CASES = {
     "unimportable_model": (GOOD.replace("linear:linear", "nosuchmodule:f"), r":2:\d+: model.function: cannot import"),
     "unknown_quantity_function": (GOOD.replace("{y: y}", "{y: maxx(y)}"),
                                   r":6:\d+: quantities.y: .*did you mean 'max'"),
+    "reserved_quantity_name": (GOOD.replace("{y: y}", "{run: y}"),
+                               r":6:\d+: quantities.run: 'run' cannot name a quantity: use letters, "
+                               r"digits and _ \(not one of duration, error, id, run, status, time, "
+                               r"worker\)"),
+    "quantity_syntax_said_once": (GOOD.replace("{y: y}", "{y: 'y +* 2'}"),
+                                  r":6:\d+: quantities.y: invalid syntax in 'y \+\* 2'\n"),
     "empty_file": ("", r":.*empty"),
     "missing_model_file": (GOOD.replace('{type: python, function: "linear:linear", vectorized: true}',
                                         "{file: models/nothere.yaml}"), r":2:\d+: model.file: "),

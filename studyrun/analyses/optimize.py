@@ -27,7 +27,7 @@ Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import (
@@ -36,6 +36,7 @@ from pydantic import (
     Field,
     NonNegativeInt,
     PositiveInt,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -66,6 +67,10 @@ class Objectives(BaseModel):
 
 
 MULTI_OBJECTIVE = ("nsga2", "nsga3")
+
+# A count the schema gives as positive but check() enforces, among the checks against the
+# quantities: `generations: 0` is then reported with the objectives' mistakes, not alone.
+Count = Annotated[int, WithJsonSchema({"type": "integer", "exclusiveMinimum": 0})]
 
 
 class Optimize(AnalysisSpec):
@@ -103,9 +108,9 @@ class Optimize(AnalysisSpec):
                             "forward sensitivities of an ode or stockflow model whose quantities "
                             "are each one reduction of an output, or fd (central differences of "
                             "runs); auto: the adjoint where it applies, else fd")
-    generations: PositiveInt = Field(100, description="differential-evolution, nsga2, nsga3: "
-                                                      "generations")
-    population: PositiveInt | None = Field(
+    generations: Count = Field(100, description="differential-evolution, nsga2, nsga3: "
+                                                "generations")
+    population: Count | None = Field(
         None, description="differential-evolution: population per parameter (default 15); "
                           "nsga2, nsga3: the whole population (default 100)")
 
@@ -147,18 +152,7 @@ class Optimize(AnalysisSpec):
         if single:
             raise ValueError(f"{', '.join(single)}: not read by method: {self.method}; give the "
                              "objectives as objectives: {minimize: [...], maximize: [...]}")
-        terms = self.objective_terms()
-        if len(terms) < 2:
-            raise ValueError(f"method: {self.method} trades two or more objectives off; give "
-                             "them as objectives: {minimize: [...], maximize: [...]} (for one "
-                             "objective, use nelder-mead, lbfgsb or differential-evolution)")
-        texts = [text for _, text in terms]
-        if len(set(texts)) < len(texts):
-            raise ValueError("an objective appears twice in objectives")
-        if self.method == "nsga3" and self.population_size < len(terms):
-            raise ValueError(f"nsga3 needs a population of at least one candidate per objective "
-                             f"({len(terms)}); got population: {self.population_size}")
-        return self
+        return self  # the objectives themselves: check(), with the quantities
 
     def objective_terms(self) -> list[tuple[str, str]]:
         """(minimize | maximize, objective text) of a multi-objective search, in order."""
@@ -174,13 +168,19 @@ class Optimize(AnalysisSpec):
                 + [("target", q, float(v)) for q, v in self.target.items()])
 
     def check(self, context) -> list[Problem]:
-        """Each term names a quantity of the study."""
+        """Each term names a quantity of the study; the counts are positive."""
+        problems = []
+        if self.generations < 1:
+            problems.append(Problem(f"must be at least 1, got {self.generations}: the search's "
+                                    "generations (default 100)", "generations"))
         if self.method in MULTI_OBJECTIVE:
             from .pareto.check import check_multi_objective
 
-            return check_multi_objective(self, context)
+            return problems + check_multi_objective(self, context)
+        if self.population is not None and self.population < 1:
+            problems.append(Problem(f"must be at least 1, got {self.population}: candidates per "
+                                    "parameter in each generation (default 15)", "population"))
         known = set(context.quantities) if context.quantities is not None else None
-        problems = []
         for kind, name, _ in self.terms():
             if known is not None and name not in known:
                 hint = suggest(name, known)

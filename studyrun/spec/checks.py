@@ -58,13 +58,21 @@ def split_path(path: str) -> tuple:
     return tuple(parts)
 
 
+def bad_name(name: str, what: str) -> str:
+    """Why `name` cannot name a parameter or a quantity ('' when it can): not an identifier, or
+    a column name studyrun keeps for itself."""
+    if _NAME.match(name) and name not in RESERVED:
+        return ""
+    return (f"{name!r} cannot name a {what}: use letters, digits and _ (not one of "
+            f"{', '.join(sorted(RESERVED))})")
+
+
 def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     problems = []
     inputs = study.model_spec.input_names(context.folder)
     for name in study.parameters:
-        if not _NAME.match(name) or name in RESERVED:
-            problems.append((("parameters", name), f"{name!r} cannot name a parameter: use letters, "
-                             f"digits and _ (not one of {', '.join(sorted(RESERVED))})"))
+        if wrong := bad_name(name, "parameter"):
+            problems.append((("parameters", name), wrong))
         elif inputs is not None and name not in inputs:
             problems.append((("parameters", name), f"the model has no input {name!r}"
                              f"{suggest(name, inputs)} (inputs: {', '.join(sorted(inputs)) or 'none'})"))
@@ -81,15 +89,17 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
                                           | set(study.model_spec.defaults()) | {"time"})
     for name, text in (study.quantities or {}).items():
         where = ("quantities", name)
-        if not _NAME.match(name) or name in RESERVED:
-            problems.append((where, f"{name!r} cannot name a quantity: use letters, digits and _"))
+        if wrong := bad_name(name, "quantity"):
+            problems.append((where, wrong))
             continue
         if name in study.parameters:
             problems.append((where, f"{name!r} is a parameter too; give the quantity another name"))
         try:
             expr = parse_quantity(text)
-        except ExprError as error:
-            problems.append(((*where, "<value>"), f"{error.message} in {text!r}"))
+        except ExprError as error:  # said once: a syntax error names the text already
+            named = repr(str(text)) in error.message
+            problems.append(((*where, "<value>"), error.message if named
+                             else f"{error.message} in {text!r}"))
             continue
         problem = shape_problem(expr)
         if problem:

@@ -229,17 +229,81 @@ def test_every_mistake_of_a_multi_objective_block_is_located_at_once(tmp_path):
     done = run_cli("validate", path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = done.stderr.strip().splitlines()
-    expected = [
-        "analysis.objectives.minimize.1: 'mean(f2)' is a statistic over scenarios, but the "
-        "analysis has no scenarios",
-        "analysis.objectives.maximize.0: 'f3' is not a quantity of the study",
-        "analysis.constraints.0: invalid syntax in 'c1 = 25'",
-        "analysis.constraints.1: 'c9' is not a quantity of the study",
-        "analysis.reference.f4: 'f4' is not an objective",
+    expected = [  # each at its item: indices as in correlation[0][1], the items' columns
+        ":11:31: analysis.objectives.minimize[1]: 'mean(f2)' is a statistic over scenarios, but "
+        "the analysis has no scenarios",
+        ":11:53: analysis.objectives.maximize[0]: 'f3' is not a quantity of the study",
+        ":12:17: analysis.constraints[0]: invalid syntax in 'c1 = 25'",
+        ":12:28: analysis.constraints[1]: 'c9' is not a quantity of the study",
+        ":14:15: analysis.reference.f4: 'f4' is not an objective",
     ]
     for message in expected:
         assert any(message in line for line in errors), (message, errors)
     assert all(re.match(rf"{re.escape(str(path))}:\d+:\d+: analysis\.", line) for line in errors)
+    assert len(errors) == len(expected), errors
+
+
+@pytest.mark.slow
+def test_an_objective_yaml_split_at_its_comma_is_told_to_be_quoted(tmp_path):
+    """`minimize: [f1, percentile(f2, 95)]` is three items to YAML; the split one is named once,
+    with the list to write, and still checked as written (and so is a split constraint)."""
+    (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
+    text = BINH_KORN.replace("y: {bounds: [0, 3]}", "y: {distribution: uniform, low: 0, high: 3}")
+    text = text.replace("minimize: [f1, f2]", "minimize: [f1, percentile(f2, 150)]")
+    text = text.replace('["c1 <= 25", "c2 >= 7.7"]', "[percentile(c1, 90) <= 25]")
+    text = text.replace("population: 60", "population: 60\n  scenarios: 8\n  "
+                        "reference: {f1: 1, 'percentile(f2, 150)': 1}")
+    path = write_study(tmp_path, text)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"{path}:11:31: analysis.objectives.minimize[1]: YAML split 'percentile(f2, 150)' at its "
+        "comma into 'percentile(f2', '150)': in a [a, b] list every comma ends an item; quote it: "
+        'minimize: [f1, "percentile(f2, 150)"]',
+        f"{path}:11:31: analysis.objectives.minimize[1]: 'percentile(f2, 150)': the percent must "
+        "be from 0 to 100, got 150",
+        f"{path}:12:17: analysis.constraints[0]: YAML split 'percentile(c1, 90) <= 25' at its "
+        "comma into 'percentile(c1', '90) <= 25': in a [a, b] list every comma ends an item; "
+        'quote it: constraints: ["percentile(c1, 90) <= 25"]',
+    ]
+
+
+@pytest.mark.slow
+def test_a_statistic_without_scenarios_still_has_its_quantity_checked(tmp_path):
+    (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
+    text = BINH_KORN.replace("minimize: [f1, f2]", "minimize: [f1, mean(f3)]")
+    text = text.replace('"c2 >= 7.7"', '"percentile(c9, 90) >= 7.7"')
+    path = write_study(tmp_path, text)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    errors = done.stderr.splitlines()
+    for where, message in (("minimize[1]", "'mean(f3)' is a statistic over scenarios, but the "
+                            "analysis has no scenarios"),
+                           ("minimize[1]", "'f3' is not a quantity of the study"),
+                           ("constraints[1]", "'percentile(c9, 90)' is a statistic over scenarios"),
+                           ("constraints[1]", "'c9' is not a quantity of the study")):
+        assert any(f"{where}: {message}" in line for line in errors), (where, message, errors)
+    assert len(errors) == 4, errors
+
+
+@pytest.mark.slow
+def test_wrong_counts_are_reported_with_the_objectives_mistakes(tmp_path):
+    """generations: 0 once hid every mistake of the objectives and constraints; population: 1
+    passed (NSGA-II pairs two candidates in its tournaments and crossovers)."""
+    (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
+    text = BINH_KORN.replace("minimize: [f1, f2]", "minimize: [f1, f9]").replace(
+        '"c2 >= 7.7"', '"c8 >= 7.7"').replace("population: 60", "population: 1").replace(
+        "generations: 60", "generations: 0")
+    path = write_study(tmp_path, text)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert [line.split(": ", 2)[1] for line in done.stderr.splitlines()] == [
+        "analysis.objectives.minimize[1]", "analysis.constraints[1]", "analysis.population",
+        "analysis.generations"]
+    assert (f"{path}:13:3: analysis.population: nsga2 needs a population of at least 2, got 1: "
+            "its binary tournaments and crossovers pair two different candidates; give "
+            "population: 2 or more (default 100)\n") in done.stderr
+    assert f"{path}:14:3: analysis.generations: must be at least 1, got 0" in done.stderr
 
 
 @pytest.mark.parametrize("analysis, message", [
@@ -252,6 +316,13 @@ def test_every_mistake_of_a_multi_objective_block_is_located_at_once(tmp_path):
      "'f1' is not an inequality"),
     ("{type: optimize, method: nsga3, objectives: {minimize: [f1, f2, c1]}, population: 2}",
      "nsga3 needs a population of at least one candidate per objective (3)"),
+    ("{type: optimize, method: nsga2, objectives: {minimize: [f1, f2]}, population: 1}",
+     "nsga2 needs a population of at least 2, got 1"),
+    ("{type: optimize, method: nsga2, objectives: {minimize: [f1, f2], maximize: [f1]}}",
+     "analysis.objectives.maximize[0]: 'f1' is an objective twice (first at "
+     "analysis.objectives.minimize[0]); give each once"),
+    ("{type: optimize, method: differential-evolution, minimize: f1, population: 0}",
+     "analysis.population: must be at least 1, got 0"),
 ])
 def test_a_wrong_multi_objective_block_says_what_to_write(tmp_path, analysis, message):
     (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
