@@ -43,8 +43,9 @@ ON_THE_DEFAULT_SCHEDULER = {"decay-sweep"}  # twelve runs: never long enough for
 def test_small_study_runs(tmp_path, name):
     study = STUDIES / f"{name}.yaml"
     threads = "scheduler:" not in study.read_text() and name not in ON_THE_DEFAULT_SCHEDULER
+    # a minute on a slow, busy machine (sir-montecarlo: 3 s quiet, 9 s alone on a slow day)
     done = run_cli("run", study, "--out", tmp_path / name, "--quiet",
-                   *(["--scheduler", "threads"] if threads else []))
+                   *(["--scheduler", "threads"] if threads else []), timeout=280)
     assert done.returncode == 0, done.stderr
     analysis = json.loads((tmp_path / name / "analysis.json").read_text())
     assert analysis["runs"]["failed"] == 0
