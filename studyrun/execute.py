@@ -352,19 +352,24 @@ def prepare_model(job: Job) -> None:
 
 def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, executor,
               settings: Settings) -> tuple[float, int]:
-    """Run growing batches on `executor` until PILOT_SECONDS pass; return seconds per run and
-    rows used. A batch lost with its process is sent again in parts, as on any executor."""
+    """Run growing batches on `executor` until PILOT_SECONDS pass, and on while a larger batch
+    costs much less a run; return seconds per run (of the last batch) and rows used. A batch
+    lost with its process is sent again in parts, as on any executor."""
     if isinstance(executor, IsolatedExecutor):
         try:
             executor.result(executor.submit(prepare_model, job))
         except Exception:
             pass  # the pilot's runs meet the same failure and record it
-    used, size, spent, per_run = 0, 1, 0.0, 0.0
-    while used < len(pending) and (spent < PILOT_SECONDS or used == 0):
+    used, size, spent, per_run, falling = 0, 1, 0.0, 0.0, False
+    while used < len(pending) and (spent < PILOT_SECONDS or used == 0 or falling):
         rows = pending[used:used + size]
         start = time.perf_counter()
         dispatch(executor, plan, job, [rows], recorder, settings)
         elapsed = time.perf_counter() - start
+        # A batch four times larger that costs less than twice as much a run: the batch's cost
+        # is mostly fixed (an ensemble integrated together, a vectorized call), so a larger one
+        # is timed before the size is chosen, while a batch takes under TASK_SECONDS.
+        falling = 0 < elapsed / len(rows) < per_run / 2 and elapsed < TASK_SECONDS
         per_run = elapsed / len(rows)
         spent += elapsed
         used += len(rows)

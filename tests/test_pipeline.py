@@ -97,6 +97,46 @@ def test_vectorized_model_receives_whole_batches(study_dir):
     assert result.analysis["execution"]["batch_size"] == 250
 
 
+BATCH_COST = '''
+import time
+import numpy as np
+
+def fixed(a):
+    """A call costs 150 ms whatever its batch (an ensemble integrated together)."""
+    time.sleep(0.15)
+    return {"y": 2 * np.asarray(a)}
+
+def per_run(a):
+    time.sleep(0.002)
+    return {"y": 2 * a}
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("function, vectorized, batches", [("fixed", "true", (6, 12)),
+                                                           ("per_run", "false", (8, 30))])
+def test_the_batch_size_follows_how_a_batchs_cost_grows(study_dir, function, vectorized, batches):
+    """A vectorized model whose call costs the same for 1 or 1,000 runs gets large batches (a
+    pilot that stopped after its batches of 1 and 4 runs, 0.3 s, would give 150 ms / 4 runs,
+    batches of 13: 150 of them, 23 s); runs of a fixed cost each get batches of about half a
+    second, as before."""
+    (study_dir / "cost.py").write_text(BATCH_COST)
+    text = (f"name: cost\nmodel: {{type: python, function: 'cost:{function}', vectorized: "
+            f"{vectorized}}}\nparameters:\n  a: {{bounds: [0, 1]}}\nquantities: {{y: y}}\n"
+            "analysis: {type: montecarlo, samples: 2000}\nexecution: {scheduler: sync}\n")
+    result = studyrun.run(write_study(study_dir, text), study_dir / "out")
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(study_dir / "out" / "runs.sqlite")) as db:
+        sizes = [size for (size,) in db.execute("SELECT size FROM batches ORDER BY seq")]
+    assert sum(sizes) == 2000 and batches[0] <= len(sizes) <= batches[1], sizes
+    fixed = studyrun.run(write_study(study_dir, text.replace("{scheduler: sync}",
+                                                             "{scheduler: sync, batch_size: 250}"),
+                                     "fixed.yaml"), study_dir / "fixed")
+    assert fixed.results == result.results
+
+
 FLAKY = """
 name: flaky
 model: {type: python, function: "linear:flaky"}
