@@ -102,7 +102,8 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
 
 
 def study_warnings(loaded: Loaded) -> list[str]:
-    """Warnings about the study itself (an integration step too coarse), also sent to stderr."""
+    """Warnings about the study itself (an integration step too coarse) and how its analysis
+    reads it, also sent to stderr."""
     from .stepcheck import LIMIT, check_step
 
     warnings = []
@@ -112,6 +113,7 @@ def study_warnings(loaded: Loaded) -> list[str]:
         if worst > LIMIT:
             warnings.append(f"the integration step may be too coarse: halving it changes {name!r} "
                             f"by {worst:.2%} (more than 1%); see `studyrun check`")
+    warnings += loaded.study.analysis.warnings(loaded.context)
     for warning in warnings:
         print(f"studyrun: warning: {terminal_safe(warning)}", file=sys.stderr)
     return warnings

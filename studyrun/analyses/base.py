@@ -161,6 +161,11 @@ class AnalysisSpec(BaseModel):
         again; by default none."""
         return None
 
+    def warnings(self, context: StudyContext) -> list[str]:
+        """Warnings about how this analysis will read the study (analysis.json's `warnings`,
+        also printed); by default none."""
+        return []
+
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         """What the results rest on beyond the study and its files (an earlier study's results
         folder), for analysis.json's provenance; by default nothing."""

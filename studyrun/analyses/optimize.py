@@ -167,6 +167,18 @@ class Optimize(AnalysisSpec):
                 + [("maximize", q, None) for q in self.maximize]
                 + [("target", q, float(v)) for q, v in self.target.items()])
 
+    def warnings(self, context) -> list[str]:
+        """A multi-objective search without scenarios searches parameters that have
+        distributions as decisions over their box: said, with the key that treats them as
+        uncertain instead."""
+        drawn = [n for n, p in context.varied.items() if p.kind != "bounds"]
+        if self.method not in MULTI_OBJECTIVE or self.scenarios is not None or not drawn:
+            return []
+        return [f"without scenarios, {self.method} searches every varied parameter as a decision "
+                f"over its box, {', '.join(drawn)} too, whose distribution it does not draw from; "
+                "give analysis.scenarios: N to treat parameters with distributions as uncertain "
+                "(objectives such as mean(q))"]
+
     def check(self, context) -> list[Problem]:
         """Each term names a quantity of the study; the counts are positive."""
         problems = []

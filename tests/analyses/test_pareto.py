@@ -374,3 +374,20 @@ def test_a_constraints_violation_is_how_far_it_is_off():
                                [3.05, 1.08, 0, np.nan])
     robust = constraint("percentile(travel, 90) < 0.1", True, 3)
     assert robust.quantities == {"travel"} and len(robust.statistics) == 1
+
+
+@pytest.mark.slow
+def test_a_distribution_searched_as_a_decision_is_warned_of(tmp_path):
+    """Without scenarios every varied parameter is a decision over its box: a parameter given
+    a distribution is searched, not drawn, and the study says so (with scenarios, it does not)."""
+    short = {"generations: 30": "generations: 2"}
+    plain = {**short, "  scenarios: 64\n": "", "mean(near), mean(far)": "near, far",
+             '"percentile(near, 90) <= 3"': '"near <= 3"'}
+    results = {}
+    for name, changes in (("robust", short), ("plain", plain)):
+        (tmp_path / name).mkdir()
+        results[name] = run_example(tmp_path / name, "shifted-squares-robust", **changes)
+    [warning] = results["plain"].analysis["warnings"]
+    assert "nsga2 searches every varied parameter as a decision over its box, u too" in warning
+    assert "give analysis.scenarios: N" in warning
+    assert results["robust"].analysis["warnings"] == []
