@@ -347,6 +347,9 @@ def test_report_shows_the_front_and_each_point_as_a_parameters_block(tmp_path):
         assert yaml.safe_load(block) == {"parameters": point["parameters"]}
     plan = run_cli("plan", STUDIES / "zdt1-nsga2.yaml")
     assert "NSGA-II (pymoo), 100 generations of 60 candidates" in plan.stdout, plan.stdout
+    assert "(at most 6,000 runs; fewer where candidates repeat)" in plan.stdout
+    robust = run_cli("plan", STUDIES / "shifted-squares-robust.yaml").stdout
+    assert "at most 76,800 runs" in robust  # 30 generations of 40 candidates, 64 scenarios each
 
 
 def test_statistics_over_scenarios_are_numpys():

@@ -19,8 +19,10 @@ def describe_search(spec: Any) -> str:
     terms = ", ".join(f"{sense} {text}" for sense, text in spec.objective_terms())
     robust = (f", each candidate over the same {spec.scenarios} scenarios of the uncertain "
               "parameters" if spec.scenarios else "")
+    most = spec.generations * spec.population_size * (spec.scenarios or 1)
     return (f"iterative: {NAMES[spec.method]} (pymoo), {spec.generations} generations of "
-            f"{spec.population_size} candidates{robust}, each generation one batch of runs; "
+            f"{spec.population_size} candidates{robust}, each generation one batch of runs (at "
+            f"most {most:,} runs; fewer where candidates repeat); "
             f"objectives: {terms}" + (f"; constraints: {'; '.join(spec.constraints)}"
                                       if spec.constraints else ""))
 
