@@ -86,6 +86,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
         store.check(parameters, quantities)  # before anything in the folder changes
         outputs.claim(folder, copy, fresh=fresh)
         store.record_identity(identity_record(loaded))
+        store.set_meta(iterative=loaded.study.analysis.iterative)  # for `studyrun status`
         if quantities is not None:
             store.prepare(parameters, quantities)
         if loaded.study.analysis.iterative:

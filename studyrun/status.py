@@ -54,13 +54,18 @@ def describe_status(folder: Path, errors: int = 5) -> str:
         lines = [f"study: {_study_name(view.folder)} ({view.folder})", f"state: {state}"]
         planned = view.meta.get("planned")
         recorded = ok + failed
-        if planned:
+        if planned and view.meta.get("iterative") and not state.startswith("finished"):
+            lines.append(f"runs: {recorded} recorded ({ok} succeeded, {failed} failed) of "
+                         f"{planned} planned so far (an iterative analysis plans its runs as it "
+                         "goes)")  # a percentage of the plans so far would say 100% too soon
+        elif planned:
             left = max(planned - recorded, 0)
             lines.append(f"runs: {planned} planned, {recorded} recorded ({ok} succeeded, "
                          f"{failed} failed), {left} to go ({100 * recorded / planned:.1f}% done)")
         else:
             lines.append(f"runs: {recorded} recorded ({ok} succeeded, {failed} failed)")
-        lines += rate_lines(view, recorded, planned, state.startswith("running"))
+        known = None if view.meta.get("iterative") else planned  # the whole plan, if known
+        lines += rate_lines(view, recorded, known, state.startswith("running"))
         if state.startswith("running"):
             lines += job_lines(view.meta.get("batch_jobs"))
         failed_runs = view.store.latest_records(failed_only=True)

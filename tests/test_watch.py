@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import run_cli, stored_runs, write_study
+from conftest import count_runs, run_cli, stored_runs, write_study
 
 import studyrun
 from studyrun.cli import main
@@ -90,6 +90,36 @@ def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
         driver.wait()
     status, text, _ = cli(capsys, "status", out)
     assert status == 0 and "state: stopped before finishing" in text
+
+
+@pytest.mark.slow
+def test_status_of_an_iterative_study_claims_no_share_of_runs_to_go(study_dir, capsys):
+    """An optimisation plans its runs as it goes: stopped in its first generations, its status
+    says how many were planned so far, not "0 to go (100% done)"."""
+    (study_dir / "slow.py").write_text(
+        "import time\ndef model(a, b):\n    time.sleep(0.01)\n    return {'f': a, 'g': 1 - a + b}\n")
+    study = write_study(study_dir, "name: searched\nseed: 1\nmodel: {type: python, function: "
+                        "'slow:model'}\nparameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\n"
+                        "quantities: {f: f, g: g}\nanalysis: {type: optimize, method: nsga2, "
+                        "objectives: {minimize: [f, g]}, population: 20, generations: 50}\n"
+                        "execution: {scheduler: sync}\n")
+    out = study_dir / "out"
+    driver = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out",
+                               str(out), "--quiet"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while count_runs(out / "runs.sqlite") < 40:
+            assert driver.poll() is None and time.time() < deadline
+            time.sleep(0.2)
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+    status, text, _ = cli(capsys, "status", out)
+    assert status == 0 and "state: stopped before finishing" in text
+    assert re.search(r"runs: \d+ recorded \(\d+ succeeded, 0 failed\) of \d+ planned so far "
+                     r"\(an iterative analysis plans its runs as it goes\)", text), text
+    assert "to go" not in text and "% done" not in text
 
 
 @pytest.mark.slow
