@@ -238,10 +238,9 @@ def stored_runs(folder: Path):
     return frame
 
 
-def killed_and_resumed(path: Path, out: Path, runs: int) -> tuple[int, dict]:
-    """`studyrun run` SIGKILLed once `runs` runs are stored, then run again to the end: the runs
-    stored at the kill and the resumed analysis.json."""
-    import json
+def killed_at(path: Path, out: Path, runs: int) -> int:
+    """`studyrun run` SIGKILLed once `runs` runs are stored (or after two minutes): the runs
+    stored at the kill."""
     import signal
 
     process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out",
@@ -252,7 +251,15 @@ def killed_and_resumed(path: Path, out: Path, runs: int) -> tuple[int, dict]:
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    stored = count_runs(out / "runs.sqlite")
+    return count_runs(out / "runs.sqlite")
+
+
+def killed_and_resumed(path: Path, out: Path, runs: int) -> tuple[int, dict]:
+    """`studyrun run` SIGKILLed once `runs` runs are stored, then run again to the end: the runs
+    stored at the kill and the resumed analysis.json."""
+    import json
+
+    stored = killed_at(path, out, runs)
     resumed = run_cli("run", str(path), "--out", str(out), cwd=path.parent, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     return stored, json.loads((out / "analysis.json").read_text())

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import count_runs, run_cli, stored_runs, write_study
+from conftest import killed_at, run_cli, stored_runs, write_study
 
 import studyrun
 from studyrun.cli import main
@@ -104,17 +104,7 @@ def test_status_of_an_iterative_study_claims_no_share_of_runs_to_go(study_dir, c
                         "objectives: {minimize: [f, g]}, population: 20, generations: 50}\n"
                         "execution: {scheduler: sync}\n")
     out = study_dir / "out"
-    driver = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out",
-                               str(out), "--quiet"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 120
-        while count_runs(out / "runs.sqlite") < 40:
-            assert driver.poll() is None and time.time() < deadline
-            time.sleep(0.2)
-    finally:
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
+    assert killed_at(study, out, 40) >= 40
     status, text, _ = cli(capsys, "status", out)
     assert status == 0 and "state: stopped before finishing" in text
     assert re.search(r"runs: \d+ recorded \(\d+ succeeded, 0 failed\) of \d+ planned so far "
