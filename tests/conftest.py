@@ -366,7 +366,8 @@ def can_mount() -> bool:
 
 @pytest.fixture
 def mount_tmpfs():
-    """Mount small tmpfs file systems (root only); unmounted afterwards."""
+    """Mount small tmpfs file systems (root only: the tests that need it are marked system);
+    unmounted afterwards."""
     mounted = []
 
     def mount(where: Path, options: str) -> Path:
@@ -374,7 +375,8 @@ def mount_tmpfs():
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+            pytest.fail(f"cannot mount a tmpfs here (the system tier runs as root): "
+                        f"{done.stderr.strip()}", pytrace=False)
         mounted.append(where)
         return where
 

@@ -508,7 +508,7 @@ def test_an_unwritable_results_folder_is_a_clear_error(study_dir, mount_tmpfs, c
     assert "cannot write the results folder" in stderr and str(folder) in stderr
 
 
-@pytest.mark.skipif(not can_mount(), reason="needs root to mount a small tmpfs")
+@pytest.mark.system
 def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir, mount_tmpfs,
                                                                        capsys):
     """Guarantee: a disk that fills mid-study ends it with exit status 1; the store holds whole
@@ -532,7 +532,7 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
     assert resumed.results == studyrun.run(study, study_dir / "fresh", quiet=True).results
 
 
-@pytest.mark.skipif(not can_mount(), reason="needs root to mount a small tmpfs")
+@pytest.mark.system
 def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, capsys):
     """Guarantee: a disk that fills while runs.csv or analysis.json is written ends the study with
     exit status 1 and the disk's message; the store is intact and the next start, with space,

@@ -15,7 +15,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import as_rows, can_mount, run_cli, stored_runs, write_study
+from conftest import as_rows, run_cli, stored_runs, write_study
 
 import studyrun
 
@@ -308,7 +308,7 @@ def test_stores_written_before_columns_were_recorded_are_read_as_they_are(folder
 
 # -- 14.5: read-only results are readable ----------------------------------------------------------
 
-@pytest.mark.skipif(not can_mount(), reason="needs root to mount a read-only file system")
+@pytest.mark.system
 def test_a_read_only_results_folder_is_readable(folder, mount_tmpfs):
     """Guarantee: `status`, `runs`, `report --out` and open_results read a results folder on a
     read-only file system; `report` into it says it cannot write there and offers --out, and
@@ -378,7 +378,7 @@ def recorded_runs(out: Path) -> int:
         return 0
 
 
-@pytest.mark.skipif(not can_mount(), reason="needs root to mount a read-only file system")
+@pytest.mark.system
 def test_a_read_only_folder_of_a_killed_study_is_readable(folder, mount_tmpfs):
     """A study killed mid-run leaves its WAL journal and shared-memory file: on a read-only file
     system `status` and `runs --failed` still read every recorded batch. Without the

@@ -4,10 +4,7 @@ the long tables' filter working; a screenshot of each page is saved in the test'
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,9 +12,10 @@ from conftest import run_cli, run_example
 
 import studyrun
 
+pytestmark = [pytest.mark.system, pytest.mark.browser]
+
 CHROMIUM = Path("/usr/bin/chromium")
 SCRIPT = Path(__file__).with_name("chromium.sh")
-LOCK = Path("/tmp/studyrun-chromium.lock")
 # As root, headless, with nothing that reaches for the network (it is closed here).
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -25,15 +23,12 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium under Playwright; installed first when missing and this is root."""
+    """Debian's Chromium under Playwright, installed already: the tests install nothing."""
     from playwright.sync_api import sync_playwright
 
-    with os.fdopen(os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o644)) as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not CHROMIUM.exists():
-            if os.geteuid() != 0:
-                pytest.fail(f"{CHROMIUM} is missing: sudo {SCRIPT} install", pytrace=False)
-            subprocess.run(["bash", SCRIPT, "install"], check=True, timeout=900)
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it first with `sudo {SCRIPT} install`",
+                    pytrace=False)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         yield launched

@@ -8,7 +8,6 @@ on a free node."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -30,12 +29,10 @@ from studyrun.clusters import job_name, slurm_jobs
 # distributed is imported before any dask.config.set of these tests: a set made before its
 # defaults load would take them all away when it ends (KeyError: 'comm' in the next cluster).
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.slurm, pytest.mark.slow]
 
 SCRIPT = Path(__file__).with_name("slurm.sh")
-LOCK = Path("/tmp/studyrun-slurm-tests.lock")
-HOW = (f"bring SLURM up with `sudo {SCRIPT} up` (Debian: installs slurm-wlm and munge), or leave "
-       "these tests out with -m 'not slurm'")
+HOW = f"bring SLURM up first with `sudo {SCRIPT} up` (Debian: installs slurm-wlm and munge)"
 
 STUDY = """
 name: on-slurm
@@ -68,16 +65,9 @@ def cluster_is_up() -> bool:
 
 @pytest.fixture(scope="session")
 def slurm_up():
-    """SLURM, brought up by slurm.sh when it is down (by one test process at a time: a lock)."""
-    with os.fdopen(os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o644)) as lock:  # any user's
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if cluster_is_up():
-            return
-        if os.geteuid() != 0:
-            pytest.fail(f"SLURM is not up and only root can bring it up: {HOW}", pytrace=False)
-        done = subprocess.run(["bash", SCRIPT, "up"], capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            pytest.fail(f"{SCRIPT} up failed:\n{done.stdout}{done.stderr}\n{HOW}", pytrace=False)
+    """SLURM, up already: the tests never install or start a system service themselves."""
+    if not cluster_is_up():
+        pytest.fail(f"SLURM is not up: {HOW}", pytrace=False)
 
 
 @pytest.fixture
