@@ -13,7 +13,6 @@ import json
 import math
 import subprocess
 import tempfile
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -254,14 +253,13 @@ def with_files(found: Difference, a: dict[str, str] | None, b: dict[str, str] | 
 
 def run_revision(study: Path, results: Path, out: Path) -> Path:
     """`studyrun run` of the revision's study into `out`, its store first a copy of the results
-    folder's, read through the read-only store (so runs of the same identity are reused, and
-    nothing is written into the results folder); with a store of its own when the two studies'
-    runs cannot share one (other parameters or quantities)."""
+    folder's (so runs of the same identity are reused); with a store of its own when the two
+    studies' runs cannot share one (other parameters or quantities). The store's files are
+    copied as they are, not opened where they are: SQLite would make (and remove) its journal
+    files in the results folder, and nothing is written there."""
     import os
-    import sqlite3
+    import shutil
     import sys
-
-    from .store import RunStore
 
     def run() -> subprocess.CompletedProcess:
         # no __pycache__ written beside a module the working tree lends the revision
@@ -271,9 +269,12 @@ def run_revision(study: Path, results: Path, out: Path) -> Path:
                               text=True, env=env)
 
     out.mkdir(parents=True, exist_ok=True)
-    with RunStore.open_readonly(results / "runs.sqlite") as source, \
-            closing(sqlite3.connect(out / "runs.sqlite")) as target:
-        source.db.backup(target)
+    if not (results / "runs.sqlite").is_file():
+        raise StudyrunError(f"{results}: no runs.sqlite here; give the study's results folder "
+                            "(results/<name>, or the --out of its run)")
+    for name in ("runs.sqlite", "runs.sqlite-wal"):  # runs the journal holds are in its copy
+        if (results / name).is_file():
+            shutil.copyfile(results / name, out / name)
     done = run()
     if done.returncode != 0:  # the copied store refused: the revision's study on its own
         for leftover in out.glob("runs.sqlite*"):
