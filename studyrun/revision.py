@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.errors import StudyrunError
+from .core.errors import StudyError, StudyrunError
+from .core.text import shorten
 from .git import Entry, entries, names_under, present, resolve, save_blob, toplevel
 
 MAX_FILE = 100 * 2**20  # bytes of one file (GitHub refuses larger ones)
@@ -53,17 +54,22 @@ def check_out(study: Path, revision: str, into: Path) -> Checkout:
     relative = study.relative_to(root).as_posix()
     reader = Reader(root, resolve(root, revision), Path(into), revision)
     if not reader.fetch([relative]):
-        raise StudyrunError(f"{relative} is not in revision {revision} "
-                            f"({reader.commit[:12]}) of {root}")
+        raise StudyrunError("; ".join([f"{relative} is not a file in revision {revision} "
+                                       f"({reader.commit[:12]}) of {root}", *reader.notes]))
     checkout = Checkout(root, reader.commit, Path(into), Path(into) / relative, reader.notes)
     here = posixpath.dirname(relative)
     try:
         source = read_yaml(checkout.study)
         model = source.data.get("model") if isinstance(source.data, dict) else None
         if isinstance(model, dict) and isinstance(model.get("file"), str):
+            if not inside(here, [model["file"]]):  # never show a file of this machine as the revision's
+                raise StudyrunError(f"{relative} at {revision}: model.file: "
+                                    f"{shorten(model['file'])!r} is outside the repository; "
+                                    "studyrun diff --rev reads only the repository's files of a "
+                                    "revision")
             reader.fetch(inside(here, [model["file"]]))
         data = include_files(source).data
-    except StudyrunError:
+    except StudyError:
         return checkout  # comparing it says what is wrong with it
     if not isinstance(data, dict):
         return checkout
@@ -239,7 +245,8 @@ def link_untracked(reader: Reader, tree: Path) -> None:
     """Links into `tree` (a revision's files) what the working tree holds beside the revision's
     files in each folder written out (results folders, data left out of git), so that the
     revision's study finds them where the current one does. A file the revision holds but the
-    study does not name stays out: it is not the revision's."""
+    study does not name stays out: it is not the revision's; so does compiled Python (a
+    __pycache__ of the current modules)."""
     for here, folders, files in os.walk(tree):
         relative = Path(here).relative_to(tree)
         counterpart = reader.root / relative
@@ -248,7 +255,8 @@ def link_untracked(reader: Reader, tree: Path) -> None:
             continue
         written = set(folders) | set(files)
         others = {entry.name: entry.path for entry in os.scandir(counterpart)
-                  if entry.name not in written and not (relative == Path(".") and entry.name == ".git")}
+                  if entry.name not in written and entry.name != "__pycache__"
+                  and not (relative == Path(".") and entry.name == ".git")}
         prefix = "" if relative == Path(".") else f"{relative.as_posix()}/"
         tracked = present(reader.root, reader.commit, [prefix + name for name in others])
         for name, path in others.items():

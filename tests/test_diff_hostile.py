@@ -250,3 +250,22 @@ def test_only_the_git_module_starts_git():
                for node in ast.walk(ast.parse(path.read_text(), str(path)))
                if starts_a_program(node, ("git", "tar"))}
     assert callers == {"git.py"}, callers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_a_model_file_outside_the_repository_is_not_shown_as_the_revisions(tmp_path, where):
+    """A revision whose study includes a YAML file of this machine: its values would be printed
+    as the revision's model; it is refused, and nothing of the file is shown."""
+    repo, _ = python_repo(tmp_path)
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("type: python\nfunction: model:f\ntoken: hunter2\n")
+    target = secret if where == "absolute" else "../secret.yaml"
+    (repo / "study.yaml").write_text(PYTHON_STUDY.replace(
+        "model: {type: python, function: model:f, vectorized: true}", f"model: {{file: {target}}}"))
+    git(repo, "commit", "-qam", "a shared model")
+    (repo / "study.yaml").write_text(PYTHON_STUDY)
+    done = run_cli("diff", "study.yaml", "--rev", "HEAD", cwd=repo)
+    assert done.returncode == 2 and "hunter2" not in done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "is outside the repository" in done.stderr, done.stderr
