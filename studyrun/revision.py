@@ -44,9 +44,6 @@ class Checkout:
 def check_out(study: Path, revision: str, into: Path) -> Checkout:
     """The files the study at `revision` needs, written under `into` at their paths in the
     repository; StudyrunError if the study is not there or a file is too large."""
-    from .loading import include_files
-    from .source import read_yaml
-
     study = Path(study).resolve()
     root = toplevel(study.parent).resolve()
     if not study.is_relative_to(root):
@@ -57,22 +54,34 @@ def check_out(study: Path, revision: str, into: Path) -> Checkout:
         raise StudyrunError("; ".join([f"{relative} is not a file in revision {revision} "
                                        f"({reader.commit[:12]}) of {root}", *reader.notes]))
     checkout = Checkout(root, reader.commit, Path(into), Path(into) / relative, reader.notes)
+    fetch_named(reader, checkout.study, relative)
+    link_untracked(reader, Path(into))
+    return checkout
+
+
+def fetch_named(reader: Reader, study: Path, relative: str) -> None:
+    """The files the study (written out at `study`, `relative` in the repository) names."""
+    from .loading import include_files
+    from .source import read_yaml
+
     here = posixpath.dirname(relative)
     try:
-        source = read_yaml(checkout.study)
-        model = source.data.get("model") if isinstance(source.data, dict) else None
-        if isinstance(model, dict) and isinstance(model.get("file"), str):
-            if not inside(here, [model["file"]]):  # never show a file of this machine as the revision's
-                raise StudyrunError(f"{relative} at {revision}: model.file: "
-                                    f"{shorten(model['file'])!r} is outside the repository; "
-                                    "studyrun diff --rev reads only the repository's files of a "
-                                    "revision")
-            reader.fetch(inside(here, [model["file"]]))
-        data = include_files(source).data
+        source = read_yaml(study)
     except StudyError:
-        return checkout  # comparing it says what is wrong with it
+        return  # comparing it says what is wrong with it
+    data, model = source.data, source.data.get("model") if isinstance(source.data, dict) else None
+    if isinstance(model, dict) and list(model) == ["file"] and isinstance(model["file"], str):
+        if not inside(here, [model["file"]]):  # never show a file of this machine as the revision's
+            raise StudyrunError(f"{relative} at {reader.revision}: model.file: "
+                                f"{shorten(model['file'])!r} is outside the repository; studyrun "
+                                "diff --rev reads only the repository's files of a revision")
+        reader.fetch(inside(here, [model["file"]]))
+        try:
+            data = include_files(source).data
+        except StudyError:
+            pass  # a model file git does not track: the working tree's, linked in later
     if not isinstance(data, dict):
-        return checkout
+        return
     reader.fetch(inside(here, named(data)), folders=True)
     execution = data.get("execution")
     patterns = execution.get("depends_on") if isinstance(execution, dict) else None
@@ -82,8 +91,6 @@ def check_out(study: Path, revision: str, into: Path) -> Checkout:
     model = data.get("model")
     if isinstance(model, dict) and model.get("type") == "python":
         reader.fetch_modules(here, str(model.get("function", "")).partition(":")[0])
-    link_untracked(reader, Path(into))
-    return checkout
 
 
 def named(data: Any) -> list[str]:

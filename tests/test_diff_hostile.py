@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -171,18 +172,26 @@ def test_with_results_the_revision_runs_and_the_results_folder_is_only_read(tmp_
         assert run_cli("run", "study.yaml", "--out", results, "--quiet", cwd=repo).returncode == 0
     (traps / "ran-imported").unlink()
 
-    def state() -> dict:
-        files = {p.relative_to(results).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-                 for p in sorted(results.rglob("*")) if p.is_file()}
-        return {"files": files, "folder": results.stat().st_mtime_ns}
+    def state(folder: Path) -> dict:
+        files = {p.relative_to(folder).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+                 for p in sorted(folder.rglob("*")) if p.is_file()}
+        return {"files": files, "folder": folder.stat().st_mtime_ns}
 
-    before = state()
+    before = state(results)
     done = run_cli("diff", "study.yaml", "--rev", "HEAD", "--results", results, "--json", cwd=repo)
     assert done.returncode == 0, done.stderr
     changed = {c["key"]: c for c in json.loads(done.stdout)["results"]["changed"]}
     assert changed["y.mean"]["b"] > changed["y.mean"]["a"]  # FACTOR 3 now, 2 at HEAD
     assert "ran-imported" in ran(traps)  # what --results is for: the revision's study ran
-    assert state() == before
+    assert state(results) == before
+
+    storeless = tmp_path / "storeless"  # a folder without its store: none is made in it
+    shutil.copytree(results, storeless)
+    (storeless / "runs.sqlite").unlink()
+    before = state(storeless)
+    done = run_cli("diff", "study.yaml", "--rev", "HEAD", "--results", storeless, cwd=repo)
+    assert done.returncode == 2 and "no runs.sqlite here" in done.stderr, done.stderr
+    assert state(storeless) == before
 
 
 @pytest.mark.slow
