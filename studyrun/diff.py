@@ -202,9 +202,9 @@ class Planned:
     note: str = ""
 
 
-PYTHON_FILES = ("the python model was not imported: its files are its module and the modules "
-                "its import statements name (a module imported by a name made at run time is "
-                "not seen)")
+NOT_RUN = ("the model was not imported or translated, as that runs its code: a python model's "
+           "files are its module and the modules its import statements name (a module imported "
+           "by a name made at run time is not seen)")
 
 
 def planned(path: Path, label: str) -> Planned:
@@ -222,8 +222,8 @@ def planned(path: Path, label: str) -> Planned:
                                    f"compared: {first}")
     note = ("runs are those the first round plans (an iterative analysis plans its first run "
             "only)" if loaded.study.analysis.iterative else "")
-    if getattr(loaded.study.model_spec, "type", "") == "python":
-        note = "; ".join(filter(None, [PYTHON_FILES, note]))
+    if loaded.study.model_spec.runs_code_to_check:
+        note = "; ".join(filter(None, [NOT_RUN, note]))
     return Planned(plan.run_ids.tolist(), files, note)
 
 

@@ -158,7 +158,7 @@ def test_without_results_nothing_of_the_revision_or_the_study_is_imported(tmp_pa
     assert ran(traps) == [], "the model's module was imported"
     assert "files.pkg/base.py:" in done.stdout, done.stdout
     assert "runs: a 8, b 8, shared by identity 0" in done.stdout
-    assert "the python model was not imported" in done.stdout
+    assert "the model was not imported" in done.stdout
 
 
 @pytest.mark.slow
