@@ -112,10 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("a", type=Path, metavar="A", help="a results folder, or a study file with --rev")
     diff.add_argument("b", type=Path, metavar="B", nargs="?", help="the other results folder")
     diff.add_argument("--rev", metavar="REV", help="compare study file A with itself at this git "
-                                                   "revision (a branch, tag or commit)")
+                                                   "revision (a branch, tag or commit), running "
+                                                   "nothing of either")
     diff.add_argument("--results", type=Path, metavar="DIR",
-                      help="with --rev: the study's results folder; the revision's study is run "
-                           "beside it (reusing its runs) and their results compared")
+                      help="with --rev: the study's results folder (only read); the revision's "
+                           "study, its model's code included, is run beside it (reusing its "
+                           "runs) and their results compared")
     diff.add_argument("--fail-above", type=float, metavar="TOL",
                       help="exit 1 when a result moved by more than TOL (absolute), or beyond "
                            "the intervals the analysis gives it")

@@ -77,17 +77,19 @@ def check_depends_on(patterns: list[str], study_dir: Path) -> list[Problem]:
     return problems
 
 
-def dependency_files(study, study_dir: Path) -> dict[str, Path]:
-    """Every file the runs depend on, by its name in the identity."""
-    files = dict(study.model_spec.dependencies(study_dir))
+def dependency_files(study, study_dir: Path, run_code: bool = True) -> dict[str, Path]:
+    """Every file the runs depend on, by its name in the identity; without `run_code`, those
+    found without running the study's code (a python model's imports read from its source)."""
+    model = study.model_spec
+    files = dict(model.dependencies(study_dir) if run_code else model.static_dependencies(study_dir))
     for pattern in study.execution.depends_on:
         files.update((file_name(path, study_dir), path) for path in matched_files(pattern, study_dir))
     return files
 
 
-def dependency_digests(study, study_dir: Path) -> dict[str, str]:
+def dependency_digests(study, study_dir: Path, run_code: bool = True) -> dict[str, str]:
     """name -> SHA-256 of every file the runs depend on, in name order."""
-    files = dependency_files(study, study_dir)
+    files = dependency_files(study, study_dir, run_code)
     return {name: file_digest(files[name]) for name in sorted(files)}
 
 

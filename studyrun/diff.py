@@ -153,36 +153,31 @@ def diff_folders(a: Path, b: Path) -> Difference:
 
 
 def diff_revision(study: Path, revision: str, results: Path | None = None) -> Difference:
-    """A study file against itself at a git revision (its repository's files at that revision,
-    for the model and data it names): the study's changes and the planned runs they share; and,
-    given the current study's results folder, the revision's results too: its study is run into
-    a temporary folder seeded with that folder's runs (those of the same identity are reused),
-    and every result that moved is listed."""
+    """A study file against itself at a git revision (the files it names at that revision: its
+    model file and module, data): the study's changes and the planned runs they share, found
+    without running anything of either version; and, given the current study's results folder,
+    the revision's results too: its study is run into a temporary folder seeded with that
+    folder's runs (those of the same identity are reused), and every result that moved is
+    listed. The results folder is only read."""
+    from .revision import check_out
+
     study = Path(study).resolve()
-    root = git(study.parent, "rev-parse", "--show-toplevel").strip()
-    relative = study.relative_to(Path(root).resolve())
-    found = Difference(f"{relative} at {revision}", str(relative))
     with tempfile.TemporaryDirectory(prefix="studyrun-diff-") as folder:
-        archive = subprocess.run(["git", "-C", root, "archive", "--format=tar", revision],
-                                 capture_output=True)
-        if archive.returncode != 0:
-            raise StudyrunError(f"git archive {revision} failed in {root}: "
-                                f"{archive.stderr.decode(errors='replace').strip()}")
-        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
-        old = Path(folder) / relative
-        if not old.exists():
-            raise StudyrunError(f"{relative} is not in revision {revision} of {root}")
-        overlay_untracked(Path(root), Path(folder))
+        checkout = check_out(study, revision, Path(folder) / "tree")
+        relative = checkout.study.relative_to(checkout.folder)
+        found = Difference(f"{relative} at {revision}", str(relative))
+        old = checkout.study
         found.study = study_changes(resolved_source(old), resolved_source(study))
         plans = [planned(path, label) for path, label in ((old, f"at {revision}"), (study, "now"))]
         with_files(found, *(plan.files for plan in plans))
         if all(plan.ids is not None for plan in plans):
             ids = [plan.ids for plan in plans]
             found.runs = {"a": len(ids[0]), "b": len(ids[1]), "shared": len(set(ids[0]) & set(ids[1]))}
-        found.notes += [plan.note for plan in plans if plan.note]
+        found.notes += checkout.notes + list(dict.fromkeys(plan.note for plan in plans if plan.note))
         if results is None:
             found.notes.append("give the study's results folder (--results DIR) to compare "
-                               "results too: the revision's study is then run beside it")
+                               "results too: the revision's study (its model's code) is then run "
+                               "beside it")
             return found
         from .outputs import read_analysis
 
@@ -197,24 +192,6 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
     return found
 
 
-def overlay_untracked(root: Path, tree: Path) -> None:
-    """Links into `tree` (a revision's files) what the working tree at `root` holds beside the
-    tracked files (results folders, data left out of git), so that the revision's study finds
-    them where the current one does."""
-    import os
-
-    for here, folders, files in os.walk(tree):
-        relative = Path(here).relative_to(tree)
-        counterpart = root / relative
-        if not counterpart.is_dir():
-            folders[:] = []
-            continue
-        present = set(folders) | set(files)
-        for entry in os.scandir(counterpart):
-            if entry.name not in present and not (relative == Path(".") and entry.name == ".git"):
-                (Path(here) / entry.name).symlink_to(entry.path)
-
-
 @dataclass
 class Planned:
     """One side of a revision's comparison: its planned run identities and the files its runs
@@ -225,12 +202,18 @@ class Planned:
     note: str = ""
 
 
+NOT_RUN = ("the model was not imported or translated, as that runs its code: a python model's "
+           "files are its module and the modules its import statements name (a module imported "
+           "by a name made at run time is not seen)")
+
+
 def planned(path: Path, label: str) -> Planned:
+    """The study's runs and files, found without running any of its code."""
     from .loading import load_study
     from .plan.study import plan_study
 
     try:
-        loaded = load_study(path)
+        loaded = load_study(path, run_code=False)
         files = loaded.dependencies()
         plan = plan_study(loaded)
     except StudyrunError as error:
@@ -239,6 +222,8 @@ def planned(path: Path, label: str) -> Planned:
                                    f"compared: {first}")
     note = ("runs are those the first round plans (an iterative analysis plans its first run "
             "only)" if loaded.study.analysis.iterative else "")
+    if loaded.study.model_spec.runs_code_to_check:
+        note = "; ".join(filter(None, [NOT_RUN, note]))
     return Planned(plan.run_ids.tolist(), files, note)
 
 
@@ -269,19 +254,27 @@ def with_files(found: Difference, a: dict[str, str] | None, b: dict[str, str] | 
 def run_revision(study: Path, results: Path, out: Path) -> Path:
     """`studyrun run` of the revision's study into `out`, its store first a copy of the results
     folder's (so runs of the same identity are reused); with a store of its own when the two
-    studies' runs cannot share one (other parameters or quantities)."""
-    import sqlite3
+    studies' runs cannot share one (other parameters or quantities). The store's files are
+    copied as they are, not opened where they are: SQLite would make (and remove) its journal
+    files in the results folder, and nothing is written there."""
+    import os
+    import shutil
     import sys
 
     def run() -> subprocess.CompletedProcess:
+        # no __pycache__ written beside a module the working tree lends the revision
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         return subprocess.run([sys.executable, "-m", "studyrun", "run", str(study), "--out",
                                str(out), "--quiet"], cwd=study.parent, capture_output=True,
-                              text=True)
+                              text=True, env=env)
 
     out.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(results / "runs.sqlite") as source, \
-            sqlite3.connect(out / "runs.sqlite") as target:
-        source.backup(target)
+    if not (results / "runs.sqlite").is_file():
+        raise StudyrunError(f"{results}: no runs.sqlite here; give the study's results folder "
+                            "(results/<name>, or the --out of its run)")
+    for name in ("runs.sqlite", "runs.sqlite-wal"):  # runs the journal holds are in its copy
+        if (results / name).is_file():
+            shutil.copyfile(results / name, out / name)
     done = run()
     if done.returncode != 0:  # the copied store refused: the revision's study on its own
         for leftover in out.glob("runs.sqlite*"):
@@ -291,13 +284,6 @@ def run_revision(study: Path, results: Path, out: Path) -> Path:
         raise StudyrunError(f"the study at that revision did not run:\n"
                             f"{done.stderr.strip()[-2000:]}")
     return out
-
-
-def git(folder: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise StudyrunError(f"git {' '.join(args)} failed in {folder}: {done.stderr.strip()}")
-    return done.stdout
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

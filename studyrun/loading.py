@@ -95,6 +95,7 @@ class Loaded:
     path: Path
     source: Source
     digests: dict[str, str] | None = field(default=None, repr=False)
+    run_code: bool = True  # False: loaded and planned without running any of the study's code
 
     @property
     def folder(self) -> Path:
@@ -107,18 +108,20 @@ class Loaded:
     def dependencies(self) -> dict[str, str]:
         """name -> SHA-256 of every file the runs depend on, hashed once per load."""
         if self.digests is None:
-            self.digests = dependency_digests(self.study, self.folder)
+            self.digests = dependency_digests(self.study, self.folder, self.run_code)
         return self.digests
 
 
-def load_study(path: str | Path, *, check: bool = True) -> Loaded:
-    """Read, validate and cross-check a study file; every problem is in one StudyError."""
+def load_study(path: str | Path, *, check: bool = True, run_code: bool = True) -> Loaded:
+    """Read, validate and cross-check a study file; every problem is in one StudyError. Without
+    `run_code` nothing of the study runs: a model whose check would run it (a python model's
+    import) is not checked, and a python model's files are found from its import statements."""
     path = Path(path)
     source = include_files(read_yaml(path))
-    loaded = Loaded(validate(Study, source), path, source)
+    loaded = Loaded(validate(Study, source), path, source, run_code=run_code)
     if check:
         problems = [source.problem(where, message)
-                    for where, message in check_study(loaded.study, loaded.context)]
+                    for where, message in check_study(loaded.study, loaded.context, run_code)]
         if problems:
             raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
     return loaded

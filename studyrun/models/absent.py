@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
 from .base import ModelSpec
@@ -16,6 +16,7 @@ class NoModel(ModelSpec):
     """`model:` left out: any parameter and quantity names are allowed (the given columns)."""
 
     type: Literal["none"] = "none"
+    runs_code_to_check: ClassVar[bool] = False
 
     def build(self, study_dir: Path) -> Evaluator:
         return NoRuns()

@@ -8,7 +8,7 @@ travel on the hot path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,6 +23,11 @@ class ModelSpec(BaseModel):
     """Base of every `model:` block. Subclasses add `type: Literal[...]` and their own keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # check() or dependencies() may run the study's code (a python model imports its module,
+    # PySD loads its model); a model that only reads its files says False. `studyrun diff --rev`
+    # without --results leaves such a check out and asks static_dependencies() instead.
+    runs_code_to_check: ClassVar[bool] = True
 
     def defaults(self) -> dict[str, float]:
         """The model's own values of its inputs (constants), used when a study does not vary them."""
@@ -47,6 +52,11 @@ class ModelSpec(BaseModel):
         """Files the runs read beyond the spec (name in a run's identity -> path): their content
         is part of every run's identity, so editing one re-runs the study."""
         return {}
+
+    def static_dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """dependencies() as far as they are found without running any of the study's code:
+        all of them for a model whose check runs none, none unless a model knows better."""
+        return {} if self.runs_code_to_check else self.dependencies(study_dir)
 
     def with_timeout(self, seconds: float) -> "ModelSpec":
         """The model with `execution.timeout` as its time limit per run where it sets none of

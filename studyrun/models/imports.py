@@ -6,10 +6,16 @@ modules, and studyrun's own) with this process's `sys.path`, the study folder fi
 site-packages folder or studyrun itself: the study folder's modules and the user's own packages
 (on PYTHONPATH, or installed in editable mode) count. A module imported only when the function is
 called, not when its module is, is not seen.
+
+`source_files` finds them without importing anything: by reading the import statements of the
+module's source, and of the modules they name, in turn (a module imported by a name computed at
+run time is not seen).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.machinery
 import json
 import os
 import site
@@ -84,6 +90,73 @@ def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) ->
         if (name == module or not inside_any(path, environment)) and path.is_file():
             found.append(ModuleFile(name, path, module_file_name(name, path, study_dir)))
     return found
+
+
+def source_files(module: str, study_dir: Path) -> tuple[list[ModuleFile], set[str]]:
+    """The module's file and those of the modules its import statements name, and theirs, as
+    imported_files keeps them (outside the environment); and the names those statements give
+    that no file in the study folder holds. Nothing is imported or run."""
+    environment, folder = environment_folders(), Path(os.path.realpath(study_dir))
+    found: dict[str, ModuleFile] = {}
+    outside: set[str] = set()
+    todo, seen = [module], {module}
+    while todo:
+        name = todo.pop()
+        spec = locate_module(name, study_dir)
+        path = Path(spec.origin) if spec is not None and spec.has_location and spec.origin else None
+        if path is None or not path.is_file():
+            outside.add(name)
+            continue
+        if not inside_any(path, [folder]):
+            outside.add(name)
+        if name != module and inside_any(path, environment):
+            continue
+        found[name] = ModuleFile(name, path, module_file_name(name, path, Path(study_dir)))
+        if path.suffix == ".py":
+            package = name if path.stem == "__init__" else name.rpartition(".")[0]
+            for named in imported_names(path, package) - seen:
+                seen.add(named)
+                todo.append(named)
+    return sorted(found.values(), key=lambda f: f.module), outside
+
+
+def locate_module(module_name: str, study_dir: Path):
+    """The spec of `module_name` as found from the study's folder first, ignoring sys.modules;
+    no code runs (a package's __init__ is found, not executed)."""
+    search = [str(study_dir), *sys.path]
+    spec = None
+    for part in module_name.split("."):
+        spec = importlib.machinery.PathFinder.find_spec(part, search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    return spec
+
+
+def imported_names(path: Path, package: str) -> set[str]:
+    """Every module an import statement of the file names (with each package above it), a
+    relative import resolved against `package`; none for a file that does not parse."""
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                if node.level - 1 > len(parts):
+                    continue
+                parent = ".".join(parts[:len(parts) - (node.level - 1)])
+                base = ".".join(filter(None, [parent, base]))
+            if base:
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return {".".join(n.split(".")[:i + 1]) for n in names for i in range(n.count(".") + 1)
+            if all(part.isidentifier() for part in n.split("."))}
 
 
 def environment_folders() -> list[Path]:

@@ -97,6 +97,9 @@ class Pysd(ModelSpec):
         path = self.model_path(study_dir)
         return {file_name(path, study_dir): path} if path.is_file() else {}
 
+    def static_dependencies(self, study_dir: Path) -> dict[str, Path]:
+        return self.dependencies(study_dir)  # its check runs the model; its files read none
+
     def build(self, study_dir: Path) -> PysdEvaluator:
         problems = self.check(study_dir)
         if problems:

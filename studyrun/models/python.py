@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import importlib.machinery
 import re
 import sys
 import threading
@@ -27,7 +26,7 @@ from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
 from ..params import Whole
 from .base import ModelSpec
-from .imports import imported_files
+from .imports import imported_files, locate_module, source_files
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)
@@ -73,18 +72,6 @@ def forget_modules(names: list[str]) -> None:
     importlib.invalidate_caches()
 
 
-def locate_module(module_name: str, study_dir: Path):
-    """The spec of `module_name` as found from the study's folder first, ignoring sys.modules."""
-    search = [str(study_dir), *sys.path]
-    spec = None
-    for part in module_name.split("."):
-        spec = importlib.machinery.PathFinder.find_spec(part, search)
-        if spec is None:
-            return None
-        search = list(spec.submodule_search_locations or [])
-    return spec
-
-
 class Python(ModelSpec):
     """A Python function as the model."""
 
@@ -117,6 +104,11 @@ class Python(ModelSpec):
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """The function's module and every module it imports from outside the environment."""
         return {f.name: f.path for f in imported_files(self.module, study_dir)}
+
+    def static_dependencies(self, study_dir: Path) -> dict[str, Path]:
+        """The function's module and the modules its import statements name, and theirs, found
+        by reading their source: nothing is imported."""
+        return {f.name: f.path for f in source_files(self.module, study_dir)[0]}
 
     @property
     def module(self) -> str:

@@ -18,12 +18,15 @@ from . import AnalysisUnion, Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-def check_study(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
+def check_study(study: Study, context: StudyContext,
+                run_code: bool = True) -> list[tuple[tuple, str]]:
     """Problems that span sections, as (key path, message) pairs; files are relative to the
-    context's folder."""
+    context's folder. Without `run_code`, a model whose check runs the study's code (a python
+    model's import) is not checked."""
     folder = context.folder
     problems: list[tuple[tuple, str]] = []
-    problems += checked("model", lambda: study.model_spec.check(folder))
+    if run_code or not study.model_spec.runs_code_to_check:
+        problems += checked("model", lambda: study.model_spec.check(folder))
     if study.model is None and getattr(study.analysis, "from_", None) is None:
         problems.append((("model",), "a study needs a model: block to make its runs; only an "
                          "analysis whose from: names runs that exist (a CSV or a results folder) "

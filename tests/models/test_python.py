@@ -154,3 +154,27 @@ def test_a_new_code_digest_makes_a_prepared_evaluator_import_the_edited_module(t
     fresh = evaluator.with_code("another digest")
     assert fresh.code == "another digest" and evaluator.code != fresh.code
     assert fresh({"x": np.zeros(1)}, context).scalars["value"][0] == 22.0
+
+
+def test_its_files_read_from_import_statements_are_those_an_import_finds(tmp_path):
+    """static_dependencies (for `diff --rev`, which must not run a revision's code) reads the
+    import statements: the module, a helper, a package's modules imported absolutely, relatively
+    and inside a function, none of the environment's; and it runs nothing."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "m.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('ran').touch()\n"
+        "import numpy as np\nimport helper\nfrom pkg import sub\n\n"
+        "def f(x):\n    from pkg.late import g\n    return g(sub.h(helper.k(np.asarray(x))))\n")
+    (tmp_path / "helper.py").write_text("def k(x):\n    return x\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub.py").write_text("from .deep import h\n")
+    (tmp_path / "pkg" / "deep.py").write_text("def h(x):\n    return x\n")
+    (tmp_path / "pkg" / "late.py").write_text("def g(x):\n    return x\n")
+    model = Python(type="python", function="m:f")
+    static = model.static_dependencies(tmp_path)
+    assert sorted(static) == ["helper.py", "m.py", "pkg/__init__.py", "pkg/deep.py",
+                              "pkg/late.py", "pkg/sub.py"]
+    assert not (tmp_path / "ran").exists()
+    imported = model.dependencies(tmp_path)  # imports m in a fresh interpreter
+    assert (tmp_path / "ran").exists()
+    assert set(imported) == set(static) - {"pkg/late.py"}  # imported only when f is called

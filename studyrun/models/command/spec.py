@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -61,6 +61,7 @@ class Command(ModelSpec):
     """An external program, run once per run with its parameters in a file."""
 
     type: Literal["command"]
+    runs_code_to_check: ClassVar[bool] = False  # it looks for the program, never starts it
     run: list[str] = Field(min_length=1, description="argv list; placeholders like {params_file}")
     params_file: ParamsFile = "params.json"
     results_file: str = "results.json"

@@ -4,7 +4,7 @@ tolerances), which checks itself and builds the evaluator."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
@@ -26,6 +26,7 @@ class EquationModel(ModelSpec):
     method: Method = "RK45"
     rtol: float = Field(1e-6, gt=0, description="relative tolerance of adaptive solvers")
     atol: float = Field(1e-9, ge=0, description="absolute tolerance of adaptive solvers")
+    runs_code_to_check: ClassVar[bool] = False
 
     @field_validator("method", mode="before")
     @classmethod
