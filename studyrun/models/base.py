@@ -48,6 +48,16 @@ class ModelSpec(BaseModel):
         is part of every run's identity, so editing one re-runs the study."""
         return {}
 
+    def uses_seed(self, study_dir: Path) -> bool:
+        """Whether runs draw random numbers from their seed (core/seeds.py): then the study's
+        `seed` is part of every run's identity, so a new seed makes new runs."""
+        return False
+
+    def packages(self) -> tuple[str, ...]:
+        """Distributions the runs rest on beyond studyrun's own (their versions go in the
+        provenance)."""
+        return ()
+
     def with_timeout(self, seconds: float) -> "ModelSpec":
         """The model with `execution.timeout` as its time limit per run where it sets none of
         its own; itself when it has no time limit."""

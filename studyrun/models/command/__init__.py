@@ -9,7 +9,8 @@ timeout, missing or malformed results, program not found) is recorded on that ru
 Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
 
 - Placeholders in `run`: `{params_file}`, `{results_file}` (absolute paths in the run's workdir),
-  `{workdir}`, `{study_dir}` (absolute) and `{run_id}` (the 16 hex digits of the workdir name).
+  `{workdir}`, `{study_dir}` (absolute), `{run_id}` (the 16 hex digits of the workdir name) and
+  `{seed}` (the run's seed, 0 <= seed < 2**31, derived from its identity: studyrun.core.seeds).
   Only `{identifier}` is replaced; any other brace text is left alone; there is no escaping.
   Programs run with the run's workdir as current directory, so refer to files of the study
   as `"{study_dir}/sim.py"`. A relative program path (`bin/sim`) is resolved against the study

@@ -130,6 +130,16 @@ class Command(ModelSpec):
             raise ValueError("memory_limit needs a POSIX system (Linux); remove it on Windows")
         return self
 
+    def uses_seed(self, study_dir: Path) -> bool:
+        """Whether an argument of `run` or the template names `{seed}`."""
+        texts = list(self.run)
+        if isinstance(self.params_file, Template):
+            try:
+                texts.append((Path(study_dir) / self.params_file.template).read_text())
+            except (OSError, UnicodeDecodeError):  # check() says why
+                pass
+        return any("seed" in PLACEHOLDER.findall(text) for text in texts)
+
     def check(self, study_dir: Path) -> list[Problem]:
         """A missing template, or a program neither on PATH nor a file (nor executable)."""
         problems = []
