@@ -5,7 +5,7 @@ from a SIGKILL; each run its own; a new study seed gives new ones."""
 from __future__ import annotations
 
 import pytest
-from conftest import killed_and_resumed, stored_runs, write_study
+from conftest import killed_and_resumed, run_cli, stored_runs, write_study
 
 import studyrun
 from studyrun.core.seeds import SEED_LIMIT, run_seed
@@ -161,3 +161,5 @@ def test_a_new_study_seed_gives_new_numbers(folder, kind):
         ys[path.stem] = sorted(y for _, y in by_run(out).values())
     assert ys[first.stem] == ys["again"]
     assert not set(ys[first.stem]) & set(ys["other"])
+    shown = run_cli("plan", other, "--out", folder / "again").stdout
+    assert "0 of 3 runs would be reused, 3 would run: the seed changed since the last run" in shown
