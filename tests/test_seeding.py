@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow  # real PySD, subprocesses, drivers killed with SI
 
 NOISE_MDL = r"""{UTF-8}
 Noise=
-	RANDOM UNIFORM(-1, 1, 0)
+	RANDOM UNIFORM(-1, 1, 0) + RANDOM NORMAL(-3, 3, 0, 1, 0)
 	~	Dmnl
 	~		|
 
