@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -138,7 +139,7 @@ class Command(ModelSpec):
                 texts.append((Path(study_dir) / self.params_file.template).read_text())
             except (OSError, UnicodeDecodeError):  # check() says why
                 pass
-        return any("seed" in PLACEHOLDER.findall(text) for text in texts)
+        return any(re.search(r"(?<!\{)\{seed(:[^{}\n]*)?\}", text) for text in texts)
 
     def check(self, study_dir: Path) -> list[Problem]:
         """A missing template, or a program neither on PATH nor a file (nor executable)."""
