@@ -110,6 +110,11 @@ def describe_changes(before: dict, now: dict) -> list[str]:
     """What differs between two remembered contexts, in words: 'helpers.py changed', ..."""
     changes = [f"the {part} block changed" if part == "model" else f"the {part} changed"
                for part in ("model", "quantities") if before.get(part) != now.get(part)]
+    seeds = before.get("seed"), now.get("seed")  # recorded for models that draw random numbers
+    if seeds[0] != seeds[1]:
+        changes.append("the seed changed" if None not in seeds else
+                       "the runs draw random numbers from the seed now" if seeds[0] is None else
+                       "the runs no longer draw random numbers")
     old_fixed, new_fixed = before.get("fixed", {}), now.get("fixed", {})
     changes += [f"fixed parameter {name} changed" for name in sorted(set(old_fixed) | set(new_fixed))
                 if old_fixed.get(name) != new_fixed.get(name)]

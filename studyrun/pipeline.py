@@ -94,7 +94,8 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
         else:
             analysis, outcome = run_fixed(loaded, store, job, settings, folder)
         analysis["warnings"] = warnings
-        analysis["provenance"] = {**collect(loaded.path, loaded.study.seed, started),
+        analysis["provenance"] = {**collect(loaded.path, loaded.study.seed, started,
+                                           loaded.context.model.packages()),
                                   **loaded.study.analysis.provenance(loaded.context)}
         analysis[outputs.DIGEST_KEY] = outputs.study_digest(copy)
         write_json(folder / "analysis.json", analysis)

@@ -19,10 +19,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def package_versions() -> dict[str, str]:
-    """Installed versions of the libraries a result depends on (without importing them)."""
+def package_versions(more: tuple[str, ...] = ()) -> dict[str, str]:
+    """Installed versions of the libraries a result depends on, and of `more` (the model's:
+    pysd), without importing them."""
     versions = {}
-    for name in PACKAGES:
+    for name in PACKAGES + more:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -37,12 +38,12 @@ def studyrun_version() -> str:
         return "0.1.0"
 
 
-def collect(study_file: Path, seed: int, started: str) -> dict:
-    """The provenance block of analysis.json."""
+def collect(study_file: Path, seed: int, started: str, packages: tuple[str, ...] = ()) -> dict:
+    """The provenance block of analysis.json; `packages`, those the model needs besides."""
     return {
         "studyrun": studyrun_version(),
         "python": platform.python_version(),
-        "packages": package_versions(),
+        "packages": package_versions(packages),
         "study_file": str(study_file.resolve()),
         "study_sha256": hashlib.sha256(study_file.read_bytes()).hexdigest(),
         "git": git_state(study_file.resolve().parent),

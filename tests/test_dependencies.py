@@ -261,3 +261,14 @@ def test_the_python_api_in_one_process_runs_the_edited_helper_and_data(tmp_path)
     after = studyrun.run(study, tmp_path / "out")
     assert after.analysis["runs"]["reused"] == 0
     assert abs(after.results["y"]["mean"] - 2.5 * before.results["y"]["mean"]) < 1e-9
+
+
+def test_plan_says_how_the_seed_of_a_random_model_changed():
+    from studyrun.dependencies import describe_changes
+
+    plain = {"model": "m", "quantities": "q", "fixed": {}, "files": {}}
+    assert describe_changes(plain, {**plain, "seed": 1}) == [
+        "the runs draw random numbers from the seed now"]  # a model upgraded to seeded runs
+    assert describe_changes({**plain, "seed": 1}, {**plain, "seed": 2}) == ["the seed changed"]
+    assert describe_changes({**plain, "seed": 1}, plain) == ["the runs no longer draw random numbers"]
+    assert describe_changes({**plain, "seed": 1}, {**plain, "seed": 1}) == []

@@ -71,7 +71,8 @@ def python_repo(tmp_path: Path) -> tuple[Path, Path]:
     (repo / "model.py").write_text(
         f"import pathlib\npathlib.Path({str(traps / 'ran-imported')!r}).touch()\n"
         "import helper\nfrom pkg import scale\n\n"
-        "def f(x):\n    return helper.offset() + scale.factor() * x\n")
+        "def f(x, rng=None):  # declares rng: asked whether it draws, nothing is imported\n"
+        "    return helper.offset() + scale.factor() * x\n")
     (repo / "helper.py").write_text("def offset():\n    return 1.0\n")
     (repo / "pkg" / "__init__.py").write_text("")
     (repo / "pkg" / "scale.py").write_text("from . import base\n\ndef factor():\n"

@@ -154,9 +154,15 @@ def load_cleanly(path: Path, seconds: float = TIME_LIMIT) -> str:
 
 def copy_studies(target: Path) -> Path:
     """studies/ (model files, python modules, simulator scripts) copied to `target`, with the
-    results the sequential examples start from beside it."""
+    results the sequential examples start from beside it and the PySD translations of its
+    Vensim models made (validating a pysd study translates its model once, into a cache: files
+    written and code compiled that the audit hook would see)."""
+    from studyrun.models.pysd import translate
+
     shutil.copytree(STUDIES, target, ignore=shutil.ignore_patterns("__pycache__", "results"))
     run_earlier_steps(target)
+    for model in sorted(target.glob("models/*.mdl")):
+        translate(model)
     return target
 
 

@@ -15,8 +15,14 @@ SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montec
          "tank-inflow", "chain-gradient", "correlated-sum-montecarlo", "ishigami-given-delta",
          "ishigami-sobol-precision", "ishigami-fast", "ishigami-rbd-fast", "ishigami-pawn",
          "ishigami-dgsm", "flowers-local", "flowers-optimize", "zdt1-nsga2", "logistic-calibrate",
-         "ishigami-surrogate"]
+         "ishigami-surrogate", "shop-stock-montecarlo"]
 RESULTS_DOC = STUDIES.parent / "docs" / "reference" / "results.md"
+
+
+@pytest.fixture(autouse=True)
+def translations(tmp_path_factory, monkeypatch):
+    """PySD's translations of the pysd examples in a folder of the tests, not the user's cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 @pytest.mark.slow

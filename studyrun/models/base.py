@@ -58,6 +58,17 @@ class ModelSpec(BaseModel):
         all of them for a model whose check runs none, none unless a model knows better."""
         return {} if self.runs_code_to_check else self.dependencies(study_dir)
 
+    def uses_seed(self, study_dir: Path, run_code: bool = True) -> bool:
+        """Whether runs draw random numbers from their seed (core/seeds.py): then the study's
+        `seed` is part of every run's identity, so a new seed makes new runs. Without
+        `run_code`, answered without running any of the study's code (`diff --rev`)."""
+        return False
+
+    def packages(self) -> tuple[str, ...]:
+        """Distributions the runs rest on beyond studyrun's own (their versions go in the
+        provenance)."""
+        return ()
+
     def with_timeout(self, seconds: float) -> "ModelSpec":
         """The model with `execution.timeout` as its time limit per run where it sets none of
         its own; itself when it has no time limit."""

@@ -13,6 +13,11 @@ Every column PySD returns becomes an output series under a plain name: lowercase
 characters than letters and digits replaced by ``_`` ("Teacup Temperature" ->
 ``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run that raises, or whose time grid
 differs from the batch's, is a failed run.
+
+PySD's RANDOM functions (RANDOM UNIFORM, RANDOM NORMAL, ...) draw from numpy's global generator
+(and ignore their seed argument): it is seeded afresh for each run from the run's identity
+(core/seeds.py), and a model whose translation draws random numbers has the study's seed in its
+runs' identities. A lock keeps two runs in threads of one process from sharing the generator.
 """
 
 from __future__ import annotations
@@ -23,20 +28,28 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, StudyError
+from ..core.seeds import run_seed_sequence
 from ..dependencies import file_name
 from .base import ModelSpec
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
              ".stmx": "read_xmile", ".py": None}
 _COMPONENTS: dict[tuple[str, int, int], set[str]] = {}  # model file's stamp -> its components
+_DRAWS = re.compile(r"\b(?:np|numpy)\.random\.|\.rvs\(")  # how a translation draws random numbers
+# Vensim's RANDOM functions and XMILE's, as a model file names them; a .py model as translated.
+_NAMES_RANDOM = re.compile(r"(?i)\bRANDOM[ _]|\b(?:UNIFORM|NORMAL|EXPRND|POISSON)\s*\(|"
+                           + _DRAWS.pattern)
+_GLOBAL_GENERATOR = threading.Lock()  # numpy's global generator: one per process
 
 
 class PysdTime(BaseModel):
@@ -99,6 +112,21 @@ class Pysd(ModelSpec):
 
     def static_dependencies(self, study_dir: Path) -> dict[str, Path]:
         return self.dependencies(study_dir)  # its check runs the model; its files read none
+
+    def uses_seed(self, study_dir: Path, run_code: bool = True) -> bool:
+        """Whether the model draws random numbers (its translation calls numpy.random or a
+        scipy.stats distribution's rvs, as PySD's RANDOM functions do); without `run_code`,
+        whether the model file names a random function (translating imports the model)."""
+        path = self.model_path(study_dir)
+        try:
+            if not run_code:
+                return _NAMES_RANDOM.search(path.read_text(errors="replace")) is not None
+            return draws_random(translate(path))
+        except (OSError, StudyError):
+            return False
+
+    def packages(self) -> tuple[str, ...]:
+        return ("pysd",)
 
     def build(self, study_dir: Path) -> PysdEvaluator:
         problems = self.check(study_dir)
@@ -168,6 +196,25 @@ def component_names(translated: Path) -> set[str]:
     return names - {"time", "Time"}
 
 
+def draws_random(translated: Path) -> bool:
+    """Whether a PySD translation draws random numbers."""
+    return _DRAWS.search(translated.read_text(errors="replace")) is not None
+
+
+@contextmanager
+def seeded_global_generator(run_id: int) -> Iterator[None]:
+    """numpy's global generator seeded from the run's identity while the run draws from it
+    (alone in this process), then put back as it was."""
+    with _GLOBAL_GENERATOR:
+        state = np.random.get_state()
+        bits = np.random.MT19937(run_seed_sequence(run_id))
+        np.random.set_state(np.random.RandomState(bits).get_state())
+        try:
+            yield
+        finally:
+            np.random.set_state(state)
+
+
 def plain_name(column: str) -> str:
     """A column name usable in quantity expressions: 'Teacup Temperature' -> 'teacup_temperature'."""
     name = re.sub(r"[^0-9a-zA-Z]+", "_", column).strip("_").lower()
@@ -190,7 +237,8 @@ class PysdEvaluator(Evaluator):
             params = {name: float(np.asarray(values).reshape(-1)[m])
                       for name, values in inputs.items()}
             try:
-                rows.append(self.run_one(pysd, params))
+                with seeded_global_generator(context.run_ids[m]):
+                    rows.append(self.run_one(pysd, params))
             except Exception as error:  # a model's own failure is the run's, not the batch's
                 out.fail(m, f"PySD: {type(error).__name__}: {error}")
                 rows.append(None)

@@ -4,12 +4,19 @@ A scalar function is called once per run with keyword arguments and returns a nu
 `value`), a dict of numbers, or time series as a dict of arrays with a `time` key (each run's
 own: runs may stop at different times). A vectorized function (`vectorized: true`) is called
 once per batch with arrays and returns arrays on one grid.
+
+A function that declares a keyword argument `rng` gets each run's numpy Generator, one that
+declares `seed` each run's integer seed (0 <= seed < 2**31), both derived from the run's
+identity (core/seeds.py); a vectorized function gets a list of Generators and an array of seeds,
+one per run. A parameter or constant of that name is passed instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.machinery
+import inspect
 import re
 import sys
 import threading
@@ -22,6 +29,7 @@ from pydantic import Field, field_validator
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, describe
+from ..core.seeds import run_seed, run_seed_sequence
 from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
 from ..params import Whole
@@ -31,6 +39,7 @@ from .imports import imported_files, locate_module, source_files
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)
 _IMPORTING = threading.Lock()
+SEED_ARGUMENTS = ("rng", "seed")  # what a function may declare to get its run's random numbers
 
 
 def import_function(reference: str, study_dir: Path, code: str = "",
@@ -101,6 +110,17 @@ class Python(ModelSpec):
             return [Problem(f"{self.function!r} is not callable", path="function")]
         return []
 
+    def uses_seed(self, study_dir: Path, run_code: bool = True) -> bool:
+        """Whether the function declares `rng` or `seed` (that no constant sets); without
+        `run_code`, as its `def` in the module's source declares them (nothing is imported)."""
+        if not run_code:
+            return bool(declared_seed_arguments(self.function, study_dir) - set(self.constants))
+        try:
+            function = import_function(self.function, study_dir)
+        except Exception:  # reported by check()
+            return False
+        return bool(seed_arguments(function) - set(self.constants))
+
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """The function's module and every module it imports from outside the environment."""
         return {f.name: f.path for f in imported_files(self.module, study_dir)}
@@ -140,9 +160,10 @@ class PythonEvaluator(Evaluator):
         n = len(context.run_ids)
         missing = {name: np.full(n, value) for name, value in self.constants if name not in inputs}
         inputs = {**missing, **inputs} if missing else inputs
+        wanted = seed_arguments(function) - set(inputs)
         if self.vectorized:
-            return call_vectorized(function, inputs, n)
-        return call_per_run(function, inputs, n)
+            return call_vectorized(function, inputs, n, seeded(wanted, context.run_ids, True))
+        return call_per_run(function, inputs, n, seeded(wanted, context.run_ids))
 
     def prepare(self) -> None:
         import_function(self.function, Path(self.study_dir), self.code, self.modules)
@@ -151,10 +172,56 @@ class PythonEvaluator(Evaluator):
         return dataclasses.replace(self, code=digest)
 
 
-def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:
-    """Loop over the batch; collect numbers, dicts of numbers, or series with a `time` key."""
-    names = list(inputs)
-    columns = [np.broadcast_to(inputs[name], (n,)).tolist() for name in names]
+def seed_arguments(function: Callable[..., Any]) -> set[str]:
+    """The arguments of SEED_ARGUMENTS that the function declares by name."""
+    try:
+        declared = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return set()
+    return {name for name in SEED_ARGUMENTS if name in declared and declared[name].kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+
+
+def declared_seed_arguments(reference: str, study_dir: Path) -> set[str]:
+    """The arguments of SEED_ARGUMENTS that the module's top-level `def` of the function names,
+    read from its source without importing it (a function made otherwise: none)."""
+    import ast
+
+    module, _, name = reference.partition(":")
+    spec = locate_module(module, study_dir)
+    if spec is None or not spec.origin or not str(spec.origin).endswith(".py"):
+        return set()
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            named = node.args.args + node.args.kwonlyargs
+            return {a.arg for a in named} & set(SEED_ARGUMENTS)
+    return set()
+
+
+def seeded(wanted: set[str], run_ids: np.ndarray, vectorized: bool = False) -> dict[str, Any]:
+    """The run-by-run values of the seed arguments the function wants: `rng`, a list of numpy
+    Generators, and `seed`, a list of ints (an int64 array for a vectorized function)."""
+    extra: dict[str, Any] = {}
+    if "rng" in wanted:
+        extra["rng"] = [np.random.default_rng(run_seed_sequence(r)) for r in run_ids.tolist()]
+    if "seed" in wanted:
+        seeds = [run_seed(r) for r in run_ids.tolist()]
+        extra["seed"] = np.array(seeds, dtype=np.int64) if vectorized else seeds
+    return extra
+
+
+def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int,
+                 extra: dict[str, list] | None = None) -> ModelOutput:
+    """Loop over the batch; collect numbers, dicts of numbers, or series with a `time` key.
+    `extra` gives more arguments, a list of n values each (a run's Generator, its seed)."""
+    extra = extra or {}
+    names = [*inputs, *extra]
+    columns = [np.broadcast_to(inputs[name], (n,)).tolist() for name in inputs]
+    columns += list(extra.values())
     results: list[Any] = [None] * n
     out = ModelOutput(n)
     rows = zip(*columns) if columns else [()] * n
@@ -218,11 +285,14 @@ def split_result(result: dict) -> tuple[dict[str, float], tuple | None]:
     return numbers, None if time is None else (time, series)
 
 
-def call_vectorized(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int) -> ModelOutput:
-    """One call for the whole batch; an exception fails every run of the batch."""
+def call_vectorized(function: Callable[..., Any], inputs: dict[str, np.ndarray], n: int,
+                    extra: dict[str, Any] | None = None) -> ModelOutput:
+    """One call for the whole batch (with `extra` arguments, one value a run each); an exception
+    fails every run of the batch."""
     out = ModelOutput(n)
     try:
-        result = function(**{k: np.broadcast_to(v, (n,)) for k, v in inputs.items()})
+        result = function(**{k: np.broadcast_to(v, (n,)) for k, v in inputs.items()},
+                          **(extra or {}))
         if not isinstance(result, dict):
             result = {"value": result}
         time = result.get("time")

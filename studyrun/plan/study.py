@@ -36,12 +36,23 @@ def given_plan(loaded: Loaded, rows: "GivenRows", design: Design | None = None) 
 
 def identity_context(loaded: Loaded) -> dict:
     """What every run's identity shares besides the fixed inputs: the model as the analysis runs
-    it, the quantities and the digest of the files the runs depend on."""
+    it, the quantities, the digest of the files the runs depend on and, for a model that draws
+    random numbers, the seed."""
     return {"model": loaded.context.model.model_dump(mode="json"),
-            "quantities": loaded.study.quantities, "code": code_digest(loaded.dependencies())}
+            "quantities": loaded.study.quantities, "code": code_digest(loaded.dependencies()),
+            **seed_part(loaded)}
 
 
 def identity_record(loaded: Loaded) -> dict:
     """What the store remembers of this study's run context, for `studyrun plan` to compare."""
     context = loaded.context
-    return identity_parts(context.model, context.quantities, context.fixed, loaded.dependencies())
+    return {**identity_parts(context.model, context.quantities, context.fixed,
+                             loaded.dependencies()), **seed_part(loaded)}
+
+
+def seed_part(loaded: Loaded) -> dict:
+    """The study's seed when the model draws random numbers from it (each run's are derived from
+    its identity, core/seeds.py); nothing for other models, whose runs any seed reuses."""
+    context = loaded.context
+    uses = context.model.uses_seed(context.folder, loaded.run_code)
+    return {"seed": loaded.study.seed} if uses else {}

@@ -128,3 +128,19 @@ def test_cli_locates_a_parameter_the_model_lacks_and_runs_without_writing_beside
     left = sorted(p.name for p in model_dir.iterdir())
     assert left == ["results", "study.yaml", "teacup.mdl",
                     "typo.yaml"], left
+
+
+@pytest.mark.slow
+def test_the_provenance_names_pysd_and_a_model_without_random_functions_ignores_the_seed(
+        model_dir):
+    import pysd
+
+    import studyrun
+
+    study = write_study(model_dir, STUDY.replace("{type: montecarlo, samples: 4}",
+                                                 "{type: sweep, levels: {characteristic_time: 3}}"))
+    first = studyrun.run(study, model_dir / "out")
+    assert first.analysis["provenance"]["packages"]["pysd"] == pysd.__version__
+    assert not Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"}).uses_seed(model_dir)
+    study.write_text(study.read_text().replace("name: teacup", "name: teacup\nseed: 2"))
+    assert studyrun.run(study, model_dir / "out").analysis["runs"]["reused"] == 3

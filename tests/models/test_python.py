@@ -178,3 +178,39 @@ def test_its_files_read_from_import_statements_are_those_an_import_finds(tmp_pat
     imported = model.dependencies(tmp_path)  # imports m in a fresh interpreter
     assert (tmp_path / "ran").exists()
     assert set(imported) == set(static) - {"pkg/late.py"}  # imported only when f is called
+
+
+def test_a_function_that_declares_rng_or_seed_gets_its_runs_own(tmp_path):
+    """rng: each run's Generator, seed: each run's int; a list and an array when vectorized; the
+    same for a run whatever batch it is in; a parameter of that name passed instead."""
+    from studyrun.core.seeds import run_seed, run_seed_sequence
+
+    source = ("import numpy as np\n"
+              "def f(x, rng, *, seed):\n"
+              "    if isinstance(rng, list):\n"
+              "        return {'u': np.array([g.random() for g in rng]), 'seed': seed,\n"
+              "                'int64': seed.dtype == np.int64}\n"
+              "    return {'u': rng.random(), 'seed': seed, 'int64': isinstance(seed, int)}\n")
+    (tmp_path / "m.py").write_text(source)
+    ids = np.array([-5, 3, 2**62], dtype=np.int64)
+    expected_u = [np.random.default_rng(run_seed_sequence(i)).random() for i in ids.tolist()]
+    expected_seed = [run_seed(i) for i in ids.tolist()]
+    for vectorized in (False, True):
+        model = Python(type="python", function="m:f", vectorized=vectorized)
+        assert model.uses_seed(tmp_path)
+        evaluator = model.build(tmp_path)
+        whole = evaluator({"x": np.zeros(3)}, RunContext(run_ids=ids))
+        one = evaluator({"x": np.zeros(1)}, RunContext(run_ids=ids[2:]))
+        assert whole.scalars["u"].tolist() == expected_u and one.scalars["u"][0] == expected_u[2]
+        assert whole.scalars["seed"].tolist() == expected_seed and whole.scalars["int64"].all()
+        given = evaluator({"x": np.zeros(3), "seed": np.array([4.0, 5.0, 6.0])},
+                          RunContext(run_ids=ids))
+        assert given.scalars["seed"].tolist() == [4.0, 5.0, 6.0]
+    assert not Python(type="python", function="m:f", constants={"rng": 1, "seed": 2}).uses_seed(
+        tmp_path)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "m.py").write_text("def f(x, **rest):\n    return x + len(rest)\n")
+    plain = Python(type="python", function="m:f")
+    assert not plain.uses_seed(tmp_path / "plain")  # **rest declares neither
+    assert plain.build(tmp_path / "plain")({"x": np.zeros(1)}, RunContext(run_ids=ids[:1])) \
+        .scalars["value"].tolist() == [0.0]

@@ -23,6 +23,9 @@ Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
   A run that lacks an output other runs of the batch have fails (write null instead).
 - Each run's series stay on its own `time` (a simulation may stop on an event), and its
   quantities are computed on them; analyses that need one grid interpolate (studyrun/grids.py).
+- `{seed}` in `run` or in a template is the run's seed, 0 <= seed < 2**31, derived from its
+  identity (studyrun.core.seeds): the same in any batch and after a resume; the study's `seed`
+  is then part of every run's identity.
 - `keep_workdirs`: `failed` (default) removes the workdirs of successful runs; `all` keeps
   every one; `none` removes every one. stdout.txt and stderr.txt are written in each workdir.
 - `memory_limit` (`512MB`, `2GiB`, or bytes; KB/MB/GB are powers of 1000 and KiB/MiB/GiB of

@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ...core.batch import Evaluator, ModelOutput, RunContext
+from ...core.seeds import run_seed
 from .placeholders import PLACEHOLDERS, render
 from .processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
 from .results import RunFailed, assemble, read_results
@@ -123,7 +124,8 @@ class CommandEvaluator(Evaluator):
         _make_fresh_dir(workdir)
         where = {"params_file": str(workdir / self.params_name),
                  "results_file": str(workdir / self.results_name),
-                 "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id}
+                 "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id,
+                 "seed": str(run_seed(int(run_id, 16)))}
         self._write_params(row, workdir / self.params_name, where)
         for name in LOGS:
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-PLACEHOLDERS = ("params_file", "results_file", "workdir", "study_dir", "run_id")
+PLACEHOLDERS = ("params_file", "results_file", "workdir", "study_dir", "run_id", "seed")
 
 
 def split_placeholders(text: str) -> tuple[str, ...]:

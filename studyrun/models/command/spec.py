@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Union
@@ -130,6 +131,16 @@ class Command(ModelSpec):
         if self.memory_limit is not None and os.name != "posix":
             raise ValueError("memory_limit needs a POSIX system (Linux); remove it on Windows")
         return self
+
+    def uses_seed(self, study_dir: Path, run_code: bool = True) -> bool:
+        """Whether an argument of `run` or the template names `{seed}`."""
+        texts = list(self.run)
+        if isinstance(self.params_file, Template):
+            try:
+                texts.append((Path(study_dir) / self.params_file.template).read_text())
+            except (OSError, UnicodeDecodeError):  # check() says why
+                pass
+        return any(re.search(r"(?<!\{)\{seed(:[^{}\n]*)?\}", text) for text in texts)
 
     def check(self, study_dir: Path) -> list[Problem]:
         """A missing template, or a program neither on PATH nor a file (nor executable)."""
