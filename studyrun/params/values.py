@@ -18,7 +18,8 @@ class Discrete(ParameterBase):
 
     kind: ClassVar[str] = "discrete"
     distribution: Literal["discrete"] = "discrete"
-    values: list[Real] = Field(description="the possible values, at least two different")
+    values: list[Whole | Real] = Field(description="the possible values, at least two "
+                                       "different (integers stay whole numbers)")
     weights: list[Real] | None = Field(None, description="relative weights, one per value "
                                                            "(default: equal)")
 
@@ -64,6 +65,10 @@ class Discrete(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return min(self.values), max(self.values)
+
+    @property
+    def whole(self) -> bool:
+        return all(isinstance(v, int) for v in self.values)
 
     def _support(self) -> tuple[float, float]:
         return min(self.values), max(self.values)
@@ -124,6 +129,10 @@ class Fixed(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return self.value, self.value
+
+    @property
+    def whole(self) -> bool:
+        return isinstance(self.value, int)
 
     def _support(self) -> tuple[float, float]:
         return self.value, self.value

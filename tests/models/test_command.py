@@ -501,12 +501,16 @@ def test_shell_string_is_rejected_with_a_hint():
 
 @pytest.mark.parametrize("keys, message", [
     ({"run": []}, "at least 1 item"),
-    ({"run": ["sim", "{param_file}"]}, "unknown placeholder {param_file}"),
+    ({"run": ["sim", "--n={n:q}"]}, "'q' is not a format spec"),
+    ({"run": ["sim", "{n:9999d}"]}, "a width of 9,999 is more than 1000"),
     ({"params_file": "params.txt"}, "must end in .json, .yaml or .yml"),
     ({"params_file": "../params.json"}, "inside the run's working directory"),
     ({"params_file": {"template": "in.tmpl"}}, "file"),
     ({"params_file": {"template": "in.tmpl", "file": "/etc/in.txt"}}, "inside the run's"),
-    ({"results_file": "results.txt"}, "must end in .json or .csv"),
+    ({"results_file": "results.txt"}, "must end in .json or .csv, or be a table"),
+    ({"results_file": "out.json", "columns": ["time", "y"]}, "names its own outputs"),
+    ({"results_file": "out.txt", "columns": ["time", "time"]}, "column 'time' twice"),
+    ({"results_file": "out.txt", "columns": ["a b"]}, "cannot name a column"),
     ({"timeout": 0}, "greater than 0"),
     ({"keep_workdirs": "some"}, "'failed', 'all' or 'none'"),
     ({"memory_limit": "lots"}, "not a memory size"),

@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ...core.batch import Evaluator, ModelOutput, RunContext
-from .placeholders import PLACEHOLDERS, render
+from .placeholders import PLACEHOLDERS, Parts, fields, render
 from .processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
 from .results import RunFailed, assemble, read_results
 
@@ -37,10 +37,10 @@ class Prepared(NamedTuple):
 class CommandEvaluator(Evaluator):
     """Runs a batch of runs one subprocess each (the conventions: studyrun.models.command)."""
 
-    argv: tuple[tuple[str, ...], ...]
+    argv: tuple[Parts, ...]
     study_dir: str
     params_name: str
-    template: tuple[str, ...] | None
+    template: Parts | None
     results_name: str
     timeout: float | None
     env: tuple[tuple[str, str], ...]
@@ -49,6 +49,8 @@ class CommandEvaluator(Evaluator):
     memory_text: str | None = None
     max_output: int = 100 * 10**6  # bytes: a larger results file fails its run unread
     max_output_text: str = "100MB"
+    whole: frozenset[str] = frozenset()  # inputs written as whole numbers (10, not 10.0)
+    columns: tuple[str, ...] | None = None  # a results table's columns, when it has no header
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         n = len(context.run_ids)
@@ -63,7 +65,7 @@ class CommandEvaluator(Evaluator):
                 out.fail(i, f"cannot make the working folder {context.workdir}: {exc}")
             return out
         env = {**os.environ, **dict(self.env)}
-        batch_error = self._check_template(names)
+        batch_error = self._check_fields(names)
         run_ids = [f"{int(r) & 0xFFFFFFFFFFFFFFFF:016x}" for r in context.run_ids]
         workdirs = [base / f"run-{run_id}" for run_id in run_ids]
 
@@ -77,7 +79,7 @@ class CommandEvaluator(Evaluator):
             if batch_error:
                 return RunFailed(batch_error)
             try:
-                return self._prepare(dict(zip(names, values[i].tolist())), workdirs[i],
+                return self._prepare(self._typed(names, values[i].tolist()), workdirs[i],
                                      run_ids[i], spare)
             except Exception as exc:
                 return exc
@@ -106,16 +108,35 @@ class CommandEvaluator(Evaluator):
         self._clean_up(out, workdirs, base if context.workdir is None else None, lent)
         return out
 
-    def _check_template(self, names: list[str]) -> str | None:
-        if self.template is None:
-            return None
-        unknown = sorted(set(self.template[1::2]) - set(names) - set(PLACEHOLDERS))
-        if not unknown:
-            return None
-        return (f"template for {self.params_name} has unknown name {{{unknown[0]}}}; "
-                f"known: {', '.join(names + list(PLACEHOLDERS))}")
+    def _check_fields(self, names: list[str]) -> str | None:
+        """Why no run of the batch can be prepared: a field naming no input (validation says so
+        first; this guards an evaluator built without it)."""
+        texts = [(f"the template for {self.params_name}", self.template)] if self.template else []
+        texts += [(f"argument {k} of run", parts) for k, parts in enumerate(self.argv)]
+        for what, parts in texts:
+            unknown = sorted({f.name for f in fields(parts)} - set(names) - set(PLACEHOLDERS))
+            if unknown:
+                return (f"{what} has unknown name {{{unknown[0]}}}; known: "
+                        f"{', '.join(names + list(PLACEHOLDERS))}")
+        return None
 
-    def _prepare(self, row: dict[str, float], workdir: Path, run_id: str,
+    def _typed(self, names: list[str], row: list[float]) -> dict[str, float | int]:
+        """A run's inputs, those the study gives as whole numbers as ints; RunFailed for one
+        that is not whole in this run (an analysis moved it between its values)."""
+        typed: dict[str, float | int] = dict(zip(names, row))
+        for name in self.whole.intersection(typed):
+            value = typed[name]
+            if not float(value).is_integer():
+                raise RunFailed(
+                    f"{name} is a whole number in this study (an integer constant or values: of "
+                    f"integers) but this run gives it {value!r}: the analysis moves it between "
+                    f"whole numbers, which the program would misread; give {name} real values "
+                    f"(e.g. 1.0) if the program reads a real, or use an analysis that keeps to "
+                    f"its values (montecarlo, sweep)")
+            typed[name] = int(value)
+        return typed
+
+    def _prepare(self, row: dict[str, float | int], workdir: Path, run_id: str,
                  spare: list[Path]) -> Prepared:
         """The run's fresh workdir with its params file and empty stdout.txt and stderr.txt,
         renamed from `spare` while it has some: a new file costs more (an inode to allocate;
@@ -130,13 +151,14 @@ class CommandEvaluator(Evaluator):
                 os.replace(spare.pop(), workdir / name)
             except (IndexError, OSError):
                 open(workdir / name, "wb").close()
-        return Prepared(workdir, [render(parts, where) for parts in self.argv])
+        values = {**row, **where}
+        return Prepared(workdir, [render(parts, values) for parts in self.argv])
 
-    def _write_params(self, row: dict[str, float], path: Path, where: dict[str, str]) -> None:
+    def _write_params(self, row: dict[str, float | int], path: Path, where: dict[str, str]) -> None:
         if path.parent != Path(where["workdir"]):
             path.parent.mkdir(parents=True, exist_ok=True)
         if self.template is not None:
-            text = render(self.template, {**where, **{k: repr(v) for k, v in row.items()}})
+            text = render(self.template, {**row, **where})
         elif path.suffix.lower() == ".json":
             text = json.dumps(row)
         else:
@@ -199,7 +221,7 @@ class CommandEvaluator(Evaluator):
             raise RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
                              f"({self.max_output_text}); write less, or raise the model's "
                              "max_output")
-        return read_results(results)
+        return read_results(results, self.columns)
 
     def _describe_exit(self, returncode: int, stderr_path: Path) -> str:
         if returncode < 0:
