@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ...core.batch import Evaluator, ModelOutput, RunContext
-from .placeholders import PLACEHOLDERS, Parts, fields, render
+from .placeholders import PLACEHOLDERS, Parts, fields, render, spec_problem
 from .processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
 from .results import RunFailed, assemble, read_results
 
@@ -109,15 +109,20 @@ class CommandEvaluator(Evaluator):
         return out
 
     def _check_fields(self, names: list[str]) -> str | None:
-        """Why no run of the batch can be prepared: a field naming no input (validation says so
-        first; this guards an evaluator built without it)."""
+        """Why no run of the batch can be prepared: a field naming no input, or a format spec
+        that does not fit its value (validation says so first; this guards an evaluator built
+        without it)."""
         texts = [(f"the template for {self.params_name}", self.template)] if self.template else []
         texts += [(f"argument {k} of run", parts) for k, parts in enumerate(self.argv)]
+        kinds = {**{n: "whole" if n in self.whole else "real" for n in names},
+                 **dict.fromkeys(PLACEHOLDERS, "text")}
         for what, parts in texts:
-            unknown = sorted({f.name for f in fields(parts)} - set(names) - set(PLACEHOLDERS))
-            if unknown:
-                return (f"{what} has unknown name {{{unknown[0]}}}; known: "
-                        f"{', '.join(names + list(PLACEHOLDERS))}")
+            for field in fields(parts):
+                if field.name not in kinds:
+                    return (f"{what} has unknown name {{{field.name}}}; known: "
+                            f"{', '.join(names + list(PLACEHOLDERS))}")
+                if (why := spec_problem(field, kinds[field.name])) is not None:
+                    return f"{what}: {why}"
         return None
 
     def _typed(self, names: list[str], row: list[float]) -> dict[str, float | int]:
@@ -131,8 +136,8 @@ class CommandEvaluator(Evaluator):
                     f"{name} is a whole number in this study (an integer constant or values: of "
                     f"integers) but this run gives it {value!r}: the analysis moves it between "
                     f"whole numbers, which the program would misread; give {name} real values "
-                    f"(e.g. 1.0) if the program reads a real, or use an analysis that keeps to "
-                    f"its values (montecarlo, sweep)")
+                    f"(1.0, not 1) if the program reads a real, or use an analysis that draws "
+                    f"it from its values (montecarlo, sweep, sobol)")
             typed[name] = int(value)
         return typed
 
