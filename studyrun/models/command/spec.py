@@ -29,7 +29,16 @@ from ...core.text import suggest
 from ...dependencies import file_name
 from ..base import ModelSpec
 from .evaluator import CommandEvaluator
-from .placeholders import PLACEHOLDERS, FieldError, Parts, fields, line_col, parse, render, spec_problem
+from .placeholders import (
+    PLACEHOLDERS,
+    FieldError,
+    Parts,
+    fields,
+    line_col,
+    parse,
+    render,
+    spec_problem,
+)
 
 MAX_TEMPLATE = 10 * 2**20  # bytes: a template is read whole, once per batch
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -45,7 +54,10 @@ def _check_relative(name: str) -> str:
 
 
 class Template(BaseModel):
-    """`params_file: {template: in.tmpl, file: in.txt}`: a text file with `{name}` fields."""
+    """`params_file: {template: in.tmpl, file: in.txt}`: a text file with `{name}` or
+    `{name:spec}` fields (a parameter or a placeholder, a Python format spec such as `d` or
+    `.6e`), written for each run; `{{name}}` is the text `{name}`, any other brace is text.
+    Whole numbers are written as integers, reals with every digit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -75,7 +87,9 @@ ParamsFile = Annotated[Union[Annotated[str, Tag("name")], Annotated[Template, Ta
 
 
 class Command(ModelSpec):
-    """An external program, run once per run with its parameters in a file."""
+    """An external program, run once per run with its parameters in a file (JSON, YAML or a
+    template) and its outputs read back from a file (JSON, CSV with a header, or a table whose
+    `columns` the block names); docs/reference/command.md."""
 
     type: Literal["command"]
     run: list[Annotated[str, AfterValidator(_check_argument)]] = Field(
