@@ -30,6 +30,11 @@ class Discrete(ParameterBase):
             raise ValueError("discrete needs at least two different values; got "
                              f"[{', '.join(as_number(v) for v in values)}] "
                              "(for one value write the bare number)")
+        far = [v for v in values if isinstance(v, int) and abs(v) > 2**53]
+        if far:  # a design holds floats: such an integer would reach the model rounded
+            raise ValueError(f"values holds the integer {far[0]}, beyond 2**53 "
+                             "(9007199254740992): not every such integer is exact in a design, "
+                             "which holds floats; rescale it (other units)")
         return values
 
     @field_validator("weights")

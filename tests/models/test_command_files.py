@@ -340,3 +340,23 @@ def test_columns_reach_the_run_through_a_study(tmp_path):
     assert result["results"]["last"]["mean"] == math.exp(-1.5)
     assert result["results"]["span"]["mean"] == 1.5
     assert json.loads((tmp_path / "out" / "analysis.json").read_text())["runs"]["failed"] == 0
+
+
+def test_integers_reach_the_file_exact_and_those_a_design_cannot_hold_are_refused(tmp_path):
+    """An integer constant beyond 2**53 is written as given (a design's floats would round it);
+    values: of such integers are refused at validate."""
+    (tmp_path / "in.tmpl").write_text("{big} {n}\n")
+    text = """\
+        name: big
+        model: {type: command, run: [python3, "-c", "open('results.json', 'w').write('{}')"],
+                params_file: {template: in.tmpl, file: in.txt}, keep_workdirs: all}
+        parameters: {big: 9007199254740993, n: {distribution: discrete, values: VALUES}}
+        analysis: {type: montecarlo, samples: 2}
+        execution: {scheduler: sync}
+        """
+    run_study(write_study(tmp_path, text.replace("VALUES", "[1, 2]")), tmp_path / "out", quiet=True)
+    assert {p.read_text() for p in (tmp_path / "out" / "work").rglob("in.txt")} <= {
+        "9007199254740993 1\n", "9007199254740993 2\n"}
+    done = run_cli("validate", write_study(tmp_path, text.replace("VALUES", "[1, 9007199254740993]")))
+    assert done.returncode == 2
+    assert "parameters.n.values: values holds the integer 9007199254740993, beyond 2**53" in done.stderr

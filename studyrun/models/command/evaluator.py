@@ -55,8 +55,9 @@ class CommandEvaluator(Evaluator):
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         n = len(context.run_ids)
         names = list(inputs)
-        columns = [np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,)) for k in names]
-        values = np.column_stack(columns) if names else np.empty((n, 0))
+        # as Python numbers, an int64 column (an integer constant) as ints: exact beyond 2**53
+        columns = [np.broadcast_to(np.asarray(inputs[k]), (n,)).tolist() for k in names]
+        rows = list(zip(*columns)) if names else [()] * n
         out = ModelOutput(n)
         try:
             base = _make_base(context.workdir)
@@ -79,7 +80,7 @@ class CommandEvaluator(Evaluator):
             if batch_error:
                 return RunFailed(batch_error)
             try:
-                return self._prepare(self._typed(names, values[i].tolist()), workdirs[i],
+                return self._prepare(self._typed(names, rows[i]), workdirs[i],
                                      run_ids[i], spare)
             except Exception as exc:
                 return exc
@@ -125,12 +126,13 @@ class CommandEvaluator(Evaluator):
                     return f"{what}: {why}"
         return None
 
-    def _typed(self, names: list[str], row: list[float]) -> dict[str, float | int]:
-        """A run's inputs, those the study gives as whole numbers as ints; RunFailed for one
-        that is not whole in this run (an analysis moved it between its values)."""
-        typed: dict[str, float | int] = dict(zip(names, row))
-        for name in self.whole.intersection(typed):
-            value = typed[name]
+    def _typed(self, names: list[str], row: tuple) -> dict[str, float | int]:
+        """A run's inputs: those the study gives as whole numbers as ints, the others as floats;
+        RunFailed for one that is not whole in this run (an analysis moved it off its values)."""
+        typed: dict[str, float | int] = {k: float(v) for k, v in zip(names, row)}
+        for name, value in zip(names, row):
+            if name not in self.whole:
+                continue
             if not float(value).is_integer():
                 raise RunFailed(
                     f"{name} is a whole number in this study (an integer constant or values: of "
