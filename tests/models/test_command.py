@@ -549,6 +549,15 @@ def test_check_finds_missing_template_and_program(tmp_path):
     assert "program not found" in problems["run.0"] and "in.tmpl" in problems["params_file.template"]
 
 
+def test_check_refuses_a_template_larger_than_10_mib_unread(tmp_path):
+    with open(tmp_path / "in.tmpl", "wb") as f:
+        f.truncate(10 * 2**20 + 1)  # sparse: no disk, and never read
+    model = command(run=["true"], params_file={"template": "in.tmpl", "file": "in.txt"})
+    problems = model.check(tmp_path)
+    assert [p.path for p in problems] == ["params_file.template"]
+    assert "10,485,761 bytes, more than the 10 MiB a template may have" in problems[0].message
+
+
 def test_check_resolves_programs(tmp_path):
     (tmp_path / "bin").mkdir()
     tool = tmp_path / "bin" / "tool"
