@@ -77,6 +77,7 @@ def study_context(study: Study, folder: Path) -> StudyContext:
     """What the study's analysis may know of it beyond its own block: the model as the analysis
     runs it, the parameters, the fixed inputs' values, the model's defaults and the folder."""
     model, notes = study.analysis.model_for(study.model_spec)
+    model = model.with_whole_numbers(study.analysis.whole_numbers(study.parameters))
     defaults = model.defaults()
     vary = varied(study.parameters)
     fixed = {name: p.nominal_value(defaults.get(name)) for name, p in study.parameters.items()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -183,16 +184,22 @@ def test_parameter_names_with_shell_syntax_are_refused(sandbox, name):
 @settings(FAST, max_examples=examples(40))
 @given(template=st.lists(st.one_of(st.sampled_from(hostile(SENTINEL) + [
     "{x}", "{workdir}", "{run_id}", "{params_file}", "{", "}", "{{", "}}", "{x", "x}", "$x",
-    "${x}", "%s", "{0}", "{x!r}", "{x:>10}", "\\", "\n"]), st.text(max_size=10)), max_size=12)
+    "${x}", "%s", "{0}", "{x!r}", "{x:>10}", "{x:d}", "{x:", "{run_id:q}", "\\", "\n"]),
+    st.text(max_size=10)), max_size=12)
     .map("".join))
 def test_templates_are_only_ever_text(template, tmp_path_factory):
     """A template is rendered into the run's folder as text: shell syntax stays text, only
-    {name} of a parameter or placeholder is replaced, and nothing runs."""
+    {name} or {name:spec} of a parameter or placeholder is replaced, and nothing runs; a
+    malformed spec is an error located in the template."""
     folder = tmp_path_factory.mktemp("template")
     (folder / "in.tmpl").write_text(template)
     model = Command.model_validate({"type": "command", "run": ["true"], "keep_workdirs": "all",
                                     "params_file": {"template": "in.tmpl", "file": "in.txt"}})
-    evaluator = model.build(folder)
+    try:
+        evaluator = model.build(folder)
+    except StudyError as error:
+        assert re.search(r"in\.tmpl:\d+:\d+: \{\w+:.*\}: ", str(error)), str(error)
+        return
     work = folder / "work"
     out = evaluator({"x": [0.25]}, RunContext(run_ids=[1], workdir=work))
     assert not SENTINEL.exists()
@@ -202,9 +209,9 @@ def test_templates_are_only_ever_text(template, tmp_path_factory):
     if written:
         text = written[0].read_text()
         assert "$(" not in template or "$(" in text
-        assert "{x}" not in text  # filled in
-    else:  # an unknown {name} fails the batch, with the name in its message
-        assert out.errors[0] and "unknown name" in out.errors[0]
+        assert "{x}" not in text or "{{x}}" in template  # filled in, unless written as text
+    else:  # an unknown {name}, or a spec that does not fit, fails the batch and says so
+        assert out.errors[0] and ("unknown name" in out.errors[0] or "does not fit" in out.errors[0])
 
 
 @pytest.mark.parametrize("key, name, words", [

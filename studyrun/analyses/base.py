@@ -84,6 +84,11 @@ class AnalysisSpec(BaseModel):
         adaptive solver); by default the model as given."""
         return model, []
 
+    def whole_numbers(self, parameters: dict[str, "ParameterSpec"]) -> set[str]:
+        """The parameters the study gives as whole numbers (written as integers by a model that
+        writes its inputs as text): by default those whose kind says so (`ParameterBase.whole`)."""
+        return {name for name, p in parameters.items() if p.whole}
+
     def check(self, context: StudyContext) -> list["Problem"]:
         """Problems of the block against the rest of the study (paths relative to `analysis`)."""
         return []

@@ -13,6 +13,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from ..core.design import Design, Outcome
 from ..core.numbers import finite_or_none
+from ..params import Real, Whole
 from ..report.markdown import table
 from .base import AnalysisSpec
 
@@ -21,8 +22,9 @@ class Sweep(AnalysisSpec):
     """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
 
     type: Literal["sweep"]
-    levels: PositiveInt | dict[str, PositiveInt | list[float]] = Field(
-        5, description="points per parameter across its bounds, or explicit values per parameter")
+    levels: PositiveInt | dict[str, PositiveInt | list[Whole | Real]] = Field(
+        5, description="points per parameter across its bounds, or explicit values per parameter "
+        "(integers stay whole numbers)")
     cases: list[dict[str, float]] | None = Field(None, description="explicit runs, one mapping each")
 
     @model_validator(mode="after")
@@ -49,6 +51,14 @@ class Sweep(AnalysisSpec):
         axes = [self.axis(name, parameters[name]) for name in names]
         matrix = np.array(list(itertools.product(*axes)), dtype=float).reshape(-1, len(names))
         return Design(names, matrix, {"grid": {n: a for n, a in zip(names, map(list, axes))}})
+
+    def whole_numbers(self, parameters) -> set[str]:
+        """A parameter given a list of levels is whole when they are all integers; else as its
+        kind says."""
+        lists = {n: v for n, v in self.levels.items() if isinstance(v, list)} \
+            if isinstance(self.levels, dict) else {}
+        return {name for name, p in parameters.items()
+                if (all(isinstance(v, int) for v in lists[name]) if name in lists else p.whole)}
 
     def axis(self, name: str, parameter) -> list[float]:
         levels = self.levels.get(name, 5) if isinstance(self.levels, dict) else self.levels

@@ -48,6 +48,17 @@ class ModelSpec(BaseModel):
         """
         return []
 
+    def with_whole_numbers(self, names: set[str]) -> "ModelSpec":
+        """The model told which inputs the study gives as whole numbers (an integer constant,
+        `values:` of integers), for a model that writes its inputs as text; itself by default."""
+        return self
+
+    def check_inputs(self, study_dir: Path, parameters: list[str],
+                     varied: list[str]) -> list[Problem]:
+        """Problems of the model against the study's parameters (a field naming none, a varied
+        parameter the model never reads); paths are the study's (`parameters.x`, `model.run`)."""
+        return []
+
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """Files the runs read beyond the spec (name in a run's identity -> path): their content
         is part of every run's identity, so editing one re-runs the study."""

@@ -166,6 +166,12 @@ class ParameterBase(BaseModel):
     def median(self) -> float:
         return float(self.ppf(0.5))
 
+    @property
+    def whole(self) -> bool:
+        """Whether the study gives this parameter as whole numbers only (an integer constant,
+        `values:` of integers): a model that writes its inputs as text writes them as integers."""
+        return False
+
     def nominal_value(self, model_default: float | None) -> float:
         """`nominal` if set, else the model's own value if it has one, else the median."""
         if self.nominal is not None:

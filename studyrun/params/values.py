@@ -18,7 +18,8 @@ class Discrete(ParameterBase):
 
     kind: ClassVar[str] = "discrete"
     distribution: Literal["discrete"] = "discrete"
-    values: list[Real] = Field(description="the possible values, at least two different")
+    values: list[Whole | Real] = Field(description="the possible values, at least two "
+                                       "different (integers stay whole numbers)")
     weights: list[Real] | None = Field(None, description="relative weights, one per value "
                                                            "(default: equal)")
 
@@ -29,6 +30,11 @@ class Discrete(ParameterBase):
             raise ValueError("discrete needs at least two different values; got "
                              f"[{', '.join(as_number(v) for v in values)}] "
                              "(for one value write the bare number)")
+        far = [v for v in values if isinstance(v, int) and abs(v) > 2**53]
+        if far:  # a design holds floats: such an integer would reach the model rounded
+            raise ValueError(f"values holds the integer {far[0]}, beyond 2**53 "
+                             "(9007199254740992): not every such integer is exact in a design, "
+                             "which holds floats; rescale it (other units)")
         return values
 
     @field_validator("weights")
@@ -64,6 +70,10 @@ class Discrete(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return min(self.values), max(self.values)
+
+    @property
+    def whole(self) -> bool:
+        return all(isinstance(v, int) for v in self.values)
 
     def _support(self) -> tuple[float, float]:
         return min(self.values), max(self.values)
@@ -124,6 +134,10 @@ class Fixed(ParameterBase):
 
     def _limits(self) -> tuple[float | None, float | None]:
         return self.value, self.value
+
+    @property
+    def whole(self) -> bool:
+        return isinstance(self.value, int)
 
     def _support(self) -> tuple[float, float]:
         return self.value, self.value

@@ -82,6 +82,8 @@ def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, s
     if not context.varied:
         problems.append((("parameters",), "no parameter is varied; give at least one a "
                          "distribution or bounds"))
+    problems += [(split_path(p.path), p.message) for p in context.model.check_inputs(
+        context.folder, list(study.parameters), list(context.varied))]
     return problems
 
 

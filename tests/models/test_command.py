@@ -291,6 +291,22 @@ def test_program_not_found(tmp_path):
     assert "the interpreter on its #! line was not found" in out.errors[0]
 
 
+def test_a_program_nowhere_is_not_found_whatever_a_path_folder_says(tmp_path):
+    """execvp reports EACCES when a folder on PATH refuses it (one the user cannot search, or an
+    entry of the program's name that is a folder), though the program is nowhere: that is 'not
+    found', and a file there without its x bit is 'not executable'."""
+    odd = tmp_path / "odd-path"
+    (odd / "no-such-program-xyz").mkdir(parents=True)  # EACCES even for root
+    (tmp_path / "locked").mkdir(mode=0)  # EACCES for anyone but root
+    path = os.pathsep.join([str(tmp_path / "locked"), str(odd), os.environ.get("PATH", "")])
+    out = run_batch(command(run=["no-such-program-xyz", "{params_file}"], env={"PATH": path}),
+                    tmp_path / "work")
+    assert "program not found: 'no-such-program-xyz'" in out.errors[0], out.errors[0]
+    (odd / "plain-file-xyz").write_text("not a program\n")
+    out = run_batch(command(run=["plain-file-xyz"], env={"PATH": path}), tmp_path / "work2")
+    assert "program not executable: 'plain-file-xyz'" in out.errors[0], out.errors[0]
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
 def test_memory_limit_exceeded_is_a_failure(tmp_path):
     model = command(run=[PY, "{study_dir}/hog.py", "1024"], memory_limit="200MB")
@@ -501,12 +517,16 @@ def test_shell_string_is_rejected_with_a_hint():
 
 @pytest.mark.parametrize("keys, message", [
     ({"run": []}, "at least 1 item"),
-    ({"run": ["sim", "{param_file}"]}, "unknown placeholder {param_file}"),
+    ({"run": ["sim", "--n={n:q}"]}, "'q' is not a format spec"),
+    ({"run": ["sim", "{n:9999d}"]}, "a width of 9,999 is more than 1000"),
     ({"params_file": "params.txt"}, "must end in .json, .yaml or .yml"),
     ({"params_file": "../params.json"}, "inside the run's working directory"),
     ({"params_file": {"template": "in.tmpl"}}, "file"),
     ({"params_file": {"template": "in.tmpl", "file": "/etc/in.txt"}}, "inside the run's"),
-    ({"results_file": "results.txt"}, "must end in .json or .csv"),
+    ({"results_file": "results.txt"}, "must end in .json or .csv, or be a table"),
+    ({"results_file": "out.json", "columns": ["time", "y"]}, "names its own outputs"),
+    ({"results_file": "out.txt", "columns": ["time", "time"]}, "column 'time' twice"),
+    ({"results_file": "out.txt", "columns": ["a b"]}, "cannot name a column"),
     ({"timeout": 0}, "greater than 0"),
     ({"keep_workdirs": "some"}, "'failed', 'all' or 'none'"),
     ({"memory_limit": "lots"}, "not a memory size"),
@@ -543,6 +563,15 @@ def test_check_finds_missing_template_and_program(tmp_path):
     problems = {p.path: p.message for p in model.check(tmp_path)}
     assert set(problems) == {"run.0", "params_file.template"}
     assert "program not found" in problems["run.0"] and "in.tmpl" in problems["params_file.template"]
+
+
+def test_check_refuses_a_template_larger_than_10_mib_unread(tmp_path):
+    with open(tmp_path / "in.tmpl", "wb") as f:
+        f.truncate(10 * 2**20 + 1)  # sparse: no disk, and never read
+    model = command(run=["true"], params_file={"template": "in.tmpl", "file": "in.txt"})
+    problems = model.check(tmp_path)
+    assert [p.path for p in problems] == ["params_file.template"]
+    assert "10,485,761 bytes, more than the 10 MiB a template may have" in problems[0].message
 
 
 def test_check_resolves_programs(tmp_path):

@@ -6,20 +6,26 @@ list with `shell=False` (placeholders are filled element by element, so no value
 shell), and reads the results file back. Every way a run can go wrong (exit status, signal,
 timeout, missing or malformed results, program not found) is recorded on that run, never raised.
 
-Conventions (what a Dakota or EasyVVUQ user would expect, made explicit):
+Conventions (what a Dakota or EasyVVUQ user would expect, made explicit; for users in
+docs/reference/command.md):
 
-- Placeholders in `run`: `{params_file}`, `{results_file}` (absolute paths in the run's workdir),
-  `{workdir}`, `{study_dir}` (absolute) and `{run_id}` (the 16 hex digits of the workdir name).
-  Only `{identifier}` is replaced; any other brace text is left alone; there is no escaping.
-  Programs run with the run's workdir as current directory, so refer to files of the study
-  as `"{study_dir}/sim.py"`. A relative program path (`bin/sim`) is resolved against the study
+- Fields in `run` and in a template (placeholders.py): `{name}` or `{name:spec}` (a Python
+  format spec), `name` a parameter or one of `{params_file}`, `{results_file}` (absolute paths
+  in the run's workdir), `{workdir}`, `{study_dir}` (absolute) and `{run_id}` (the 16 hex digits
+  of the workdir name); `{{name}}` is the text `{name}`; any other brace is text. Programs run
+  with the run's workdir as current directory, so refer to files of the study as
+  `"{study_dir}/sim.py"`. A relative program path (`bin/sim`) is resolved against the study
   folder; a bare name is looked up on PATH, then in the study folder.
-- Templates (`params_file: {template: in.tmpl, file: in.txt}`) replace `{name}` by the value of
-  parameter `name` (or one of the placeholders above), written with `repr(float)`, e.g. `0.1`,
-  `1e-20`. An unknown name fails every run of the batch with a message naming it.
+- Values: a parameter the study gives as whole numbers (`with_whole_numbers`: an integer
+  constant, `values:` or a sweep's `levels:` of integers) is written as an int (`10`), in a
+  template and in a JSON or YAML params file alike; a real as its repr (`0.1`, `10.0`), which
+  reads back bit for bit. At validate (`Command.check_inputs`), every field names a parameter or
+  a placeholder with a spec that fits its value, and a varied parameter is written somewhere.
 - Results, `.json`: one object; a number (or null for NaN, true/false for 1/0) is a scalar
   output, a list of numbers is a series on the optional `"time"` list (else on 0, 1, 2, ...).
   Results, `.csv`: a header with a `time` column and one column per series; empty cells are NaN.
+  Results with `columns:` (any name but .json): a table without a header, numbers separated by
+  spaces, tabs or commas; series over its `time` column, or one row of scalars without one.
   A run that lacks an output other runs of the batch have fails (write null instead).
 - Each run's series stay on its own `time` (a simulation may stop on an event), and its
   quantities are computed on them; analyses that need one grid interpolate (studyrun/grids.py).

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core.batch import Evaluator, ModelOutput, RunContext
 from ...core.seeds import run_seed
-from .placeholders import PLACEHOLDERS, render
+from .placeholders import PLACEHOLDERS, Parts, fields, render, spec_problem
 from .processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
 from .results import RunFailed, assemble, read_results
 
@@ -38,10 +38,10 @@ class Prepared(NamedTuple):
 class CommandEvaluator(Evaluator):
     """Runs a batch of runs one subprocess each (the conventions: studyrun.models.command)."""
 
-    argv: tuple[tuple[str, ...], ...]
+    argv: tuple[Parts, ...]
     study_dir: str
     params_name: str
-    template: tuple[str, ...] | None
+    template: Parts | None
     results_name: str
     timeout: float | None
     env: tuple[tuple[str, str], ...]
@@ -50,12 +50,15 @@ class CommandEvaluator(Evaluator):
     memory_text: str | None = None
     max_output: int = 100 * 10**6  # bytes: a larger results file fails its run unread
     max_output_text: str = "100MB"
+    whole: frozenset[str] = frozenset()  # inputs written as whole numbers (10, not 10.0)
+    columns: tuple[str, ...] | None = None  # a results table's columns, when it has no header
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         n = len(context.run_ids)
         names = list(inputs)
-        columns = [np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,)) for k in names]
-        values = np.column_stack(columns) if names else np.empty((n, 0))
+        # as Python numbers, an int64 column (an integer constant) as ints: exact beyond 2**53
+        columns = [np.broadcast_to(np.asarray(inputs[k]), (n,)).tolist() for k in names]
+        rows = list(zip(*columns)) if names else [()] * n
         out = ModelOutput(n)
         try:
             base = _make_base(context.workdir)
@@ -64,7 +67,7 @@ class CommandEvaluator(Evaluator):
                 out.fail(i, f"cannot make the working folder {context.workdir}: {exc}")
             return out
         env = {**os.environ, **dict(self.env)}
-        batch_error = self._check_template(names)
+        batch_error = self._check_fields(names)
         run_ids = [f"{int(r) & 0xFFFFFFFFFFFFFFFF:016x}" for r in context.run_ids]
         workdirs = [base / f"run-{run_id}" for run_id in run_ids]
 
@@ -78,7 +81,7 @@ class CommandEvaluator(Evaluator):
             if batch_error:
                 return RunFailed(batch_error)
             try:
-                return self._prepare(dict(zip(names, values[i].tolist())), workdirs[i],
+                return self._prepare(self._typed(names, rows[i]), workdirs[i],
                                      run_ids[i], spare)
             except Exception as exc:
                 return exc
@@ -107,16 +110,41 @@ class CommandEvaluator(Evaluator):
         self._clean_up(out, workdirs, base if context.workdir is None else None, lent)
         return out
 
-    def _check_template(self, names: list[str]) -> str | None:
-        if self.template is None:
-            return None
-        unknown = sorted(set(self.template[1::2]) - set(names) - set(PLACEHOLDERS))
-        if not unknown:
-            return None
-        return (f"template for {self.params_name} has unknown name {{{unknown[0]}}}; "
-                f"known: {', '.join(names + list(PLACEHOLDERS))}")
+    def _check_fields(self, names: list[str]) -> str | None:
+        """Why no run of the batch can be prepared: a field naming no input, or a format spec
+        that does not fit its value (validation says so first; this guards an evaluator built
+        without it)."""
+        texts = [(f"the template for {self.params_name}", self.template)] if self.template else []
+        texts += [(f"argument {k} of run", parts) for k, parts in enumerate(self.argv)]
+        kinds = {**{n: "whole" if n in self.whole else "real" for n in names},
+                 **dict.fromkeys(PLACEHOLDERS, "text")}
+        for what, parts in texts:
+            for field in fields(parts):
+                if field.name not in kinds:
+                    return (f"{what} has unknown name {{{field.name}}}; known: "
+                            f"{', '.join(names + list(PLACEHOLDERS))}")
+                if (why := spec_problem(field, kinds[field.name])) is not None:
+                    return f"{what}: {why}"
+        return None
 
-    def _prepare(self, row: dict[str, float], workdir: Path, run_id: str,
+    def _typed(self, names: list[str], row: tuple) -> dict[str, float | int]:
+        """A run's inputs: those the study gives as whole numbers as ints, the others as floats;
+        RunFailed for one that is not whole in this run (an analysis moved it off its values)."""
+        typed: dict[str, float | int] = {k: float(v) for k, v in zip(names, row)}
+        for name, value in zip(names, row):
+            if name not in self.whole:
+                continue
+            if not float(value).is_integer():
+                raise RunFailed(
+                    f"{name} is a whole number in this study (an integer constant or values: of "
+                    f"integers) but this run gives it {value!r}: the analysis moves it between "
+                    f"whole numbers, which the program would misread; give {name} real values "
+                    f"(1.0, not 1) if the program reads a real, or use an analysis that draws "
+                    f"it from its values (montecarlo, sweep, sobol)")
+            typed[name] = int(value)
+        return typed
+
+    def _prepare(self, row: dict[str, float | int], workdir: Path, run_id: str,
                  spare: list[Path]) -> Prepared:
         """The run's fresh workdir with its params file and empty stdout.txt and stderr.txt,
         renamed from `spare` while it has some: a new file costs more (an inode to allocate;
@@ -125,20 +153,21 @@ class CommandEvaluator(Evaluator):
         where = {"params_file": str(workdir / self.params_name),
                  "results_file": str(workdir / self.results_name),
                  "workdir": str(workdir), "study_dir": self.study_dir, "run_id": run_id,
-                 "seed": str(run_seed(int(run_id, 16)))}
+                 "seed": run_seed(int(run_id, 16))}
         self._write_params(row, workdir / self.params_name, where)
         for name in LOGS:
             try:
                 os.replace(spare.pop(), workdir / name)
             except (IndexError, OSError):
                 open(workdir / name, "wb").close()
-        return Prepared(workdir, [render(parts, where) for parts in self.argv])
+        values = {**row, **where}
+        return Prepared(workdir, [render(parts, values) for parts in self.argv])
 
-    def _write_params(self, row: dict[str, float], path: Path, where: dict[str, str]) -> None:
+    def _write_params(self, row: dict[str, float | int], path: Path, where: dict[str, object]) -> None:
         if path.parent != Path(where["workdir"]):
             path.parent.mkdir(parents=True, exist_ok=True)
         if self.template is not None:
-            text = render(self.template, {**where, **{k: repr(v) for k, v in row.items()}})
+            text = render(self.template, {**row, **where})
         elif path.suffix.lower() == ".json":
             text = json.dumps(row)
         else:
@@ -171,6 +200,9 @@ class CommandEvaluator(Evaluator):
                 raise RunFailed(f"program not found: {argv[0]!r} (not on PATH; a relative "
                                  "path is resolved against the study folder)") from None
             except PermissionError:
+                if not _exists_on_path(argv[0], env):  # EACCES came from a folder on the PATH
+                    raise RunFailed(f"program not found: {argv[0]!r} (not on PATH; a folder on "
+                                     "PATH could not be read)") from None
                 raise RunFailed(f"program not executable: {argv[0]!r}") from None
         started = time.monotonic()
         processes.started(proc)
@@ -201,7 +233,7 @@ class CommandEvaluator(Evaluator):
             raise RunFailed(f"{self.results_name} is {size:,} bytes, more than max_output "
                              f"({self.max_output_text}); write less, or raise the model's "
                              "max_output")
-        return read_results(results)
+        return read_results(results, self.columns)
 
     def _describe_exit(self, returncode: int, stderr_path: Path) -> str:
         if returncode < 0:
@@ -280,3 +312,12 @@ def _tail(path: Path, prefix: str) -> str:
         return ""
     lines = text.rstrip().splitlines()[-_STDERR_LINES:]
     return prefix + "\n".join(lines) if lines else ""
+
+
+def _exists_on_path(program: str, env: dict[str, str]) -> bool:
+    """Whether `program` is a file: a path as it is, a bare name in a folder of env's PATH (execvp
+    reports EACCES for a folder it cannot search, though the program is nowhere)."""
+    if os.sep in program:
+        return os.path.isfile(program)
+    folders = env.get("PATH", os.defpath).split(os.pathsep)
+    return any(os.path.isfile(os.path.join(folder or ".", program)) for folder in folders)

@@ -1,9 +1,11 @@
-"""Reading outputs: a run's results file (.json or .csv), gathered into the batch's arrays."""
+"""Reading outputs: a run's results file (JSON, CSV with a header, or a table of numbers whose
+columns the study names), gathered into the batch's arrays."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +17,19 @@ class RunFailed(Exception):
     """One run's failure message, raised and caught inside the batch loop."""
 
 
-def read_results(path: Path) -> tuple[dict[str, float], dict[str, np.ndarray], np.ndarray | None]:
+_SEPARATORS = re.compile(r"[\s,]+")
+_FORTRAN_EXPONENT = re.compile(r"(?<=[0-9.])[dD](?=[-+]?[0-9])")  # 1.5D+03, as Fortran writes
+
+
+def read_results(path: Path, columns: tuple[str, ...] | None = None
+                 ) -> tuple[dict[str, float], dict[str, np.ndarray], np.ndarray | None]:
     """(scalars, series, time) of one run's results file; RunFailed when malformed."""
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise RunFailed(f"cannot read {path.name}: {exc.strerror}") from None
+    if columns is not None:
+        return _parse_table(text, path.name, columns)
     if path.suffix.lower() == ".csv":
         return _parse_csv(text, path.name)
     try:
@@ -64,6 +73,42 @@ def _parse_csv(text: str, file: str):
     except ValueError as exc:
         raise RunFailed(f"{file}: not a table of numbers under its header ({exc})") from None
     series = {h: table[:, k] for k, h in enumerate(header)}
+    return {}, series, _check_grid(series.pop("time"), series, file)
+
+
+def _parse_table(text: str, file: str, columns: tuple[str, ...]):
+    """A table without a header: numbers separated by spaces, tabs or commas, one row a line,
+    as many as `columns`; blank lines and lines starting with # are skipped. With a `time`
+    column the others are series over it; without, the table is one row of scalars."""
+    rows, lines = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            rows.append(_SEPARATORS.split(line.strip(",")))
+            lines.append(number)
+    if not rows:
+        raise RunFailed(f"{file} holds no row of numbers (columns: {', '.join(columns)})")
+    for cells, number in zip(rows, lines):
+        if len(cells) != len(columns):
+            raise RunFailed(f"{file}:{number}: {len(cells)} numbers where columns names "
+                            f"{len(columns)} ({', '.join(columns)})")
+    try:
+        table = np.array([_FORTRAN_EXPONENT.sub("e", c) for cells in rows for c in cells],
+                         dtype=float).reshape(len(rows), len(columns))
+    except ValueError:
+        for cells, number in zip(rows, lines):
+            for cell in cells:
+                try:
+                    float(_FORTRAN_EXPONENT.sub("e", cell))
+                except ValueError:
+                    raise RunFailed(f"{file}:{number}: {cell[:40]!r} is not a number") from None
+        raise
+    if "time" not in columns:
+        if len(rows) > 1:
+            raise RunFailed(f"{file} has {len(rows)} rows but no time column: a table without "
+                            "time holds one row of scalars (name a time column for series)")
+        return dict(zip(columns, table[0].tolist())), {}, None
+    series = {name: table[:, k] for k, name in enumerate(columns)}
     return {}, series, _check_grid(series.pop("time"), series, file)
 
 

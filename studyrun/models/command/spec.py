@@ -10,21 +10,38 @@ from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
+    ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from ...core.errors import Problem, StudyError
 from ...core.sizes import parse_bytes
+from ...core.text import suggest
 from ...dependencies import file_name
 from ..base import ModelSpec
 from .evaluator import CommandEvaluator
-from .placeholders import PLACEHOLDER, PLACEHOLDERS, split_placeholders
+from .placeholders import (
+    PLACEHOLDERS,
+    FieldError,
+    Parts,
+    fields,
+    line_col,
+    parse,
+    render,
+    spec_problem,
+)
+
+MAX_TEMPLATE = 10 * 2**20  # bytes: a template is read whole, once per batch
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _check_relative(name: str) -> str:
@@ -37,7 +54,10 @@ def _check_relative(name: str) -> str:
 
 
 class Template(BaseModel):
-    """`params_file: {template: in.tmpl, file: in.txt}`: a text file with `{name}` fields."""
+    """`params_file: {template: in.tmpl, file: in.txt}`: a text file with `{name}` or
+    `{name:spec}` fields (a parameter or a placeholder, a Python format spec such as `d` or
+    `.6e`), written for each run; `{{name}}` is the text `{name}`, any other brace is text.
+    Whole numbers are written as integers, reals with every digit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,6 +70,14 @@ class Template(BaseModel):
         return _check_relative(value)
 
 
+def _check_argument(value: str) -> str:
+    try:
+        parse(value)
+    except FieldError as exc:
+        raise ValueError(f"{exc} (at character {exc.at + 1} of {value!r})") from None
+    return value
+
+
 def _params_kind(value) -> str:
     return "Template" if isinstance(value, (dict, Template)) else "name"
 
@@ -59,12 +87,19 @@ ParamsFile = Annotated[Union[Annotated[str, Tag("name")], Annotated[Template, Ta
 
 
 class Command(ModelSpec):
-    """An external program, run once per run with its parameters in a file."""
+    """An external program, run once per run with its parameters in a file (JSON, YAML or a
+    template) and its outputs read back from a file (JSON, CSV with a header, or a table whose
+    `columns` the block names); docs/reference/command.md."""
 
     type: Literal["command"]
     runs_code_to_check: ClassVar[bool] = False  # it looks for the program, never starts it
-    run: list[str] = Field(min_length=1, description="argv list; placeholders like {params_file}")
+    run: list[Annotated[str, AfterValidator(_check_argument)]] = Field(
+        min_length=1, description="argv list; fields such as {params_file} or {n} (a parameter)")
     params_file: ParamsFile = "params.json"
+    columns: list[str] | None = Field(
+        None, min_length=1, max_length=10_000, description="the columns of a results file that "
+        "is a table of numbers without a header (separated by spaces, tabs or commas); `time` "
+        "among them makes the others series over it, else the file holds one row of scalars")
     results_file: str = "results.json"
     timeout: float | None = Field(None, gt=0, description="seconds per run")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
@@ -72,6 +107,7 @@ class Command(ModelSpec):
     memory_limit: str | int | None = Field(None, description="address-space cap, e.g. 512MB")
     max_output: str | int = Field("100MB", description="largest results file a run may write "
                                   "(e.g. 500MB); a larger one fails that run")
+    _whole: frozenset[str] = PrivateAttr(default=frozenset())  # inputs written as whole numbers
 
     @field_validator("run", mode="before")
     @classmethod
@@ -80,16 +116,6 @@ class Command(ModelSpec):
             hint = json.dumps(value.split())
             raise ValueError(f"must be a list of arguments, not a shell string; got {value!r} "
                              f"(write it as a list, e.g. {hint})")
-        return value
-
-    @field_validator("run")
-    @classmethod
-    def _known_placeholders(cls, value: list[str]) -> list[str]:
-        for arg in value:
-            unknown = [n for n in PLACEHOLDER.findall(arg) if n not in PLACEHOLDERS]
-            if unknown:
-                raise ValueError(f"unknown placeholder {{{unknown[0]}}} in {arg!r}; allowed: "
-                                 + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS))
         return value
 
     @field_validator("params_file")
@@ -102,12 +128,28 @@ class Command(ModelSpec):
                                  "format use {template: in.tmpl, file: in.txt})")
         return value
 
+    @field_validator("columns")
+    @classmethod
+    def _column_names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or []:
+            if not _NAME.match(name):
+                raise ValueError(f"{name!r} cannot name a column: use letters, digits and _")
+        twice = sorted({n for n in value or [] if value.count(n) > 1})  # type: ignore[union-attr]
+        if twice:
+            raise ValueError(f"names the column {twice[0]!r} twice; name each column once")
+        return value
+
     @field_validator("results_file")
     @classmethod
-    def _results_suffix(cls, value: str) -> str:
+    def _results_suffix(cls, value: str, info: ValidationInfo) -> str:
         _check_relative(value)
-        if Path(value).suffix.lower() not in (".json", ".csv"):
-            raise ValueError(f"must end in .json or .csv; got {value!r}")
+        suffix = Path(value).suffix.lower()
+        if info.data.get("columns") is None and suffix not in (".json", ".csv"):
+            raise ValueError(f"must end in .json or .csv, or be a table of numbers whose "
+                             f"columns: the model names (e.g. columns: [time, y]); got {value!r}")
+        if info.data.get("columns") is not None and suffix == ".json":
+            raise ValueError("a .json results file names its own outputs; columns: is for a "
+                             "table of numbers without a header (out.txt, out.csv): drop it")
         return value
 
     @field_validator("env")
@@ -143,15 +185,16 @@ class Command(ModelSpec):
         return any(re.search(r"(?<!\{)\{seed(:[^{}\n]*)?\}", text) for text in texts)
 
     def check(self, study_dir: Path) -> list[Problem]:
-        """A missing template, or a program neither on PATH nor a file (nor executable)."""
+        """A missing or unreadable template, or a program neither on PATH nor a file (nor
+        executable)."""
         problems = []
         if isinstance(self.params_file, Template):
-            template = Path(study_dir) / self.params_file.template
-            if not _is_file(template):
-                problems.append(Problem(f"template file not found: {template}",
-                                        path="params_file.template"))
-        program = self.run[0].replace("{study_dir}", str(Path(study_dir).resolve()))
-        if not PLACEHOLDER.search(self.run[0].replace("{study_dir}", "")):
+            try:
+                self._template_text(Path(study_dir))
+            except StudyError as error:
+                problems += [Problem(p.message, path="params_file.template") for p in error.problems]
+        program = _fixed_text(self.run[0], Path(study_dir).resolve())
+        if program is not None:
             where = _resolve_program(program, Path(study_dir), self.env)
             if where is None:
                 problems.append(Problem(
@@ -163,6 +206,69 @@ class Command(ModelSpec):
                     f"[python3, {program}])", path="run.0"))
         return problems
 
+    def with_whole_numbers(self, names: set[str]) -> "Command":
+        copy = self.model_copy()
+        copy._whole = frozenset(names)
+        return copy
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """The block as written, and the inputs it writes as whole numbers: how its files are
+        written is part of every run's identity."""
+        data = handler(self)
+        if self._whole and isinstance(data, dict):
+            data["whole_numbers"] = sorted(self._whole)
+        return data
+
+    def check_inputs(self, study_dir: Path, parameters: list[str],
+                     varied: list[str]) -> list[Problem]:
+        """Every field of `run` and of the template names a parameter or a placeholder, with a
+        format spec that fits its value; every varied parameter is written somewhere (a JSON or
+        YAML params file holds them all)."""
+        kinds = {**dict.fromkeys(PLACEHOLDERS, "text"), "seed": "whole",
+                 **{n: "whole" if n in self._whole else "real" for n in parameters}}
+        problems, named = [], set()
+        texts: list[tuple[str, str, str | None]] = [
+            (f"model.run[{i}]", arg, None) for i, arg in enumerate(self.run)]
+        template = self.params_file if isinstance(self.params_file, Template) else None
+        if template is not None:
+            try:
+                text = self._template_text(Path(study_dir))
+            except StudyError:
+                return []  # check() says why
+            texts.append(("model.params_file.template", text, template.template))
+        for path, text, file in texts:
+            try:
+                parts = parse(text)
+            except FieldError as exc:  # an argument's are refused when the block is validated
+                problems.append(Problem(f"{_at(file, text, exc.at)}{exc}", path=path))
+                continue
+            for field in fields(parts):
+                named.add(field.name)
+                where = _at(file, text, field.at) if file else ""
+                if field.name not in kinds:
+                    problems.append(Problem(
+                        f"{where}{field} names no parameter nor placeholder"
+                        f"{suggest(field.name, kinds)} (parameters: {', '.join(parameters)}; "
+                        f"placeholders: {', '.join('{%s}' % p for p in PLACEHOLDERS)})", path=path))
+                elif field.name in PLACEHOLDERS and field.name in parameters:
+                    problems.append(Problem(
+                        f"{field.name!r} names both a parameter and the placeholder {{{field.name}}}"
+                        ", so {" + field.name + "} would be ambiguous; rename the parameter",
+                        path=f"parameters.{field.name}"))
+                elif (why := spec_problem(field, kinds[field.name])) is not None:
+                    problems.append(Problem(where + why, path=path))
+        if template is not None:
+            for name in varied:
+                if name not in named:
+                    problems.append(Problem(
+                        f"the command model never reads {name}: its template {template.template} "
+                        f"has no {{{name}}} and no argument of run names it, so varying {name} "
+                        f"would change nothing; write {{{name}}} in {template.template} (or an "
+                        f"argument such as --{name}={{{name}}}), or fix {name} to a number",
+                        path=f"parameters.{name}"))
+        return list(dict.fromkeys(problems))
+
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """The program, every existing file its argv names by an absolute or `{study_dir}` path
         (also after `--option=`), and the template copied into each run's folder."""
@@ -171,9 +277,9 @@ class Command(ModelSpec):
         if isinstance(self.params_file, Template):
             files.append(study_dir / self.params_file.template)
         for index, arg in enumerate(self.run):
-            if PLACEHOLDER.search(arg.replace("{study_dir}", "")):
+            text = _fixed_text(arg, study_dir)
+            if text is None:
                 continue  # names a file of the run, made when it runs
-            text = arg.replace("{study_dir}", str(study_dir))
             if index == 0:
                 files.append(_program_file(text, study_dir, self.env))
             files += [Path(c) for c in (text, text.partition("=")[2]) if c and Path(c).is_absolute()]
@@ -183,21 +289,20 @@ class Command(ModelSpec):
         return self if self.timeout is not None else self.model_copy(update={"timeout": seconds})
 
     def build(self, study_dir: Path) -> CommandEvaluator:
-        """A picklable evaluator holding the resolved argv, template text and options."""
+        """A picklable evaluator holding the parsed argv, template and options."""
         study_dir = Path(study_dir).resolve()
-        argv = [split_placeholders(a) for a in self.run]  # before any path is filled in: a folder named
-        # {x} stays a folder name, never a placeholder
-        if not PLACEHOLDER.search(self.run[0].replace("{study_dir}", "")):
-            program = self.run[0].replace("{study_dir}", str(study_dir))
+        argv = [parse(a) for a in self.run]  # before any path is filled in: a folder named {x}
+        # stays a folder name, never a field
+        program = _fixed_text(self.run[0], study_dir)
+        if program is not None:
             argv[0] = (_resolve_program(program, study_dir, self.env) or program,)
         template, params_name = None, self.params_file
         if isinstance(self.params_file, Template):
-            path = study_dir / self.params_file.template
+            text = self._template_text(study_dir)
             try:
-                template = split_placeholders(path.read_text())
-            except (OSError, UnicodeDecodeError) as exc:
-                why = getattr(exc, "strerror", None) or "not a UTF-8 text file"
-                raise StudyError(f"cannot read template {path}: {why}",
+                template = parse(text)
+            except FieldError as exc:
+                raise StudyError(f"{_at(self.params_file.template, text, exc.at)}{exc}",
                                  path="model.params_file.template") from None
             params_name = self.params_file.file
         return CommandEvaluator(
@@ -206,7 +311,44 @@ class Command(ModelSpec):
             timeout=self.timeout, env=tuple(self.env.items()), keep=self.keep_workdirs,
             memory_limit=None if self.memory_limit is None else parse_bytes(self.memory_limit),
             memory_text=None if self.memory_limit is None else str(self.memory_limit),
-            max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output))
+            max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output),
+            whole=self._whole, columns=None if self.columns is None else tuple(self.columns))
+
+    def _template_text(self, study_dir: Path) -> str:
+        """The template's text; StudyError when it is missing, too large or not UTF-8 text."""
+        assert isinstance(self.params_file, Template)
+        path = study_dir / self.params_file.template
+        try:
+            if not _is_file(path):
+                raise StudyError(f"template file not found: {path}",
+                                 path="model.params_file.template")
+            size = path.stat().st_size
+            if size > MAX_TEMPLATE:
+                raise StudyError(f"template {path} is {size:,} bytes, more than the "
+                                 f"{MAX_TEMPLATE // 2**20} MiB a template may have",
+                                 path="model.params_file.template")
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or "not a UTF-8 text file"
+            raise StudyError(f"cannot read template {path}: {why}",
+                             path="model.params_file.template") from None
+
+
+def _at(file: str | None, text: str, at: int) -> str:
+    """`in.tmpl:3:7: ` for offset `at` of a template's text; '' for an argument."""
+    if file is None:
+        return ""
+    line, col = line_col(text, at)
+    return f"{file}:{line}:{col}: "
+
+
+def _fixed_text(arg: str, study_dir: Path) -> str | None:
+    """An argument with `{study_dir}` filled in; None when it has another field (it is made per
+    run)."""
+    parts: Parts = parse(arg)
+    if any(f.name != "study_dir" or f.spec for f in fields(parts)):
+        return None
+    return render(parts, {"study_dir": str(study_dir)})
 
 
 def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str | None:
