@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.text import one_line
+from . import wide
 from .markdown import escape
-from .wide import QUANTITIES_DRAWN
 
 # Most points a scatter shows; a denser cloud reads the same and only costs drawing time.
 SCATTER_POINTS = 5000
@@ -39,11 +39,11 @@ class Figures:
     """Saves matplotlib figures under one folder and returns their Markdown links; draws the
     figures of the first QUANTITIES_DRAWN quantities only (`draws`)."""
 
-    def __init__(self, folder: Path, quantities: int = QUANTITIES_DRAWN) -> None:
+    def __init__(self, folder: Path, quantities: int | None = None) -> None:
         self.folder = Path(folder)
         self._names: dict[str, str] = {}  # file names saved, by their lower case
         self._tips: dict[str, str] = {}  # the next figure's artists' gids -> their tooltips
-        self._quantities = quantities
+        self._quantities = wide.QUANTITIES_DRAWN if quantities is None else quantities
         self.drawn: dict[str, None] = {}  # the quantities whose figures are drawn, in order
         self.left_out: dict[str, None] = {}  # and those whose are not
 

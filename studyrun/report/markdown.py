@@ -19,15 +19,17 @@ class Markdown(str):
 
 
 # What would be Markdown or HTML anywhere in a line (CommonMark's rules and Python-Markdown's): a
-# backslash before punctuation (it would escape it), code, a table's cell border, emphasis, the
-# `]` that ends a link's text or a reference's label, a tag or an autolink, an entity. What is
-# text to both is left as it is, so ordinary text reads the same in report.md: an underscore
-# inside a word (peak_time), a `*` between spaces (a * b), `[0, 1]`, `p < 0.05`.
-_INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~])|[`|]|(?<!\s)\*|\*(?!\s)|\](?=\s*[(\[]|:|$)"
+# backslash before punctuation (it would escape it), code, emphasis, the `]` that ends a link's
+# text or a reference's label, a tag or an autolink, an entity; a `|` only in a table's cell
+# (`cell`) or a text of several lines (`paragraphs`), where it could make one. What is text to
+# both is left as it is, so ordinary text reads the same in report.md: an underscore inside a
+# word (peak_time), a `*` between spaces (a * b), `[0, 1]`, `p < 0.05`.
+_INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|(?<!\s)\*|\*(?!\s)|\](?=\s*[(\[]|:|$)"
                      r"|<(?=[A-Za-z/!?])|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _REPLACE = {"<": "&lt;", "&": "&amp;"}
-# What would start a block at a line's start: a heading, a list, a quote, a fence, a setext line.
-_BLOCK = re.compile(r"^(\s*)(?:([#=~>]|[+-](?=\s|$))|(\d+)([.)])(?=\s|$))")
+# What would start a block at a line's start: a heading, a list, a quote, a fence, a setext
+# line, a link reference's definition (Python-Markdown takes `[r\]: x` for one).
+_BLOCK = re.compile(r"^(\s*)(?:([#=~>[]|[+-](?=\s|$))|(\d+)([.)])(?=\s|$))")
 _LEADING = {"=": "&#61;", "~": "&#126;", ">": "&gt;"}  # no backslash escapes in Python-Markdown
 
 
@@ -41,7 +43,7 @@ def paragraphs(text: Any) -> Markdown:
     """Several lines of text (a description), each escaped as `escape` does, its line breaks and
     blank lines kept so that its paragraphs stay paragraphs."""
     lines = terminal_safe(str(text)).strip().splitlines()
-    return Markdown("\n".join(_escape_line(line.strip()) for line in lines))
+    return Markdown("\n".join(_escape_line(line.strip()).replace("|", "\\|") for line in lines))
 
 
 def _escape_line(line: str) -> Markdown:
@@ -72,7 +74,8 @@ def cell(value: Any, digits: int = 4) -> str:
     """A table cell or header: Markdown as it is, a number formatted, any other text escaped."""
     if isinstance(value, Markdown):
         return value
-    return escape(value) if isinstance(value, str) else format_number(value, digits)
+    text = escape(value) if isinstance(value, str) else format_number(value, digits)
+    return text.replace("|", "\\|")
 
 
 def format_number(value: Any, digits: int = 4) -> str:
