@@ -1,6 +1,6 @@
-"""Payloads for the texts a report shows but studyrun did not write, and what in a page would run
-or reach off it: shared by tests/test_report_hostile.py, the conformance suite's report check and
-the browser test.
+"""Payloads for the texts a report shows but studyrun did not write, a results folder crafted to
+hold them, and what in a page would run or reach off it: shared by tests/test_report_hostile.py,
+the conformance suite's report check and the browser test.
 
 `views` renders report.md as viewers other than report.html would: Python-Markdown and a
 CommonMark parser (markdown-it) with raw HTML passed through, so an escape that only report.html's
@@ -10,8 +10,12 @@ javascript: link) or make a request (a link, an image, a style off the page).
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
+
+import yaml
 
 # One line of every way out: HTML elements and handlers, a script, links, an image and an
 # autolink off the page, a code span's end, emphasis and a table cell's border.
@@ -115,3 +119,66 @@ def live(html: str, page_script: str | None = None) -> list[str]:
 def text_of(html: str) -> str:
     """The text a reader sees of a page (no script, no style), entities decoded."""
     return Page(html).text
+
+
+MODEL = '''
+def f(a, b):
+    return {"y": a + 2 * b, "z": a * b}
+'''
+
+
+def model_study(folder: Path, description: str = "plain", analysis: dict | None = None) -> Path:
+    """A small study of a python model (inputs a, b; quantities y, z) in `folder`."""
+    (folder / "model.py").write_text(MODEL)
+    study = {"name": "hostile", "description": description,
+             "model": {"type": "python", "function": "model:f"},
+             "parameters": {"a": {"bounds": [0, 1]}, "b": {"bounds": [0, 1]}},
+             "quantities": {"y": "y", "z": "z"},
+             "analysis": analysis or {"type": "montecarlo", "samples": 16},
+             "execution": {"scheduler": "sync"}}
+    (folder / "study.yaml").write_text(yaml.safe_dump(study))
+    return folder / "study.yaml"
+
+
+def craft(out: Path, study: dict, analysis: dict) -> None:
+    """A results folder's study.yaml and analysis.json as someone else wrote them: the digest
+    that ties them matches, as a crafted folder's would."""
+    from studyrun.outputs import DIGEST_KEY, study_digest
+
+    text = yaml.safe_dump(study)
+    (out / "study.yaml").write_text(text)
+    analysis[DIGEST_KEY] = study_digest(text)
+    (out / "analysis.json").write_text(json.dumps(analysis))
+
+
+def crafted_results(folder: Path, payload: str, blocks: str, code_break: str) -> Path:
+    """A Monte Carlo's results folder whose texts hold payloads, its report rebuilt by `studyrun
+    report` as a reader of the folder would: the description `blocks`; a parameter `a{payload}`
+    and a quantity `y{payload}` (study.yaml and analysis.json); every provenance string, of the
+    study, its git commit, the given runs' file (`code_break`, in a code span) and the results it
+    builds on."""
+    from conftest import run_cli
+
+    done = run_cli("run", model_study(folder), "--out", folder / "out")
+    assert done.returncode == 0, done.stderr
+    out = folder / "out"
+    study = yaml.safe_load((out / "study.yaml").read_text())
+    a, y = f"a{payload}", f"y{payload}"
+    study["description"] = blocks
+    study["parameters"] = {a: study["parameters"]["a"], "b": study["parameters"]["b"]}
+    study["quantities"] = {y: "y + 0 * (z<y) * (y>z)", "z": "z"}  # a tag to Python-Markdown
+    analysis = json.loads((out / "analysis.json").read_text())
+    analysis["results"] = {y: analysis["results"]["y"], "z": analysis["results"]["z"]}
+    for entry in analysis["results"].values():
+        entry["correlations"] = {a: entry["correlations"]["a"], "b": entry["correlations"]["b"]}
+    provenance = analysis["provenance"]
+    for key in ("studyrun", "python", "seed", "started", "finished", "study_sha256"):
+        provenance[key] = f"{key}{payload}"
+    provenance["git"] = {"commit": f"{code_break}{payload}", "dirty": True}
+    provenance["given"] = {"file": code_break, "rows": payload}
+    provenance["builds_on"] = {"study": f"s{payload}", "folder": f"f{payload}",
+                               "study_yaml_sha256": code_break}
+    craft(out, study, analysis)
+    done = run_cli("report", out)
+    assert done.returncode == 0, done.stderr
+    return out

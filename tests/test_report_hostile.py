@@ -10,24 +10,28 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 from conftest import run_cli
-from hostile_html import BLOCKS, CODE_BREAK, PAYLOAD, live, text_of, views
+from hostile_html import (
+    BLOCKS,
+    CODE_BREAK,
+    PAYLOAD,
+    craft,
+    crafted_results,
+    live,
+    model_study,
+    text_of,
+    views,
+)
 
-from studyrun.outputs import DIGEST_KEY, study_digest
 from studyrun.report.figures import Figures
 from studyrun.report.html import build_html, render
 from studyrun.report.markdown import Markdown, code, escape, fence, paragraphs, table
 from studyrun.report.wide import QUANTITIES_DRAWN
 
 PAGE_SCRIPT = "var LONG = "  # report.html's own script starts so
-MODEL = '''
-def f(a, b):
-    return {"y": a + 2 * b, "z": a * b}
-'''
 
 
 def assert_inert(markdown_text: str, html: str, *shown: str) -> None:
@@ -67,20 +71,9 @@ def test_report_html_passes_no_raw_html_through_and_links_only_inside_the_page(t
     assert html.count("<figure") == 1 and '<a href="#t">to the top</a>' in html
 
 
-def write_model_study(folder: Path, description: str = "plain") -> Path:
-    (folder / "model.py").write_text(MODEL)
-    study = {"name": "hostile", "description": description,
-             "model": {"type": "python", "function": "model:f"},
-             "parameters": {"a": {"bounds": [0, 1]}, "b": {"bounds": [0, 1]}},
-             "quantities": {"y": "y", "z": "z"}, "analysis": {"type": "montecarlo", "samples": 16},
-             "execution": {"scheduler": "sync"}}
-    (folder / "study.yaml").write_text(yaml.safe_dump(study))
-    return folder / "study.yaml"
-
-
 @pytest.mark.slow
 def test_a_description_is_text_in_report_md_and_report_html(tmp_path):
-    result = run_cli("run", write_model_study(tmp_path, BLOCKS), "--out", tmp_path / "out")
+    result = run_cli("run", model_study(tmp_path, BLOCKS), "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
     assert_inert((out / "report.md").read_text(), (out / "report.html").read_text(),
@@ -101,43 +94,13 @@ def test_a_from_file_name_that_closes_its_code_span_stays_inside_it(tmp_path):
     assert_inert(markdown_text, (tmp_path / "out" / "report.html").read_text(), CODE_BREAK)
 
 
-def craft(out: Path, study: dict, analysis: dict) -> None:
-    """A results folder's study.yaml and analysis.json as someone else wrote them: the digest
-    that ties them matches, as a crafted folder's would."""
-    text = yaml.safe_dump(study)
-    (out / "study.yaml").write_text(text)
-    analysis[DIGEST_KEY] = study_digest(text)
-    (out / "analysis.json").write_text(json.dumps(analysis))
-
-
 @pytest.mark.slow
 def test_a_crafted_results_folder_rebuilt_by_studyrun_report_shows_its_texts_as_text(tmp_path):
-    result = run_cli("run", write_model_study(tmp_path), "--out", tmp_path / "out")
-    assert result.returncode == 0, result.stderr
-    out = tmp_path / "out"
-    study = yaml.safe_load((out / "study.yaml").read_text())
+    out = crafted_results(tmp_path, PAYLOAD, BLOCKS, CODE_BREAK)
     a, y = f"a{PAYLOAD}", f"y{PAYLOAD}"
-    study["description"] = BLOCKS
-    study["parameters"] = {a: study["parameters"]["a"], "b": study["parameters"]["b"]}
-    study["quantities"] = {y: "y + 0 * (z<y) * (y>z)", "z": "z"}  # a tag to Python-Markdown
-    analysis = json.loads((out / "analysis.json").read_text())
-    analysis["results"] = {y: analysis["results"]["y"], "z": analysis["results"]["z"]}
-    for entry in analysis["results"].values():
-        entry["correlations"] = {a: entry["correlations"]["a"], "b": entry["correlations"]["b"]}
-    provenance = analysis["provenance"]
-    for key in ("studyrun", "python", "seed", "started", "finished", "study_sha256"):
-        provenance[key] = f"{key}{PAYLOAD}"
-    provenance["git"] = {"commit": f"{CODE_BREAK}{PAYLOAD}", "dirty": True}
-    provenance["given"] = {"file": CODE_BREAK, "rows": PAYLOAD}
-    provenance["builds_on"] = {"study": f"s{PAYLOAD}", "folder": f"f{PAYLOAD}",
-                               "study_yaml_sha256": CODE_BREAK}
-    craft(out, study, analysis)
-    result = run_cli("report", out)
-    assert result.returncode == 0, result.stderr
-    markdown_text = (out / "report.md").read_text()
-    assert_inert(markdown_text, (out / "report.html").read_text(),
+    assert_inert((out / "report.md").read_text(), (out / "report.html").read_text(),
                  a, y, "y + 0 * (z<y) * (y>z)", f"started{PAYLOAD}", f"s{PAYLOAD}",
-                 f"f{PAYLOAD}", "[r]: javascript:alert(6)")
+                 f"f{PAYLOAD}", "[r]: javascript:alert(6)", CODE_BREAK)
     figures = sorted(p.name for p in (out / "figures").iterdir())
     assert all(name.startswith(("hist-", "scatter-")) and "/" not in name for name in figures)
     assert len(figures) == 8, figures  # a histogram and a scatter per quantity, PNG and SVG
@@ -145,14 +108,8 @@ def test_a_crafted_results_folder_rebuilt_by_studyrun_report_shows_its_texts_as_
 
 @pytest.mark.slow
 def test_error_and_warning_texts_of_a_crafted_analysis_json_are_text(tmp_path):
-    (tmp_path / "model.py").write_text(MODEL)
-    study = {"name": "indices", "model": {"type": "python", "function": "model:f"},
-             "parameters": {"a": {"bounds": [0, 1]}, "b": {"bounds": [0, 1]}},
-             "quantities": {"y": "y", "z": "z"},
-             "analysis": {"type": "morris", "trajectories": 8, "resamples": 10},
-             "execution": {"scheduler": "sync"}}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
-    result = run_cli("run", tmp_path / "study.yaml", "--out", tmp_path / "out")
+    study = model_study(tmp_path, analysis={"type": "morris", "trajectories": 8, "resamples": 10})
+    result = run_cli("run", study, "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
     study = yaml.safe_load((out / "study.yaml").read_text())
