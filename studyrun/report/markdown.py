@@ -27,9 +27,9 @@ class Markdown(str):
 _INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|(?<!\s)\*|\*(?!\s)|\](?=\s*[(\[]|:|$)"
                      r"|<(?=[A-Za-z/!?])|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _REPLACE = {"<": "&lt;", "&": "&amp;"}
-# What would start a block at a line's start: a heading, a list, a quote, a fence, a setext
-# line, a link reference's definition (Python-Markdown takes `[r\]: x` for one).
-_BLOCK = re.compile(r"^(\s*)(?:([#=~>[]|[+-](?=\s|$))|(\d+)([.)])(?=\s|$))")
+# What would start a block at a line's start: a heading, a list, a quote, a fence, a rule or a
+# setext line, a link reference's definition (Python-Markdown takes `[r\]: x` for one).
+_BLOCK = re.compile(r"^(\s*)(?:([#=~>[]|[+-](?=\s|$)|-(?=[-\s]*$))|(\d+)([.)])(?=\s|$))")
 _LEADING = {"=": "&#61;", "~": "&#126;", ">": "&gt;"}  # no backslash escapes in Python-Markdown
 
 
