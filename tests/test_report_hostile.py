@@ -50,6 +50,7 @@ def test_each_escaping_helper_makes_text_of_every_payload():
              (table(["name", PAYLOAD], [[PAYLOAD, 1.5]]), PAYLOAD),
              (f"from {code(CODE_BREAK)}.", CODE_BREAK), (f"- {escape(PAYLOAD)}", PAYLOAD),
              (f"### {escape(PAYLOAD)}", PAYLOAD), (f"*{escape(PAYLOAD)}*", PAYLOAD),
+             (f"{escape('x [l]')}(javascript:alert(9))", "x [l](javascript:alert(9))"),
              (fence(f"{BLOCKS}\n````\n<script>alert(8)</script>", "yaml"), "<i>fenced</i>")]
     for markdown_text, shown in cases:
         for renderer, html in [*views(markdown_text).items(), ("report.html", render(markdown_text))]:

@@ -20,11 +20,12 @@ class Markdown(str):
 
 # What would be Markdown or HTML anywhere in a line (CommonMark's rules and Python-Markdown's): a
 # backslash before punctuation (it would escape it), code, emphasis, the `]` that ends a link's
-# text or a reference's label, a tag or an autolink, an entity; a `|` only in a table's cell
-# (`cell`) or a text of several lines (`paragraphs`), where it could make one. What is text to
-# both is left as it is, so ordinary text reads the same in report.md: an underscore inside a
-# word (peak_time), a `*` between spaces (a * b), `[0, 1]`, `p < 0.05`.
-_INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|(?<!\s)\*|\*(?!\s)|\](?=\s*[(\[]|:|$)"
+# text or a reference's label (`escape` also escapes one that ends the text: what follows it is
+# not known), a tag or an autolink, an entity; a `|` only in a table's cell (`cell`) or a text
+# of several lines (`paragraphs`), where it could make one. What is text to both is left as it
+# is, so ordinary text reads the same in report.md: an underscore inside a word (peak_time), a
+# `*` between spaces (a * b), `[0, 1]`, `p < 0.05`.
+_INLINE = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|(?<!\s)\*|\*(?!\s)|\](?=\s*[(\[]|:)"
                      r"|<(?=[A-Za-z/!?])|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _REPLACE = {"<": "&lt;", "&": "&amp;"}
 # What would start a block at a line's start: a heading, a list, a quote, a fence, a rule or a
@@ -36,7 +37,8 @@ _LEADING = {"=": "&#61;", "~": "&#126;", ">": "&gt;"}  # no backslash escapes in
 def escape(text: Any) -> Markdown:
     """`text` on one line, as Markdown that renders as the text itself: control characters shown
     as escapes, Markdown and HTML specials escaped."""
-    return _escape_line(one_line(str(text)))
+    line = _escape_line(one_line(str(text)))
+    return Markdown(line[:-1] + "\\]") if line.endswith("]") else line  # what follows is unknown
 
 
 def paragraphs(text: Any) -> Markdown:
@@ -74,8 +76,8 @@ def cell(value: Any, digits: int = 4) -> str:
     """A table cell or header: Markdown as it is, a number formatted, any other text escaped."""
     if isinstance(value, Markdown):
         return value
-    text = escape(value) if isinstance(value, str) else format_number(value, digits)
-    return text.replace("|", "\\|")
+    text = _escape_line(one_line(value)) if isinstance(value, str) else format_number(value, digits)
+    return text.replace("|", "\\|")  # followed by ` |`: a `]` at its end ends no link
 
 
 def format_number(value: Any, digits: int = 4) -> str:
