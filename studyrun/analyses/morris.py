@@ -36,6 +36,7 @@ from pydantic import (
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
+from ..report.markdown import escape
 from ..report.wide import shown, top_note
 from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
 from .precision import Round, doublings, grow
@@ -242,13 +243,14 @@ class Morris(AnalysisSpec):
                  "mu_star (mean absolute effect) ranks the parameters; sigma large against "
                  "mu_star means interactions or non-linearity."]
         for name, entry in analysis.get("results", {}).items():
-            parts.append(f"### {name}")
+            parts.append(f"### {escape(name)}")
             stars = entry.get("mu_star") or {}
             parts += [reached_line(entry, "trajectories"), facts_line(entry),
                       top_note(stars, "mu_star"), index_table(entry, KEYS, "mu_star")]
-            if "mu_star" in entry:
+            draws = figures.draws(name)
+            if "mu_star" in entry and draws:
                 parts.append(draw_mu_star_sigma(name, entry, figures))
-            if "convergence" in entry:
+            if "convergence" in entry and draws:
                 widths = entry["convergence"]["mu_star_conf"]
                 parts.append(widths_plot(name, "morris", entry["convergence"]["N"],
                                          {f: widths[f] for f in shown(stars)}, None, figures,

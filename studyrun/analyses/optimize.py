@@ -46,7 +46,7 @@ from ..core.errors import Problem, StudyError
 from ..core.numbers import finite_or_none
 from ..core.text import suggest
 from ..params import sample_unit
-from ..report.markdown import table
+from ..report.markdown import escape, table
 from .base import AnalysisSpec, search_runs
 from .search.fit import make_box
 
@@ -337,11 +337,12 @@ class Optimize(AnalysisSpec):
 
             return report(analysis["results"], figures)
         r = analysis["results"]
-        lines = [f"## Optimization ({r['method']})", "",
-                 f"Objective: {describe_objective(self)}. "
-                 f"{'Converged' if r['converged'] else 'Stopped'}: {str(r['message']).rstrip('.')}; "
-                 f"{r['evaluations']} model runs in {r['batches']} batches.", "",
-                 *(f"*{note}*\n" for note in r.get("notes", [])),
+        lines = [f"## Optimization ({escape(r['method'])})", "",
+                 f"Objective: {escape(describe_objective(self))}. "
+                 f"{'Converged' if r['converged'] else 'Stopped'}: "
+                 f"{escape(str(r['message']).rstrip('.'))}; {escape(r['evaluations'])} model runs "
+                 f"in {escape(r['batches'])} batches.", "",
+                 *(f"*{escape(note)}*\n" for note in r.get("notes", [])),
                  table(["parameter", "initial", "optimum"],
                        [[n, p["initial"], p["optimum"]] for n, p in r["parameters"].items()]), "",
                  table(["", "initial", "final"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..report.markdown import escape
 from .salib.report import figure_name, nan
 
 if TYPE_CHECKING:
@@ -16,10 +17,11 @@ def reached_line(entry: dict[str, Any], unit: str) -> str:
     if "samples_reached" not in entry:
         return ""
     target = entry["target"]
-    wanted = (", ".join(f"{k} {v:g}" for k, v in target.items()) if isinstance(target, dict)
-              else f"a {target} ranking by mu_star over two doublings")
+    wanted = (", ".join(f"{escape(k)} {v:g}" for k, v in target.items())
+              if isinstance(target, dict)
+              else f"a {escape(target)} ranking by mu_star over two doublings")
     met = "met" if entry["target_met"] else "**not met** (the most allowed was reached)"
-    return f"Reached {entry['samples_reached']} {unit}; target {wanted}: {met}."
+    return f"Reached {escape(entry['samples_reached'])} {unit}; target {wanted}: {met}."
 
 
 def widths_plot(name: str, method: str, sizes: list[int], widths: dict[str, list[Any]],

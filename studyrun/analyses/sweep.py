@@ -110,6 +110,8 @@ def draw_lines(outcome: Outcome, analysis, figures) -> list[str]:
     labels = [", ".join(f"{n}={v:g}" for n, v in zip(outcome.design.names[1:], combos[g].tolist()))
               for g in shown]
     for q, result in analysis["results"].items():
+        if not figures.draws(q):
+            continue
         y = np.array(result["values"], dtype=float)  # None (a failed run) becomes NaN
         fig, ax = figures.new()
         for mask, label in zip(masks, labels):

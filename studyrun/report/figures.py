@@ -15,9 +15,15 @@ anything else around their axes (colour bars, annotations, offset texts, unclipp
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
+
+from ..core.text import one_line
+from . import wide
+from .markdown import escape
 
 # Most points a scatter shows; a denser cloud reads the same and only costs drawing time.
 SCATTER_POINTS = 5000
@@ -30,12 +36,35 @@ PAD = 1.08  # tight_layout's padding, in units of the font size
 
 
 class Figures:
-    """Saves matplotlib figures under one folder and returns their Markdown links."""
+    """Saves matplotlib figures under one folder and returns their Markdown links; draws the
+    figures of the first QUANTITIES_DRAWN quantities only (`draws`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, quantities: int | None = None) -> None:
         self.folder = Path(folder)
         self._names: dict[str, str] = {}  # file names saved, by their lower case
         self._tips: dict[str, str] = {}  # the next figure's artists' gids -> their tooltips
+        self._quantities = wide.QUANTITIES_DRAWN if quantities is None else quantities
+        self.drawn: dict[str, None] = {}  # the quantities whose figures are drawn, in order
+        self.left_out: dict[str, None] = {}  # and those whose are not
+
+    def draws(self, quantity: str) -> bool:
+        """Whether the report draws the figures of this quantity (or output): every one of the
+        first `quantities` asked about, none of the others, whose results only the tables show.
+        Hundreds of quantities drew thousands of figures in minutes, which nobody reads."""
+        if quantity in self.drawn or (quantity not in self.left_out
+                                      and len(self.drawn) < self._quantities):
+            self.drawn[quantity] = None
+            return True
+        self.left_out[quantity] = None
+        return False
+
+    def note(self) -> str:
+        """What the figures leave out, in one sentence; empty when they show every quantity."""
+        if not self.left_out:
+            return ""
+        total = len(self.drawn) + len(self.left_out)
+        return (f"*The figures show the first {len(self.drawn)} of the {total:,} quantities; "
+                "the tables list every one.*")
 
     def tip(self, artist, text: str) -> None:
         """A tooltip for one drawn element (a bar, a point) of the figure being made: report.html
@@ -77,18 +106,30 @@ class Figures:
             return not_drawn(name, error)
         finally:
             self._tips = {}
-        return f"![{caption or name}](figures/{name}.png)"
+        return f"![{escape(caption or name)}](figures/{name}.png)"
 
     def unique(self, name: str) -> str:
-        """The name, or with `-2` (`-3`, ...) after it when it differs from one saved before only
-        in case (quantities `K` and `k`): one file would overwrite the other on a file system
-        that ignores case (macOS, Windows)."""
+        """The name as a file name (`file_name`), with `-2` (`-3`, ...) after it when it differs
+        from one saved before only in case (quantities `K` and `k`): one file would overwrite the
+        other on a file system that ignores case (macOS, Windows)."""
+        name = file_name(name)
         unique, k = name, 1
         while self._names.get(unique.lower(), unique) != unique:
             k += 1
             unique = f"{name}-{k}"
         self._names[unique.lower()] = unique
         return unique
+
+
+def file_name(name: str) -> str:
+    """A figure's name as a file name of letters, digits, `_`, `.` and `-` (a run of anything else
+    one `_`), not starting with `.`; a long name cut, with a digest of the whole: a quantity's
+    name from a crafted results folder may hold `/`, `..` or anything else."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    safe = "_" + safe[1:] if safe.startswith(".") else safe
+    if len(safe) > 100:
+        safe = f"{safe[:80]}-{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:12]}"
+    return safe or "figure"
 
 
 def rasterize_dense(fig) -> None:
@@ -114,9 +155,9 @@ def not_drawn(name: str, error: Exception) -> str:
     float limit, 1e308): the numbers are in analysis.json and runs.csv all the same."""
     import sys
 
-    print(f"studyrun: warning: figure {name} not drawn: {error}", file=sys.stderr)
-    return (f"*Figure {name} not drawn: matplotlib cannot draw these values ({error}); they are "
-            "in analysis.json and runs.csv.*")
+    print(f"studyrun: warning: figure {name} not drawn: {one_line(str(error))}", file=sys.stderr)
+    return (f"*Figure {name} not drawn: matplotlib cannot draw these values ({escape(error)}); "
+            "they are in analysis.json and runs.csv.*")
 
 
 def lay_out(fig) -> None:

@@ -2,9 +2,11 @@
 
 The page is report.md rendered by Python-Markdown, each figure inlined as the SVG drawn beside
 its PNG (figures/NAME.svg; the PNG as a data URI where no SVG is), styles and a small script
-inline: no request leaves the page. Tables of more than a few rows sort by a click on a column's
-header; a table of more than LONG rows shows its first LONG under a filter box, the rest on
-demand (a study of 1,000 parameters).
+inline: no request leaves the page. report.md escapes every text studyrun did not write; the
+renderer is safe even where it did not (`render`): raw HTML in the Markdown is shown as text,
+and a link or an image may only point inside the page (an #anchor, a figure of figures/).
+Tables of more than a few rows sort by a click on a column's header; a table of more than LONG
+rows shows its first LONG under a filter box, the rest on demand (a study of 1,000 parameters).
 """
 
 from __future__ import annotations
@@ -16,20 +18,56 @@ import re
 from pathlib import Path
 
 LONG = 50  # rows a long table shows before "show all"
-_IMAGE = re.compile(r'<img alt="([^"]*)" src="figures/([^"/]+)\.png"\s*/?>')
+_FIGURE = r"figures/([A-Za-z0-9_-][A-Za-z0-9_.-]*)\.png"  # the names Figures.save writes
+_IMAGE = re.compile(rf'<img alt="([^"]*)" src="{_FIGURE}"\s*/?>')
+_LOCAL_IMAGE = re.compile(_FIGURE)
+_LOCAL_LINK = re.compile(r"#[A-Za-z0-9_.:-]*")
 _SVG_START = re.compile(r"<svg\b")
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
 def build_html(folder: Path, text: str, title: str) -> str:
     """The page for report.md's `text`, its figures read from folder/figures."""
-    import markdown
-
-    body = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
+    body = render(text)
     count = itertools.count(1)
     body = _IMAGE.sub(lambda m: figure(Path(folder) / "figures", m.group(2),
                                        html.unescape(m.group(1)), next(count)), body)
     return PAGE.format(title=html.escape(title), style=STYLE, script=SCRIPT, long=LONG, body=body)
+
+
+def render(text: str) -> str:
+    """Markdown as HTML, with tables and fenced code; raw HTML in it is text, and every link or
+    image that points outside the page is its text alone."""
+    import markdown
+
+    return markdown.markdown(text, extensions=["tables", "fenced_code", _safe()],
+                             output_format="html")
+
+
+def _safe():
+    """The extension that makes Python-Markdown pass no HTML through and link nowhere else."""
+    from markdown.extensions import Extension
+    from markdown.treeprocessors import Treeprocessor
+
+    class LocalOnly(Treeprocessor):
+        def run(self, root):
+            for element in root.iter():
+                local = (element.tag == "a" and _LOCAL_LINK.fullmatch(element.get("href", ""))
+                         or element.tag == "img" and _LOCAL_IMAGE.fullmatch(element.get("src", "")))
+                if element.tag in ("a", "img") and not local:
+                    if element.tag == "img":
+                        element.text = element.get("alt", "")
+                    element.tag = "span"
+                    element.attrib.clear()
+
+    class Safe(Extension):
+        def extendMarkdown(self, md):
+            md.preprocessors.deregister("html_block")
+            for name in ("html", "autolink", "automail"):
+                md.inlinePatterns.deregister(name)
+            md.treeprocessors.register(LocalOnly(md), "local_only", 15)  # after inline (20)
+
+    return Safe()
 
 
 def figure(figures: Path, name: str, caption: str, number: int) -> str:

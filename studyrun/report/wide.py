@@ -1,5 +1,7 @@
 """Reports of many parameters: a figure draws the TOP that matter most by the analysis's own
-measure, and the report's table lists every parameter, largest first, saying so.
+measure, and the report's table lists every parameter, largest first, saying so. Of many
+quantities, the figures of the first QUANTITIES_DRAWN are drawn (`Figures.draws`), and the
+tables list every one.
 
 Drawing a thousand bars, labels or scatter panels took a minute and gigabytes, and showed
 nothing one could read; at most TOP parameters, figures and tables are as they always were.
@@ -11,6 +13,7 @@ import math
 from typing import Any, Mapping
 
 TOP = 20  # parameters a figure shows of a study of more
+QUANTITIES_DRAWN = 10  # quantities whose figures a report draws, of a study of more
 
 
 def ranked(measure: Mapping[str, Any]) -> list[str]:

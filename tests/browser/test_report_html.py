@@ -1,14 +1,18 @@
 """report.html opened in a real headless Chromium (Debian's, driven by Playwright): no console
 error, no request off the page, every figure drawn with a size, every table there, sorting and
-the long tables' filter working; a screenshot of each page is saved in the test's folder."""
+the long tables' filter working; a screenshot of each page is saved in the test's folder. The
+page of a crafted results folder runs none of its payloads and asks nothing of anyone."""
 
 from __future__ import annotations
 
+import http.server
 import re
+import threading
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_example
+from conftest import free_port, run_cli, run_example
+from hostile_html import crafted_results
 
 import studyrun
 
@@ -35,13 +39,16 @@ def browser():
         launched.close()
 
 
-def open_report(browser, folder: Path):
-    """The page of folder/report.html, with the console errors and the requests it made."""
+def open_report(browser, folder: Path, dialogs: list | None = None):
+    """The page of folder/report.html, with the console errors and the requests it made (and the
+    messages of the dialogs it opened, dismissed, into `dialogs`)."""
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     errors, requests = [], []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("request", lambda r: requests.append(r.url))
+    if dialogs is not None:
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto((folder / "report.html").as_uri())
     page.wait_for_load_state("load")
     return page, errors, requests
@@ -120,3 +127,60 @@ def test_studyrun_report_rebuilds_the_same_page(tmp_path):
     done = run_cli("report", folder)
     assert done.returncode == 0, done.stderr
     assert (folder / "report.html").read_text() == first
+
+
+class Counted(http.server.BaseHTTPRequestHandler):
+    """Counts every request made to it (any method), and answers 204."""
+
+    hits: list[str] = []
+
+    def do_GET(self):
+        Counted.hits.append(self.path)
+        self.send_response(204)
+        self.end_headers()
+
+    do_POST = do_HEAD = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.slow
+def test_no_payload_of_a_crafted_results_folder_runs_and_no_request_leaves_its_page(browser,
+                                                                                    tmp_path):
+    """A results folder whose description, names, provenance and a `from:` file name hold
+    scripts, handlers, javascript: links and loads of a server on this machine, its report
+    rebuilt by `studyrun report`: in Chromium no script of them runs (the title, a global, an
+    alert), no element has a handler, a click on every link goes nowhere, and the server is
+    never asked for anything."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Counted)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    Counted.hits = []
+    run = "window.pwned=1;document.title='pwned';alert(1)"
+    payload = (f"<script>{run};fetch('{url}/script')</script><img src=x onerror=\"{run}\"> "
+               f"<svg onload=\"{run}\"></svg><img src={url}/img> ![i]({url}/markdown-image) "
+               f"[click](javascript:{run}) <a href=\"javascript:{run}\">a</a> <{url}/autolink> "
+               f"<iframe src={url}/frame></iframe><link rel=stylesheet href={url}/css> "
+               f"<details open ontoggle=\"{run}\">d</details>")
+    blocks = (f"{payload}\n<style>@import url({url}/import); body {{ background: url({url}/bg) }}"
+              f"</style>\n\n[r]: javascript:{run}\n\n[r] [i][]\n\n[i]: {url}/reference\n")
+    code_break = f"runs` <img src=x onerror=\"{run}\"> <img src={url}/code> `.csv"
+    out = crafted_results(tmp_path, payload, blocks, code_break)
+    dialogs: list[str] = []
+    page, errors, requests = open_report(browser, out, dialogs)
+    page.wait_for_timeout(500)  # for an image's onerror, a load
+    for link in page.query_selector_all("a"):
+        link.click()
+    page.wait_for_timeout(200)
+    assert page.title() == "hostile" and page.evaluate("window.pwned") is None
+    assert dialogs == [] and errors == []
+    handlers = page.evaluate("Array.from(document.querySelectorAll('*')).flatMap(e => Array.from("
+                             "e.attributes).filter(a => a.name.startsWith('on')).map(a => a.name))")
+    assert handlers == []
+    assert all(url.startswith(("file://", "data:")) for url in requests), requests
+    assert Counted.hits == []
+    text = page.inner_text("body")
+    assert f"<script>{run};fetch('{url}/script')</script>" in text and code_break in text
+    page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+    server.shutdown()

@@ -14,6 +14,7 @@ processes); each study runs once per setting and serves every check that reads i
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import pickle
@@ -35,6 +36,7 @@ from conformance_table import (
     merged,
     missing_examples,
 )
+from hostile_html import PAYLOAD, live, text_of, views
 
 from studyrun import pipeline
 from studyrun.analyses.base import AnalysisSpec
@@ -333,3 +335,90 @@ def test_the_report_is_rebuilt_from_analysis_json_and_the_store_alone(runs, name
     assert report.read_text() == (run.out / "report.md").read_text()
     figures = sorted(p.name for p in (run.out / "figures").glob("*"))
     assert sorted(p.name for p in (alone / "figures").glob("*")) == figures
+
+
+TEXTS = ("error", "warnings", "notes", "message", "note", "objective")  # analysis.json's prose
+
+
+def hostile(value: Any, names: dict[str, str], prose: bool = False) -> Any:
+    """analysis.json (or a part) as a crafted folder could hold it: every name renamed, a payload
+    after every text of its prose."""
+    if isinstance(value, dict):
+        pair = {"initial", "final"} <= set(value)  # a value before and after, not a quantity
+        return {k if pair else names.get(k, k): hostile(v, names, k in TEXTS)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [hostile(v, names, prose) for v in value]
+    if isinstance(value, str):
+        return f"{value}{PAYLOAD}" if prose else names.get(value, value)
+    return value
+
+
+def with_copies(mapping: dict, keys: list[str], copies: int) -> dict:
+    """`mapping` with each of `keys` copied `copies` times after every original key."""
+    return {**mapping, **{f"{k}~{i}": mapping[k] for i in range(2, copies + 2) for k in keys
+                          if k in mapping}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ANALYSES))
+def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, name, tmp_path,
+                                                                        monkeypatch):
+    """The analysis's report of a crafted folder, whose names (parameters, quantities, outputs)
+    and prose (errors, warnings, notes, messages) each hold a PAYLOAD: escaped in report.md,
+    inert in report.html. Of more quantities than a report draws, it draws the figures of as
+    many as it draws (Figures.draws), and says so."""
+    from studyrun.plan.runs import read_outcome
+    from studyrun.quantities import Quantities
+    from studyrun.report import wide
+    from studyrun.report.build import write_report
+    from studyrun.store import RunStore
+
+    run = runs.get(f"analysis-{name}")
+    loaded = load_study(run.out / "study.yaml", check=False)
+    study, analysis = loaded.study, run.analysis
+    outcome = None
+    if not study.analysis.iterative:  # read as `studyrun report` reads it
+        with RunStore.open_readonly(run.out / "runs.sqlite") as store:
+            outcome = read_outcome(plan_study(loaded), store, Quantities(study.quantities),
+                                   study.analysis, loaded.context, series=False)
+    outputs = getattr(study.analysis, "outputs", None) or []
+    per_quantity = [k for k, v in analysis["results"].items() if isinstance(v, dict) and (
+        k in (study.quantities or {}) or k in outputs or outcome is not None and k in outcome.values)]
+    names = {n: f"{n}{PAYLOAD}" for n in [*study.parameters, *(study.quantities or {}),
+                                          *outputs, *per_quantity]}
+    crafted = hostile(analysis, names)
+    study = study.model_copy(update={
+        "description": f"{PAYLOAD}\n\n[r]: javascript:alert(6)",
+        "parameters": {names[n]: p for n, p in study.parameters.items()},
+        "quantities": {names[n]: text for n, text in (study.quantities or {}).items()} or None})
+    if outcome is not None:
+        design = outcome.design
+        outcome = dataclasses.replace(outcome, values={names.get(k, k): v for k, v in
+                                                       outcome.values.items()},
+                                      design=dataclasses.replace(
+                                          design, names=[names[n] for n in design.names],
+                                          info=hostile(design.info, names)))
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    write_report(tmp_path / "a", study, crafted, outcome)
+    report = (tmp_path / "a" / "report.md").read_text()
+    page = (tmp_path / "a" / "report.html").read_text()
+    for renderer, html in views(report).items():
+        assert live(html) == [], renderer
+    assert live(page, "var LONG = ") == []
+    assert PAYLOAD in text_of(page) and "The figures show the first" not in report
+
+    if not per_quantity:
+        return
+    quantities = [names[k] for k in per_quantity]
+    crafted["results"] = with_copies(crafted["results"], quantities, 2)
+    if outcome is not None:
+        outcome = dataclasses.replace(outcome, values=with_copies(outcome.values, quantities, 2))
+    monkeypatch.setattr(wide, "QUANTITIES_DRAWN", len(quantities))
+    write_report(tmp_path / "b", study, crafted, outcome)
+    drawn = {folder: sorted(p.name for p in (tmp_path / folder / "figures").glob("*.png"))
+             for folder in ("a", "b")}
+    assert drawn["b"] == drawn["a"]  # the originals' figures, none of the copies'
+    assert (f"The figures show the first {len(quantities)} of the {3 * len(quantities)} "
+            "quantities") in (tmp_path / "b" / "report.md").read_text()

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...outputs import replacing
 from ...report.figures import shown_rows
-from ...report.markdown import table
+from ...report.markdown import escape, fence, table
 from .sequential_report import section_start, write_fitted
 
 RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"]
@@ -25,13 +25,13 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
     if results.get("mcmc"):
         write_samples(figures.folder.parent / "mcmc-samples.csv", results["mcmc"])
     params = results["parameters"]
-    lines = [f"## Calibration ({results.get('method', spec.method)})", "",
+    lines = [f"## Calibration ({escape(results.get('method', spec.method))})", "",
              f"{'Converged' if results['converged'] else 'Did not converge'}: "
-             f"{results['message'].rstrip('.')}. "
+             f"{escape(str(results['message']).rstrip('.'))}. "
              f"Cost {results['cost']['initial']:.6g} at the start, {results['cost']['final']:.6g} "
              f"at the estimate; minlogp {results['minlogp']:.6g}; "
-             f"{results['evaluations']['runs']} model runs in {results['evaluations']['batches']} "
-             "batches.", "",
+             f"{escape(results['evaluations']['runs'])} model runs in "
+             f"{escape(results['evaluations']['batches'])} batches.", "",
              table(["parameter", "initial", "estimate", "std error", "t", "p", "95% lower",
                     "95% upper"],
                    [[n, r["initial"], r["estimate"], r["std_error"], r["t"], r["p"], r["lower"],
@@ -43,9 +43,9 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
              "### Correlation of the estimates", "",
              table(["", *params], [[a, *(results["correlation"][a].get(b) for b in params)]
                                    for a in params]), ""]
-    lines += [f"- {note}" for note in results.get("notes", [])] + [""]
+    lines += [f"- {escape(note)}" for note in results.get("notes", [])] + [""]
     lines += ["### Fitted values", "", "Paste into the study to start from the fit:", "",
-              "```yaml", results["fitted_yaml"].rstrip(), "```", ""]
+              fence(str(results["fitted_yaml"]).rstrip(), "yaml"), ""]
     lines += section_start(results)
     lines += section_gradient(results) + section_starts(results) + section_mcmc(results)
     lines += draw_curves(results, figures) + draw_residuals(results, figures)
@@ -81,9 +81,11 @@ def section_gradient(results: dict) -> list[str]:
         return []
     lines = ["### Gradient matching", "",
              f"Matched the model's right-hand side to the slopes of smoothed data at "
-             f"{gm['collocation_points']} points in {gm['outer_iterations']} outer iteration(s); "
-             f"{gm['integrations']} model integrations for the matching"
-             + (f", {gm['refine_integrations']} for the trajectory fit that refined it"
+             f"{escape(gm['collocation_points'])} points in "
+             f"{escape(gm['outer_iterations'])} outer iteration(s); "
+             f"{escape(gm['integrations'])} model integrations for the matching"
+             + (f", {escape(gm['refine_integrations'])} for the trajectory fit that "
+                "refined it"
                 if gm.get("refine_integrations") is not None else "") + ".", "",
              *initial_state_notes(gm),
              table(["parameter", "gradient matching", "final"],
@@ -94,7 +96,8 @@ def section_gradient(results: dict) -> list[str]:
 
 def initial_state_notes(gm: dict) -> list[str]:
     """Why a parameter that only sets initial states was not matched, as bullets."""
-    notes = [f"- {name} only sets the initial value of {', '.join(states)}: the right-hand side "
+    notes = [f"- {escape(name)} only sets the initial value of {escape(', '.join(states))}: "
+             "the right-hand side "
              f"never reads it, so it was taken from the smoothed data at the model's start."
              for name, states in gm.get("from_data_at_start", {}).items()]
     return notes + [""] if notes else []
@@ -117,8 +120,9 @@ def section_mcmc(results: dict) -> list[str]:
     if not mc:
         return []
     return ["### Posterior (MCMC)", "",
-            f"{mc['chains']} chains of {mc['iterations']} iterations ({mc['burnin']} burn-in), "
-            f"acceptance rate {mc['acceptance_rate']:.3f}; error variance {mc['error_variance']}.",
+            f"{escape(mc['chains'])} chains of {escape(mc['iterations'])} iterations "
+            f"({escape(mc['burnin'])} burn-in), acceptance rate "
+            f"{mc['acceptance_rate']:.3f}; error variance {escape(mc['error_variance'])}.",
             "", table(["parameter", "mean", "sd", "2.5%", "median", "97.5%", "R-hat"],
                       [[n, s["mean"], s["sd"], s["lower"], s["median"], s["upper"], s.get("rhat")]
                        for n, s in mc["intervals"].items()]), ""]
@@ -126,6 +130,7 @@ def section_mcmc(results: dict) -> list[str]:
 
 def draw_curves(results: dict, figures) -> list[str]:
     curves, residuals = results.get("curves", {}), results.get("residuals", [])
+    curves = {output: c for output, c in curves.items() if figures.draws(output)}
     if not curves:
         return []
     band = (results.get("mcmc") or {}).get("prediction", {})

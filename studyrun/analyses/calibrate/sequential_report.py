@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 
 from ...outputs import replacing
-from ...report.markdown import table
+from ...report.markdown import escape, table
 
 
 def write_fitted(path, fitted: dict) -> None:
@@ -23,14 +23,16 @@ def section_start(results: dict) -> list[str]:
     if not start:
         return []
     lines = ["### Sequential start", "",
-             f"Started from the calibration {start['study']} in {start['folder']} (study.yaml "
-             f"sha256 {start['study_yaml_sha256'][:12]}).", "",
+             f"Started from the calibration {escape(start['study'])} in "
+             f"{escape(start['folder'])} (study.yaml sha256 "
+             f"{escape(str(start['study_yaml_sha256'])[:12])}).", "",
              table(["parameter", "start", "from"],
                    [[n, p["value"], p["from"]] for n, p in start["parameters"].items()]), ""]
     pseudo = start.get("pseudo_data") or {}
     if pseudo:
-        lines += [f"- {name}: {p['points']} points of {start['study']}'s fitted series"
+        lines += [f"- {escape(name)}: {escape(p['points'])} points of "
+                  f"{escape(start['study'])}'s fitted series"
                   + (f" over [{p['time'][0]:g}, {p['time'][1]:g}]" if p["time"] else "")
                   + " stand in for data (weight 1 each)." for name, p in pseudo.items()]
-    lines += [f"- {note}" for note in start.get("notes", [])]
+    lines += [f"- {escape(note)}" for note in start.get("notes", [])]
     return lines + [""]

@@ -231,7 +231,7 @@ def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
 
 def describe_design(design: Design, limit: int = 40) -> str:
     """The design for `studyrun plan`: coded and natural units, and a fraction's aliases."""
-    from ...report.markdown import table
+    from ...report.markdown import Markdown, table
 
     info = design.info
     coded = coded_matrix(design)
@@ -255,7 +255,7 @@ def describe_design(design: Design, limit: int = 40) -> str:
         lines += [f"    {chain}" for chain in info.get("aliases", [])]
     headers = ["run"] + [f"x{i + 1}" for i in range(len(design.names))] + list(design.names)
     rows = [[r] + list(coded[r]) + list(design.matrix[r]) for r in range(min(limit, len(coded)))]
-    lines += ["", table(headers, rows)]
+    lines += ["", table([Markdown(h) for h in headers], rows)]  # for a terminal: as they are
     if len(coded) > limit:
         lines.append(f"... {len(coded) - limit} more runs")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...report.figures import shown_rows
-from ...report.markdown import format_number, table
+from ...report.markdown import code, escape, format_number, table
 from .interpret import rank_factors
 from .surface import parse_term
 from .terms import build_matrix
@@ -40,22 +40,24 @@ def write_report(analysis: dict[str, Any], outcome: Any, figures: Any) -> str:
 def describe_design_block(analysis: dict[str, Any]) -> str:
     """The design in a few lines: type, runs, factors and, for fractions, the aliases."""
     design = analysis.get("design", {})
-    lines = [f"Design: **{design.get('type', '?')}**, {design.get('runs', '?')} runs; "
-             f"response model: {design.get('response', '?')}. Coefficients are in coded units "
-             "x = (p - center) / half-range, so ±1 are the parameter bounds."]
+    lines = [f"Design: **{escape(design.get('type', '?'))}**, {escape(design.get('runs', '?'))} "
+             f"runs; response model: {escape(design.get('response', '?'))}. Coefficients are in "
+             "coded units x = (p - center) / half-range, so ±1 are the parameter bounds."]
     if design.get("augment"):
-        lines.append(f"Grown by **{design['augment']}** from the {design.get('grown_from')} "
-                     f"design of `{design.get('from')}`: its {design.get('earlier_runs')} runs, "
-                     f"then {design.get('new_runs')} new ones"
-                     + (f" ({design['strata']})" if design.get("strata") else "") + ".")
+        lines.append(f"Grown by **{escape(design['augment'])}** from the "
+                     f"{escape(design.get('grown_from'))} design of {code(design.get('from'))}: "
+                     f"its {escape(design.get('earlier_runs'))} runs, then "
+                     f"{escape(design.get('new_runs'))} new ones"
+                     + (f" ({escape(design['strata'])})" if design.get("strata") else "") + ".")
     factors = design.get("factors", {})
     if factors:
         lines.append(table(["symbol", "parameter", "low (-1)", "high (+1)"],
                            [[f["symbol"], n, f["low"], f["high"]] for n, f in factors.items()]))
     if design.get("aliases"):
-        lines.append(f"Resolution {design.get('resolution')}; defining relation "
-                     f"`{design.get('defining_relation')}` (factors a, b, c, ... in parameter order). "
-                     "Aliases:\n\n" + "\n".join(f"- `{chain}`" for chain in design["aliases"]))
+        lines.append(f"Resolution {escape(design.get('resolution'))}; defining relation "
+                     f"{code(design.get('defining_relation'))} (factors a, b, c, ... in parameter "
+                     "order). Aliases:\n\n" + "\n".join(f"- {code(chain)}"
+                                                         for chain in design["aliases"]))
     return "\n\n".join(lines)
 
 
@@ -64,32 +66,33 @@ def write_quantity(quantity: str, fit: dict[str, Any], outcome: Any, figures: An
     slug = re.sub(r"[^A-Za-z0-9_]+", "_", quantity)
     summary = (f"R² = {format_number(fit['r2'])}, adjusted R² = {format_number(fit['adj_r2'])}, "
                f"RMSE = {format_number(fit['rmse'])}, residual standard error = "
-               f"{format_number(fit.get('sigma'))} on {fit.get('df_resid')} degrees of freedom "
-               f"({fit.get('n_runs')} runs).")
-    parts = [f"### {quantity}", summary]
-    parts += [f"> {note}" for note in fit.get("notes", [])]
+               f"{format_number(fit.get('sigma'))} on {escape(fit.get('df_resid'))} degrees "
+               f"of freedom ({escape(fit.get('n_runs'))} runs).")
+    parts = [f"### {escape(quantity)}", summary]
+    parts += [f"> {escape(note)}" for note in fit.get("notes", [])]
     parts.append(table(["term", "estimate", "std error", "t", "p"],
                        blank([[t, c["estimate"], c["std_error"], c["t"], c["p"]]
                               for t, c in fit["coefficients"].items()])))
     if fit.get("dropped_terms"):
         aliases = fit.get("dropped_aliases", {})
         parts.append("Terms the design cannot estimate (dropped): " + ", ".join(
-            f"`{t}`" + (f" (= {format_alias(aliases[t])})" if aliases.get(t) else "")
+            code(t) + (f" (= {format_alias(aliases[t])})" if aliases.get(t) else "")
             for t in fit["dropped_terms"]))
     parts.append(describe_aliases(fit.get("aliases")))
     if "anova" in fit:
         parts.append("ANOVA (partial sums of squares):\n\n" + anova_table(fit))
     point = fit.get("stationary_point")
     if point and point.get("natural"):
-        where = ", ".join(f"{n} = {format_number(v)}" for n, v in point["natural"].items())
+        where = ", ".join(f"{escape(n)} = {format_number(v)}" for n, v in point["natural"].items())
         inside = "inside" if point.get("inside_region") else "outside"
-        parts.append(f"Stationary point: a **{point['kind']}** at {where} ({inside} the bounds), "
-                     f"predicted {format_number(point['predicted'])}; eigenvalues "
+        parts.append(f"Stationary point: a **{escape(point['kind'])}** at {where} ({inside} the "
+                     f"bounds), predicted {format_number(point['predicted'])}; eigenvalues "
                      + ", ".join(format_number(v) for v in point["eigenvalues"]) + "."
-                     + (f" {point['note']}" if point.get("note") else ""))
-    parts += [plot_main_effects(slug, quantity, fit, figures),
-              plot_interactions(slug, quantity, fit, figures),
-              plot_contour(slug, quantity, fit, outcome, figures)]
+                     + (f" {escape(point['note'])}" if point.get("note") else ""))
+    if figures.draws(quantity):
+        parts += [plot_main_effects(slug, quantity, fit, figures),
+                  plot_interactions(slug, quantity, fit, figures),
+                  plot_contour(slug, quantity, fit, outcome, figures)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -97,7 +100,7 @@ def describe_aliases(aliases: dict[str, dict] | None) -> str:
     """Which estimates also carry two-factor interactions left out of the model, and how much."""
     if not aliases:
         return ""
-    chains = [f"`{term}` + {format_alias(chain)}".replace("+ -", "-")
+    chains = [f"{code(term)} + {format_alias(chain)}".replace("+ -", "-")
               for term, chain in aliases.items() if chain]
     if not chains:
         return "Every estimate is clear of the two-factor interactions left out of the model."
@@ -107,12 +110,12 @@ def describe_aliases(aliases: dict[str, dict] | None) -> str:
 
 
 def format_alias(combination: dict[str, float]) -> str:
-    """`x4`, `-x4`, or `0.5 x1 + x2`: what a dropped term equals on this design."""
+    """`x4`, `-x4`, or `0.5 x1 + x2`: what a dropped term equals on this design (Markdown)."""
     pieces = []
     for term, coef in combination.items():
         sign = "-" if coef < 0 else "+"
         size = "" if abs(abs(coef) - 1) < 1e-9 else f"{format_number(abs(coef))} "
-        pieces.append(f"{sign} {size}{term}")
+        pieces.append(f"{sign} {size}{escape(term)}")
     text = " ".join(pieces)
     return text[2:] if text.startswith("+ ") else text
 
@@ -137,7 +140,7 @@ def anova_table(fit: dict[str, Any]) -> str:
     rows.append(["total (corrected)", anova["total"]["df"], anova["total"]["ss"], None, None, None])
     text = table(["source", "df", "SS", "MS", "F", "p"], blank(rows))
     if lof.get("note"):
-        text += f"\n\nLack of fit: {lof['note']}."
+        text += f"\n\nLack of fit: {escape(lof['note'])}."
     return text
 
 
@@ -230,7 +233,7 @@ def write_pareto(front: dict[str, Any], outcome: Any, figures: Any) -> str:
     params = list(front["parameters"])
     rows = [[run] + [front["values"][q][k] for q in quantities] + [front["parameters"][p][k] for p in params]
             for k, run in enumerate(front["runs"])]
-    senses_text = ", ".join(f"{q} ({s})" for q, s in senses.items())
+    senses_text = ", ".join(f"{escape(q)} ({escape(s)})" for q, s in senses.items())
     parts = ["### Pareto front", f"Non-dominated runs for {senses_text}:",
              table(["run"] + quantities + params, rows)]
     if len(quantities) >= 2:

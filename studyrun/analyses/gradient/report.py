@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...report.markdown import format_number, table
+from ...report.markdown import escape, format_number, table
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
@@ -14,27 +14,28 @@ if TYPE_CHECKING:
 def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
     results = analysis.get("results", {})
     nominal = analysis.get("design", {}).get("nominal", {})
-    parts = [f"## Gradient of J = {results.get('objective', '?')}"]
+    parts = [f"## Gradient of J = {escape(results.get('objective', '?'))}"]
     if "error" in results:
-        parts.append(results["error"])
+        parts.append(escape(results["error"]))
     else:
         parts += [f"J = {format_number(results['value'], 6)} at the nominal point; method "
-                  f"**{results['method']}** ({describe_cost(results['cost'])}). p / J dJ/dp is "
+                  f"**{escape(results['method'])}** ({describe_cost(results['cost'])}). p / J dJ/dp is "
                   "the relative change of J per relative change of a parameter.",
                   table(["parameter", "nominal", "dJ/dp", "p / J dJ/dp"],
                         [[p, nominal.get(p), results["gradient"][p], results["normalised"][p]]
                          for p in results["ranking"]], digits=6),
                   bars(results, figures)]
     if results.get("notes"):
-        parts.append("### Notes\n\n" + "\n".join(f"- {n}" for n in results["notes"]))
+        parts.append("### Notes\n\n" + "\n".join(f"- {escape(n)}" for n in results["notes"]))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
 def describe_cost(cost: dict[str, Any]) -> str:
-    words = [f"{cost['runs']} model run{'s' if cost['runs'] != 1 else ''}",
-             f"{cost['integrations']} integration{'s' if cost['integrations'] != 1 else ''}"]
+    words = [f"{escape(cost['runs'])} model run{'s' if cost['runs'] != 1 else ''}",
+             f"{escape(cost['integrations'])} integration"
+             f"{'s' if cost['integrations'] != 1 else ''}"]
     if cost.get("backward_steps"):
-        words.append(f"{cost['backward_steps']} backward steps")
+        words.append(f"{escape(cost['backward_steps'])} backward steps")
     if cost.get("forward_seconds") is not None:
         words.append(f"forward pass {cost['forward_seconds']:.3g} s, backward pass "
                      f"{cost['backward_seconds']:.3g} s")

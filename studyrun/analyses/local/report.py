@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...report.markdown import table
+from ...report.markdown import escape, table
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
@@ -23,8 +23,9 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
     outputs = [k for k in results if k not in EXTRA]
     design = analysis.get("design", {})
     parts = ["## Local sensitivity", INTRO,
-             f"Method: **{design.get('method', '?')}**, relative step {design.get('delta', '?')}; "
-             f"overall ranking (L1 summed over outputs): {', '.join(results.get('ranking', []))}."]
+             f"Method: **{escape(design.get('method', '?'))}**, relative step "
+             f"{escape(design.get('delta', '?'))}; overall ranking (L1 summed over "
+             f"outputs): {escape(', '.join(results.get('ranking', [])))}."]
     for output in outputs:
         parts.append(output_section(output, results[output], figures))
     if results.get("quantities"):
@@ -36,21 +37,22 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
     if results.get("agreement"):
         parts.append(agreement_section(results["agreement"]))
     if results.get("notes"):
-        parts.append("### Notes\n\n" + "\n".join(f"- {n}" for n in results["notes"]))
+        parts.append("### Notes\n\n" + "\n".join(f"- {escape(n)}" for n in results["notes"]))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
 def output_section(name: str, entry: dict[str, Any], figures: "Figures") -> str:
     if "error" in entry:
-        return f"### {name}\n\n{entry['error']}"
+        return f"### {escape(name)}\n\n{escape(entry['error'])}"
     names = list(entry["L1"])
     rows = [[p, entry["L1"][p], entry["L2"][p], entry["mean"][p], entry["min"][p],
              entry["max"][p]] for p in entry["ranking"]]
-    parts = [f"### {name}",
-             f"{entry['points']} output times used ({entry['excluded_points']} left out where "
-             f"the output is 0).",
+    parts = [f"### {escape(name)}",
+             f"{escape(entry['points'])} output times used "
+             f"({escape(entry['excluded_points'])} left out where the output is 0).",
              table(["parameter", "L1", "L2", "mean", "min", "max"], rows)]
-    parts.append(functions_figure(name, entry, names, figures))
+    if figures.draws(name):
+        parts.append(functions_figure(name, entry, names, figures))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -90,12 +92,12 @@ def collinearity_section(entry: dict[str, Any]) -> str:
     text = ["### Collinearity (identifiability)",
             f"Collinearity index of parameter subsets (FME's collin); below {entry['threshold']:g} "
             f"a subset can be identified from these outputs. Largest identifiable subsets "
-            f"(size {entry['largest_identifiable_size']}): {largest}.",
+            f"(size {escape(entry['largest_identifiable_size'])}): {escape(largest)}.",
             table(["parameters", "size", "index", "identifiable"], rows)]
     if len(subsets) > MAX_ROWS:
         text.append(f"({len(subsets) - MAX_ROWS} more subsets in analysis.json.)")
     if entry.get("unresponsive"):
-        text.append(f"The outputs do not respond to: {', '.join(entry['unresponsive'])}.")
+        text.append(f"The outputs do not respond to: {escape(', '.join(entry['unresponsive']))}.")
     return "\n\n".join(text)
 
 
@@ -109,13 +111,13 @@ def partition_section(entry: dict[str, Any]) -> str:
             for key, label in (("full", "full trajectory"), ("uniform", "uniform refinement"),
                                ("clustering", "one-pass clustering"))]
     only = list(entry.get("initial_state_only", {}))
-    initial = (f" Parameters that only set initial states ({', '.join(only)}) have coefficients "
+    initial = (f" Parameters that only set initial states ({escape(', '.join(only))}) have coefficients "
                f"of 0 here, as the right-hand side never reads them; the sensitivity functions' "
                f"L1 above measures their effect on the trajectory.") if only else ""
     return "\n\n".join([
         "### Sensitivity coefficients on fewer trajectory points",
-        f"Coefficients of the right-hand side ({entry['scale']} scale) over points of the "
-        f"nominal trajectory in ({', '.join(entry['coordinates'])}).{initial}",
+        f"Coefficients of the right-hand side ({escape(entry['scale'])} scale) over points of "
+        f"the nominal trajectory in ({escape(', '.join(entry['coordinates']))}).{initial}",
         table(["partition", "points", "evaluations of f", "saved", "ranking"], rows)])
 
 

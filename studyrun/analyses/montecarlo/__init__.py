@@ -25,7 +25,7 @@ from ...params import (
     sample_unit_range,
 )
 from ...report.figures import shown_rows
-from ...report.markdown import table
+from ...report.markdown import escape, table
 from ...report.wide import TOP, shown, table_order, top_note
 from ..given import ReadsGiven, not_with_from
 from ..precision import Samples, grow, reached
@@ -208,7 +208,7 @@ def correlation_table(design: dict[str, Any]) -> list[str]:
             for i, a in enumerate(names) for b in names[i + 1:]]
     return ["### Input correlations", "",
             "Asked for (of the inputs' normal scores) and achieved by the design "
-            f"({got.get('runs')} runs):", "",
+            f"({escape(got.get('runs'))} runs):", "",
             table(["inputs", "asked", "Pearson", "Spearman"], rows), ""]
 
 
@@ -235,7 +235,7 @@ def draw_distributions(outcome: Outcome, figures,
     column = {p: j for j, p in enumerate(names)}
     for q, values in outcome.values.items():
         keep = outcome.ok & np.isfinite(values)
-        if not keep.any():
+        if not keep.any() or not figures.draws(q):
             continue
         fig, ax = figures.new()
         # One filled outline instead of a patch per bar: the same picture, cheaper to draw.

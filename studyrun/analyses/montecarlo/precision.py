@@ -66,8 +66,12 @@ def rounds_table(rounds: list[Round], name: str) -> dict[str, Any]:
 
 def precision_section(name: str, entry: dict[str, Any], figures: Any) -> list[str]:
     """Where the rounds stopped, and the half-widths (relative with rel_ci) against N."""
+    from ...report.markdown import escape
     from ..precision_report import reached_line, widths_plot
 
+    heading = [f"### Precision: {escape(name)}", "", reached_line(entry, "runs"), ""]
+    if not figures.draws(name):
+        return heading
     table, target = entry["convergence"], entry["target"]
     widths = {"mean": table["mean_ci"], **{f"p{k}": v for k, v in table["percentiles_ci"].items()}}
     estimates = {"mean": table["mean"], **{f"p{k}": v for k, v in table["percentiles"].items()}}
@@ -77,4 +81,4 @@ def precision_section(name: str, entry: dict[str, Any], figures: Any) -> list[st
                       for w, e in zip(v, estimates[k])] for k, v in widths.items()}
     plot = widths_plot(name, "montecarlo", table["N"], widths, target.get("ci", target.get(
         "rel_ci")), figures, "95% half-width" + (" / |estimate|" if relative else ""))
-    return [f"### Precision: {name}", "", reached_line(entry, "runs"), "", plot, ""]
+    return [*heading, plot, ""]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...core.numbers import finite_or_none
-from ...report.markdown import table
+from ...report.markdown import escape, fence, table
 
 NAMES = {"nsga2": "NSGA-II", "nsga3": "NSGA-III"}
 INFEASIBLE_SHOWN = 10
@@ -31,11 +31,11 @@ def report(results: dict[str, Any], figures: Any) -> str:
     objectives = [o["objective"] for o in results["objectives"]]
     front = results["pareto"]
     lines = [f"## Multi-objective optimization ({NAMES[results['method']]})", "",
-             "Objectives: " + ", ".join(f"{o['sense']} {o['objective']}"
+             "Objectives: " + ", ".join(f"{escape(o['sense'])} {escape(o['objective'])}"
                                         for o in results["objectives"]) + ".",
-             *([f"Constraints: {'; '.join(results['constraints'])}."] if results["constraints"]
-               else []),
-             "", f"{results['message']}. Hypervolume change over the last generations: "
+             *([f"Constraints: {'; '.join(map(escape, results['constraints']))}."]
+               if results["constraints"] else []),
+             "", f"{escape(results['message'])}. Hypervolume change over the last generations: "
                  f"{format_change(results['hypervolume_change'])}"
                  f" ({'converged' if results['converged'] else 'not converged'}).", ""]
     if front:
@@ -67,10 +67,11 @@ def report(results: dict[str, Any], figures: Any) -> str:
         for i, point in enumerate(front):
             values = ", ".join(f"{o} = {point['objectives'][o]:.6g}" for o in objectives
                                if point["objectives"][o] is not None)
-            lines += ["```yaml", f"# Pareto point {i + 1}: {values}", "parameters:",
-                      *(f"  {n}: {v!r}" for n, v in point["parameters"].items()),
-                      *(["  # ... and the uncertain parameters, as the study gives them"]
-                        if robust else []), "```", ""]
+            lines += [fence("\n".join([
+                f"# Pareto point {i + 1}: {values}", "parameters:",
+                *(f"  {n}: {v!r}" for n, v in point["parameters"].items()),
+                *(["  # ... and the uncertain parameters, as the study gives them"]
+                  if robust else [])]), "yaml"), ""]
     return "\n".join(lines)
 
 

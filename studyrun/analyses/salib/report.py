@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ...report.markdown import table
+from ...report.markdown import escape, table
 from ...report.wide import shown, table_order, top_note
 
 if TYPE_CHECKING:
@@ -71,14 +71,14 @@ def bar_chart(figures: "Figures", name: str, entry: dict[str, Any], keys: Sequen
 
 def warnings_block(entry: dict[str, Any]) -> str:
     """The quantity's warnings (and error) as a Markdown list."""
-    lines = [f"- **error**: {entry['error']}"] if "error" in entry else []
-    lines += [f"- {w}" for w in entry.get("warnings", [])]
+    lines = [f"- **error**: {escape(entry['error'])}"] if "error" in entry else []
+    lines += [f"- {escape(w)}" for w in entry.get("warnings", [])]
     return "\n".join(lines)
 
 
 def facts_line(entry: dict[str, Any]) -> str:
     """Effective sample size and dropped runs, when the entry has them."""
-    parts = [f"{key.replace('_', ' ')}: {entry[key]}" for key in
+    parts = [f"{key.replace('_', ' ')}: {escape(entry[key])}" for key in
              ("effective_N", "dropped_blocks", "dropped_runs") if key in entry]
     return ", ".join(parts)
 
@@ -88,13 +88,13 @@ def generic_section(title: str, analysis: dict[str, Any], figures: "Figures",
     """The report of a method whose results are per-parameter maps (FAST, RBD-FAST, delta...)."""
     parts = [f"## {title}"]
     for quantity, entry in analysis.get("results", {}).items():
-        parts.append(f"### {quantity}")
+        parts.append(f"### {escape(quantity)}")
         rank = rank_key(bars)
+        chart = (bar_chart(figures, figure_name(str(analysis.get("analysis", "salib")), quantity),
+                           entry, bars, f"{title}: {quantity}")
+                 if figures.draws(quantity) else "")
         for piece in (facts_line(entry), top_note(entry.get(rank) or {}, rank),
-                      index_table(entry, keys, rank),
-                      bar_chart(figures, figure_name(analysis.get("analysis", "salib"), quantity),
-                                entry, bars, f"{title}: {quantity}"),
-                      warnings_block(entry)):
+                      index_table(entry, keys, rank), chart, warnings_block(entry)):
             if piece:
                 parts.append(piece)
     return "\n\n".join(parts) + "\n"

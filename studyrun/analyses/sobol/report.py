@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...report.markdown import format_number, table
+from ...report.markdown import escape, format_number, table
 from ...report.wide import shown, top_note
 from ..precision_report import reached_line, widths_plot
 from ..salib.report import (
@@ -29,7 +29,7 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
     """Markdown for every quantity (and time-resolved series) of a Sobol' analysis."""
     parts = ["## Sobol' sensitivity indices", INTRO]
     for name, entry in analysis.get("results", {}).items():
-        parts.append(f"### {name}")
+        parts.append(f"### {escape(name)}")
         if "time" in entry:
             parts.append(time_resolved_section(name, entry, figures))
             continue
@@ -42,19 +42,20 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
 def quantity_section(name: str, entry: dict[str, Any], figures: "Figures") -> str:
     """Table, bar chart, second-order table and convergence plot for one quantity."""
     drawn = shown(entry.get("ST") or {})  # every factor, or the largest ST of a wide study
+    draws = figures.draws(name)
     parts = [reached_line(entry, "base samples"), facts_line(entry),
              top_note(entry.get("ST") or {}, "ST"),
              index_table(entry, ("S1", "S1_conf", "ST", "ST_conf"), "ST"), outside_unit(entry)]
-    if "S1" in entry:
+    if "S1" in entry and draws:
         parts.append(bar_chart(figures, figure_name("sobol", name), entry, ("S1", "ST"),
                                f"Sobol' indices: {name}"))
     if isinstance(entry.get("S2"), dict):
         rows = [[a, b, value, entry["S2_conf"][a][b]]
                 for a, row in entry["S2"].items() for b, value in row.items()]
         parts.append(table(["parameter", "with", "S2", "S2_conf"], rows))
-    if "convergence" in entry:
+    if "convergence" in entry and draws:
         parts.append(convergence_plot(name, entry["convergence"], figures, drawn))
-    if "S1_conf" in entry.get("convergence", {}):
+    if "S1_conf" in entry.get("convergence", {}) and draws:
         table_ = entry["convergence"]
         widths = {f"{key} {f}": table_[key][f] for key in ("S1_conf", "ST_conf") for f in drawn}
         parts.append(widths_plot(name, "sobol", table_["N"], widths,
@@ -77,7 +78,7 @@ def outside_unit(entry: dict[str, Any]) -> str:
             why = (f"its interval (± {format_number(conf)}) covers {bound:g}, so this is "
                    "sampling noise around a true value at the bound" if covered else
                    "beyond its interval: the estimates have not converged; increase samples")
-            lines.append(f"- {key} of {factor} is {format_number(value)}, "
+            lines.append(f"- {key} of {escape(factor)} is {format_number(value)}, "
                          f"{'below 0' if value < 0 else 'above 1'}: a true index lies in "
                          f"[0, 1], but its estimate is a difference of sample averages and is "
                          f"reported as computed; {why}.")
@@ -114,6 +115,8 @@ def time_resolved_section(name: str, entry: dict[str, Any], figures: "Figures") 
 
     if "error" in entry:
         return warnings_block(entry)
+    if not figures.draws(name):
+        return "\n\n".join(p for p in (facts_line(entry), warnings_block(entry)) if p)
     time = np.asarray(entry["time"], dtype=float)
     factors = list(entry["S1"])
     s1 = np.array([[nan(v) for v in entry["S1"][f]] for f in factors]).reshape(len(factors), -1)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...report.figures import shown_rows
-from ...report.markdown import format_number, table
+from ...report.markdown import Markdown, escape, format_number, table
 from .fitting import TRUSTED_Q2
 
 
@@ -24,7 +24,7 @@ def surrogate_report(analysis: dict[str, Any], figures) -> str:
 
 def summary_table(results: dict[str, Any]) -> str:
     rows = [[q, r.get("samples"), r.get("q2"), r.get("rmse"), r.get("mean"), r.get("std"),
-             "yes" if r.get("trusted") else f"**no** (Q2 below {TRUSTED_Q2})"]
+             "yes" if r.get("trusted") else Markdown(f"**no** (Q2 below {TRUSTED_Q2})")]
             for q, r in results.items() if "q2" in r]
     return table(["quantity", "training runs", "Q2 (cross-validated)", "RMSE", "mean", "std",
                   "indices trusted"], rows)
@@ -32,17 +32,19 @@ def summary_table(results: dict[str, Any]) -> str:
 
 def quantity_section(quantity: str, block: dict[str, Any], figures) -> str:
     slug = re.sub(r"[^A-Za-z0-9_]+", "_", quantity)
-    lines = [f"### {quantity}", "", describe_model(block), ""]
+    lines = [f"### {escape(quantity)}", "", describe_model(block), ""]
     if not block.get("trusted"):
         lines += [f"**The surrogate is not good enough to trust its indices**: its "
                   f"cross-validated Q2 is {format_number(block['q2'])}, below {TRUSTED_Q2}. "
                   "The indices below are shown for the record only.", ""]
     for warning in block.get("warnings", []):
-        lines += [f"- warning: {warning}"]
+        lines += [f"- warning: {escape(warning)}"]
     names = [n for n, v in block.get("S1", {}).items() if v is not None]
     lines += [] if not names else ["", table(["parameter", "S1", "S1 ± conf", "ST", "ST ± conf"],
                         [[n, block["S1"][n], block["S1_conf"][n], block["ST"][n],
                           block["ST_conf"][n]] for n in names]), ""]
+    if not figures.draws(quantity):
+        return "\n".join(lines)
     lines += [predicted_vs_observed(quantity, slug, block, figures), ""]
     lines += [index_bars(quantity, slug, block, names, figures), ""] if names else []
     if block.get("convergence") and len(block["convergence"]) > 1:
@@ -51,16 +53,19 @@ def quantity_section(quantity: str, block: dict[str, Any], figures) -> str:
 
 
 def describe_model(block: dict[str, Any]) -> str:
-    validation = block.get("validation", {}).get("method", "")
+    validation = escape(block.get("validation", {}).get("method", ""))
     if "terms" in block:
-        return (f"Polynomial chaos expansion of degree {block['degree']}: {len(block['terms'])} "
-                f"terms kept of {block['candidate_terms']} candidates; {block['samples']} "
-                f"training runs; Q2 by {validation} cross-validation.")
+        return (f"Polynomial chaos expansion of degree {escape(block['degree'])}: "
+                f"{len(block['terms'])} terms kept of {escape(block['candidate_terms'])} "
+                f"candidates; {escape(block['samples'])} training runs; Q2 by "
+                f"{validation} cross-validation.")
     kernel = block.get("kernel", {})
-    scales = ", ".join(f"{n} {format_number(v)}" for n, v in kernel.get("length_scales", {}).items())
+    scales = ", ".join(f"{escape(n)} {format_number(v)}"
+                       for n, v in kernel.get("length_scales", {}).items())
     return (f"Gaussian process (Matérn 5/2, length scales on the unit cube: {scales}; noise "
             f"variance {format_number(kernel.get('noise_variance'))} of the output's); "
-            f"{block['samples']} training runs; Q2 by {validation} cross-validation.")
+            f"{escape(block['samples'])} training runs; Q2 by {validation} "
+            "cross-validation.")
 
 
 def predicted_vs_observed(quantity: str, slug: str, block: dict[str, Any], figures) -> str:
