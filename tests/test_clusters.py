@@ -12,7 +12,7 @@ from pathlib import Path
 
 import distributed  # noqa: F401 - see below
 import pytest
-from conftest import count_runs, write_study
+from conftest import count_runs, signals_as, write_study
 
 import studyrun
 from studyrun.cli import main
@@ -275,5 +275,6 @@ def test_ctrl_c_stays_a_keyboard_interrupt_once_dask_jobqueue_is_imported():
     code = ("import signal; from studyrun.clusters import cluster_class; cluster_class('slurm'); "
             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(studyrun.__file__).parents[1])})
-    assert done.stdout.strip() == "True", done.stderr
+                          env={**os.environ, "PYTHONPATH": str(Path(studyrun.__file__).parents[1])},
+                          preexec_fn=signals_as())  # SIGINT as in a terminal, where Python
+    assert done.stdout.strip() == "True", done.stderr  # makes it a KeyboardInterrupt

@@ -22,7 +22,7 @@ from pathlib import Path
 import dask
 import distributed  # noqa: F401 - see below
 import pytest
-from conftest import count_runs, write_study
+from conftest import count_runs, signals_as, write_study
 
 import studyrun
 from studyrun.clusters import job_name, slurm_jobs
@@ -107,14 +107,13 @@ def wait_for(condition, timeout: float, step: float = 0.25) -> float:
     return time.time() - start
 
 
-def driver(study_path: Path, out: Path) -> subprocess.Popen:
+def driver(study_path: Path, out: Path, *args: str) -> subprocess.Popen:
     """`studyrun run` in a process of its own, as a user starts it in a terminal: Ctrl-C
-    (SIGINT) stops it even where this process was started with SIGINT ignored (in the
-    background of a shell)."""
+    (SIGINT) and SIGTERM stop it even where this process was started with SIGINT ignored (in
+    the background of a shell)."""
     return subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study_path), "--out",
-                             str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
-                                                                        signal.SIG_DFL))
+                             str(out), "--quiet", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_as())
 
 
 def test_results_equal_a_local_run_and_no_job_outlives_the_study(slurm, study_dir):
