@@ -253,6 +253,30 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
     assert " 1 runs" not in stderr, stderr
 
 
+def test_a_study_in_which_no_run_succeeded_ends_with_one_line_and_exit_status_1(study_dir, capsys):
+    """Guarantee: with on_failure: continue and every run failed, `studyrun run` does not pass
+    for a success: one line says no run succeeded and where the errors are, exit status 1, and
+    analysis.json and runs.csv are written so the failures can be read."""
+    (study_dir / "failing.py").write_text("def model(a, b):\n    raise ValueError('no luck')\n")
+    study = write_study(study_dir, """
+        name: all-failed
+        model: {type: python, function: "failing:model"}
+        parameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}
+        quantities: {y: y}
+        analysis: {type: montecarlo, samples: 20}
+        execution: {scheduler: sync, on_failure: continue}
+    """)
+    out = study_dir / "out"
+    status, stdout, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
+    assert status == 1 and stdout == "", stdout
+    assert stderr == (f"studyrun: all-failed: no run succeeded (20 of 20 failed); their errors "
+                      f"are in {out}: studyrun runs {out} --failed\n")
+    assert json.loads((out / "analysis.json").read_text())["runs"]["succeeded"] == 0
+    runs = stored_runs(out)
+    assert len(runs) == 20 and runs["error"].str.contains("ValueError: no luck").all()
+    assert (out / "runs.csv").read_text().count("ValueError: no luck") == 20
+
+
 EXITS = """
 import ctypes, os, sys, time
 
