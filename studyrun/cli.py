@@ -206,13 +206,15 @@ def command_plan(args) -> int:
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
-    from .clusters import job_script
+    from .clusters import job_name, job_script
     from .spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
     if isinstance(scheduler, Cluster):
-        print(f"\n{scheduler.describe()}; each job is submitted with this script:\n")
-        print(job_script(scheduler))
+        name = job_name(folder)
+        print(f"\n{scheduler.describe()}; each job, called {name} after the results folder, is "
+              "submitted with this script:\n")
+        print(terminal_safe(job_script(scheduler, name)))
     elif args.cluster:
         raise StudyError(f"{args.study}: execution.scheduler is {scheduler!r}, not a cluster block; "
                          "give a batch system: --cluster slurm (or pbs, sge, lsf, htcondor)")

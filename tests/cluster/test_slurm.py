@@ -22,7 +22,7 @@ from pathlib import Path
 import dask
 import distributed  # noqa: F401 - see below
 import pytest
-from conftest import count_runs, signals_as, write_study
+from conftest import count_runs, signals_as, stored_runs, write_study
 
 import studyrun
 from studyrun.clusters import job_name, slurm_jobs
@@ -196,6 +196,51 @@ def test_a_killed_driver_leaves_no_job_and_status_shows_jobs(slurm, study_dir):
     assert re.search(r"cancelled [12] batch jobs? left by an earlier driver of this folder",
                      notes), notes
     wait_for(lambda: not jobs(out), 10)
+
+
+LEFTOVERS = """
+name: leftovers
+model: {type: python, function: "slow:model"}
+parameters: {a: {bounds: [0, 1]}}
+quantities: {y: y}
+analysis: {type: sweep, levels: {a: LEVELS}}
+execution:
+  batch_size: 6
+  scheduler: {cluster: slurm, cores: 1, memory: 1GB, interface: lo, log_directory: LOGS, jobs: 3}
+"""
+
+
+@pytest.mark.parametrize("rerun", ["nothing left to run", "--scheduler sync"])
+def test_a_rerun_that_submits_nothing_still_cancels_the_jobs_a_killed_driver_left(
+        slurm, study_dir, rerun):
+    """Three one-core jobs on two CPUs, the driver SIGKILLed: a job is left in the queue. The
+    next driver of the folder cancels it though it submits no job itself: on `--scheduler sync`,
+    or when every run it plans is recorded already (here a sweep of the levels the killed driver
+    finished)."""
+    (study_dir / "slow.py").write_text("import time\ndef model(a):\n    time.sleep(0.1)\n"
+                                       "    return {'y': 2 * a}\n")
+    logs = json.dumps(str(study_dir / "logs"))
+    text = LEFTOVERS.replace("LOGS", logs)
+    path = write_study(study_dir, text.replace("LEVELS", json.dumps([i / 120 for i in range(120)])))
+    out = study_dir / "out"
+    process = driver(path, out)
+    wait_for(lambda: count_runs(out / "runs.sqlite") >= 12, 120)
+    process.kill()
+    process.communicate()
+    wait_for(lambda: len(jobs(out)) < 3, 30)  # the jobs whose workers had connected end
+    assert jobs(out), "expected the pending job to outlive the driver"
+    if rerun == "--scheduler sync":
+        result = studyrun.run(path, out, scheduler="sync", quiet=True)
+        assert result.analysis["runs"]["succeeded"] == 120
+    else:
+        done = sorted(stored_runs(out).query("status == 'ok'")["a"])
+        path = write_study(study_dir, text.replace("LEVELS", json.dumps(done)), "done.yaml")
+        result = studyrun.run(path, out, quiet=True)
+        assert result.analysis["runs"]["reused"] == len(done)
+        assert result.analysis["execution"]["executed"] == 0
+    assert wait_for(lambda: not jobs(out), 10) < 10, jobs(out)
+    notes = result.analysis["execution"]["notes"]
+    assert "cancelled 1 batch job left by an earlier driver of this folder" in notes, notes
 
 
 def test_a_job_that_reaches_its_walltime_is_replaced(slurm, study_dir):
