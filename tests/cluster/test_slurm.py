@@ -107,13 +107,13 @@ def wait_for(condition, timeout: float, step: float = 0.25) -> float:
     return time.time() - start
 
 
-def driver(study_path: Path, out: Path, *args: str) -> subprocess.Popen:
-    """`studyrun run` in a process of its own, as a user starts it in a terminal: Ctrl-C
-    (SIGINT) and SIGTERM stop it even where this process was started with SIGINT ignored (in
-    the background of a shell)."""
+def driver(study_path: Path, out: Path, sigint=signal.SIG_DFL) -> subprocess.Popen:
+    """`studyrun run` in a process of its own, as a user starts it in a terminal (Ctrl-C and
+    SIGTERM stop it, even where this process was started with SIGINT ignored), or with SIGINT
+    ignored as a batch script's background job (`studyrun run s.yaml & wait`)."""
     return subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study_path), "--out",
-                             str(out), "--quiet", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_as())
+                             str(out), "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_as(sigint))
 
 
 def test_results_equal_a_local_run_and_no_job_outlives_the_study(slurm, study_dir):
@@ -155,12 +155,16 @@ def test_a_cancelled_job_is_replaced_and_nothing_is_lost(slurm, study_dir):
     wait_for(lambda: not jobs(out), 10)
 
 
-@pytest.mark.parametrize("sent, code, word", [(signal.SIGINT, 130, "interrupted"),
-                                               (signal.SIGTERM, 143, "terminated")])
-def test_ctrl_c_or_sigterm_of_the_driver_leaves_no_job(slurm, study_dir, sent, code, word):
-    """SIGTERM is what SLURM sends a driver job at its walltime or on scancel."""
+@pytest.mark.parametrize("sent, code, word, sigint", [
+    (signal.SIGINT, 130, "interrupted", signal.SIG_DFL),
+    (signal.SIGTERM, 143, "terminated", signal.SIG_DFL),
+    (signal.SIGTERM, 143, "terminated", signal.SIG_IGN)],
+    ids=["ctrl-c", "sigterm", "sigterm-with-sigint-ignored"])
+def test_ctrl_c_or_sigterm_of_the_driver_leaves_no_job(slurm, study_dir, sent, code, word, sigint):
+    """SIGTERM is what SLURM sends a driver job at its walltime or on scancel, also to a driver
+    that its batch script started in the background, with SIGINT ignored."""
     path, out = study(study_dir, 600, 0.1, "jobs: 2"), study_dir / "out"
-    process = driver(path, out)
+    process = driver(path, out, sigint)
     wait_for(lambda: count_runs(out / "runs.sqlite") >= 12, 120)
     process.send_signal(sent)
     _, errors = process.communicate(timeout=60)
