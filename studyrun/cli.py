@@ -1,7 +1,7 @@
 """The command line: `studyrun validate | plan | run | check | status | diff | runs | predict | report | schema`.
 
-A StudyError prints as FILE:LINE:COL: path: message lines and exits 2; other studyrun errors print
-one line and exit 1; a traceback appears only with --debug.
+A StudyError prints as FILE:LINE:COL: path: message lines and exits 2; other studyrun errors (and a
+`run` in which no run succeeded) print one line and exit 1; a traceback appears only with --debug.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .core.errors import StudyError, StudyrunError
+from .core.errors import ExecutionError, StudyError, StudyrunError
 from .core.text import terminal_safe
 from .interrupts import Terminated
 
@@ -85,7 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "KIND: slurm | pbs | sge | lsf | htcondor)")
     plan.set_defaults(command=command_plan)
 
-    run = commands.add_parser("run", help="run a study (resuming a previous run of it)")
+    run = commands.add_parser(
+        "run", help="run a study (resuming a previous run of it)",
+        epilog="exit status: 0 when the study ran and was analysed; 1 when it could not run or "
+               "finish (a failed run under on_failure: abort, no run succeeded under continue, a "
+               "lost scheduler, a full disk), the runs recorded kept; 2 for a study file in error; "
+               "130 after Ctrl-C and 143 after SIGTERM, the runs finished kept")
     run.add_argument("study", type=Path, metavar="STUDY")
     run.add_argument("--out", type=Path, metavar="DIR", help="results folder (default results/NAME)")
     run.add_argument("--scheduler", help="local | threads | sync | tcp://HOST:PORT")
@@ -203,13 +208,15 @@ def command_plan(args) -> int:
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
-    from .clusters import job_script
+    from .clusters import job_name, job_script
     from .spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
     if isinstance(scheduler, Cluster):
-        print(f"\n{scheduler.describe()}; each job is submitted with this script:\n")
-        print(job_script(scheduler))
+        name = job_name(folder)
+        print(f"\n{scheduler.describe()}; each job, called {name} after the results folder, is "
+              "submitted with this script:\n")
+        print(terminal_safe(job_script(scheduler, name)))
     elif args.cluster:
         raise StudyError(f"{args.study}: execution.scheduler is {scheduler!r}, not a cluster block; "
                          "give a batch system: --cluster slurm (or pbs, sge, lsf, htcondor)")
@@ -249,7 +256,12 @@ def command_run(args) -> int:
     analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
                          fresh=args.fresh, quiet=args.quiet)
     folder = args.out or Path("results") / analysis["study"]
-    print(f"{analysis['study']}: {describe_runs_done(analysis['runs'])}; results in {folder}")
+    runs = analysis["runs"]
+    if runs["planned"] and not runs["succeeded"]:  # on_failure: continue, every run failed
+        raise ExecutionError(f"{analysis['study']}: no run succeeded ({runs['failed']} of "
+                             f"{runs['planned']} failed); their errors are in {folder}: "
+                             f"studyrun runs {folder} --failed")
+    print(f"{analysis['study']}: {describe_runs_done(runs)}; results in {folder}")
     return 0
 
 

@@ -81,11 +81,11 @@ def cluster_class(kind: str):
     return getattr(dask_jobqueue, CLASSES[kind])
 
 
-def job_script(spec: Cluster) -> str:
-    """The script each job would be submitted with; the scheduler's address is a placeholder,
-    since studyrun starts the scheduler when the study runs. Needs no batch system."""
+def job_script(spec: Cluster, name: str = "studyrun") -> str:
+    """The script each job called `name` would be submitted with; the scheduler's address is a
+    placeholder, since studyrun starts the scheduler when the study runs. Needs no batch system."""
     job_class = cluster_class(spec.cluster).job_cls
-    keywords = job_keywords(spec)
+    keywords = job_keywords(spec, name)
     name = keywords.pop("job_name")
     return job_class(scheduler=_PLACEHOLDER_ADDRESS, name=name, job_name=name,
                      **keywords).job_script()

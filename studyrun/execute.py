@@ -214,8 +214,10 @@ class Runner:
         self.totals = Counts()
 
     def __enter__(self) -> "Runner":
-        """Check a scheduler address at once: a study small enough to finish in the pilot would
-        otherwise never connect, and pass with an address that is wrong."""
+        """Cancel the batch jobs a killed driver of this folder left; check a scheduler address
+        at once: a study small enough to finish in the pilot would otherwise never connect, and
+        pass with an address that is wrong."""
+        self.cancel_leftovers()
         scheduler = self.settings.scheduler
         if isinstance(scheduler, str):
             problem = scheduler_problem(scheduler)
@@ -311,7 +313,7 @@ class Runner:
             return
         executor = nearby or self.executor
         if executor is None:
-            executor = self.executor = self.start_executor(counts)
+            executor = self.executor = self.start_executor()
         self.note_workers(executor.workers)
         guided = settings.batch_size == "auto" and executor.workers > 1
         smallest = math.ceil(TASK_SECONDS / 10 / max(self.seconds_per_run or 0, 1e-9))
@@ -319,16 +321,24 @@ class Runner:
         quarantine = self.nearby_executor() if executor.name == "local" else None
         dispatch(executor, plan, self.job, batches, recorder, settings, quarantine)
 
-    def start_executor(self, counts: Counts):
-        """The study's executor; for a batch system, first cancel the jobs a killed driver of
-        this folder left, and note the jobs' name, which `studyrun status` looks them up by."""
+    def cancel_leftovers(self) -> None:
+        """Cancel the jobs an earlier driver of this folder left in the queue (killed, it could
+        not), whatever this driver runs on, even with nothing left to run: the store's meta says
+        which batch system that driver used; only jobs of this folder's own name are looked up."""
+        earlier = self.store.meta("batch_jobs")
+        kinds = {getattr(self.settings.scheduler, "cluster", None),
+                 earlier.get("cluster") if isinstance(earlier, dict) else None}
+        name = job_name(self.store.path.parent)
+        cancelled = sum(cancel_leftovers(kind, name) for kind in kinds if isinstance(kind, str))
+        if cancelled:
+            self.totals.notes.append(f"cancelled {cancelled} batch job{'s' * (cancelled > 1)} "
+                                     "left by an earlier driver of this folder")
+
+    def start_executor(self):
+        """The study's executor; for a batch system, note the jobs' name, which `studyrun
+        status` looks them up by."""
         scheduler = self.settings.scheduler
         name = job_name(self.store.path.parent)
-        if isinstance(scheduler, Cluster):
-            cancelled = cancel_leftovers(scheduler.cluster, name)
-            if cancelled:
-                counts.notes.append(f"cancelled {cancelled} batch job{'s' * (cancelled > 1)} "
-                                    "left by an earlier driver of this folder")
         self.store.set_meta(batch_jobs={"cluster": scheduler.cluster, "name": name}
                             if isinstance(scheduler, Cluster) else None)
         return start_executor(scheduler, self.settings.workers, name)

@@ -1,7 +1,8 @@
 """Tells an exit a model asks for (sys.exit, a KeyboardInterrupt it raises: that run fails) from a
 Ctrl-C of the driver (the study stops), which reaches a model running in the driver's main thread
 as the same KeyboardInterrupt. A SIGTERM (what a batch system sends a driver job at its walltime
-or on scancel) stops the study the same way, so its clusters and batch jobs are closed too.
+or on scancel) stops the study the same way, so its clusters and batch jobs are closed too, also
+in a driver started with SIGINT ignored (a background job of a script, as batch scripts start it).
 """
 
 from __future__ import annotations
@@ -20,34 +21,38 @@ class Terminated(KeyboardInterrupt):
 
 def fails_the_run(error: BaseException) -> bool:
     """Whether an exception escaping the model is that run's failure rather than a stop of the
-    study: anything but a KeyboardInterrupt after a SIGINT to this process."""
+    study: anything but a KeyboardInterrupt after a SIGINT or SIGTERM to this process."""
     return not (isinstance(error, KeyboardInterrupt) and _DRIVER_INTERRUPTED.is_set())
 
 
 @contextmanager
 def noting_interrupts() -> Iterator[None]:
-    """While a study executes, mark a SIGINT to this process before its handler raises."""
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(previous):
-        yield  # only the main thread receives signals; an ignored SIGINT raises nothing
+    """While a study executes, mark a SIGINT to this process before its handler raises, and make
+    a SIGTERM raise Terminated; each only where this process handles it (an ignored SIGINT stays
+    ignored, a SIGTERM that is not at its default is left as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives signals
         return
+    on_int = signal.getsignal(signal.SIGINT)
+    on_term = signal.getsignal(signal.SIGTERM)
 
     def note(signum, frame):
         _DRIVER_INTERRUPTED.set()
-        previous(signum, frame)
+        on_int(signum, frame)
 
     def terminate(signum, frame):
         _DRIVER_INTERRUPTED.set()
         raise Terminated()
 
     _DRIVER_INTERRUPTED.clear()
-    signal.signal(signal.SIGINT, note)
-    on_term = signal.getsignal(signal.SIGTERM)
+    if callable(on_int):
+        signal.signal(signal.SIGINT, note)
     if on_term is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if callable(on_int):
+            signal.signal(signal.SIGINT, on_int)
         if on_term is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, on_term)

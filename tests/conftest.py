@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -182,6 +183,28 @@ class CliServer:
                                                err.read_text(errors="replace"))
 
 
+def signals_as(sigint=signal.SIG_DFL):
+    """A Popen preexec_fn giving the child SIGINT as said (SIG_DFL: as in a terminal's
+    foreground, where Python makes Ctrl-C a KeyboardInterrupt; SIG_IGN: as a background job of a
+    script) and SIGTERM at its default, whatever this test process inherited: a suite started in
+    the background of a script has SIGINT ignored, and its children would too."""
+
+    def set_dispositions() -> None:
+        signal.signal(signal.SIGINT, sigint)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    return set_dispositions
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt in this test process during the test, as in a terminal's
+    foreground, though the suite may have been started with SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def count_runs(path: Path) -> int:
     """Run records in a store so far (a failed run made again counts twice), read-only; 0 while
     it does not exist yet."""
@@ -241,8 +264,6 @@ def stored_runs(folder: Path):
 def killed_at(path: Path, out: Path, runs: int) -> int:
     """`studyrun run` SIGKILLed once `runs` runs are stored (or after two minutes): the runs
     stored at the kill."""
-    import signal
-
     process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out",
                                 str(out)], cwd=path.parent, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)

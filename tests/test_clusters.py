@@ -12,11 +12,11 @@ from pathlib import Path
 
 import distributed  # noqa: F401 - see below
 import pytest
-from conftest import count_runs, write_study
+from conftest import count_runs, signals_as, write_study
 
 import studyrun
 from studyrun.cli import main
-from studyrun.clusters import job_script, walltime_for
+from studyrun.clusters import job_name, job_script, walltime_for
 from studyrun.core.errors import StudyError
 from studyrun.spec.execution import Cluster
 
@@ -230,6 +230,12 @@ def test_cluster_flag_on_the_command_line(study_dir, batch_system, capsys):
     analysis = json.loads((study_dir / "out" / "analysis.json").read_text())
     assert analysis["execution"]["scheduler"] == "slurm"
     assert (fake / "submitted").is_file() and jobs_ended(fake)
+    # `studyrun plan` shows the job name the jobs were submitted with (squeue --name finds them)
+    _, planned, _ = cli(capsys, "plan", study, "--out", study_dir / "out", "--cluster", "slurm")
+    script = next(p for p in fake.glob("job-*") if p.suffix != ".log").read_text()
+    name = next(line for line in script.splitlines() if line.startswith("#SBATCH -J "))
+    assert name == f"#SBATCH -J {job_name(study_dir / 'out')}" and name in planned.splitlines()
+    assert f"called {job_name(study_dir / 'out')} after the results folder" in planned
 
 
 @pytest.mark.slow
@@ -275,5 +281,6 @@ def test_ctrl_c_stays_a_keyboard_interrupt_once_dask_jobqueue_is_imported():
     code = ("import signal; from studyrun.clusters import cluster_class; cluster_class('slurm'); "
             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(studyrun.__file__).parents[1])})
-    assert done.stdout.strip() == "True", done.stderr
+                          env={**os.environ, "PYTHONPATH": str(Path(studyrun.__file__).parents[1])},
+                          preexec_fn=signals_as())  # SIGINT as in a terminal, where Python
+    assert done.stdout.strip() == "True", done.stderr  # makes it a KeyboardInterrupt

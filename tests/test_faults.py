@@ -24,6 +24,7 @@ from conftest import (
     count_runs,
     free_port,
     run_cli,
+    signals_as,
     stored_runs,
     write_study,
 )
@@ -55,10 +56,12 @@ execution: {batch_size: 6, scheduler: SCHEDULER, workers: 2}
 SLOW_MODEL = "import time\ndef model(a, b):\n    time.sleep(0.015)\n    return {'y': a * a - b}\n"
 
 
-def start_study(study: Path, out: Path, *args: str) -> subprocess.Popen:
+def start_study(study: Path, out: Path, *args: str, sigint=signal.SIG_DFL) -> subprocess.Popen:
+    """`studyrun run` in a process of its own, with SIGINT as given (default: as in a terminal's
+    foreground) and SIGTERM at its default."""
     return subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out", str(out),
                              "--quiet", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=study.parent)
+                            text=True, cwd=study.parent, preexec_fn=signals_as(sigint))
 
 
 def wait_for_runs(process: subprocess.Popen, store: Path, threshold: int, timeout: float = 60):
@@ -250,6 +253,30 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
     assert " 1 runs" not in stderr, stderr
 
 
+def test_a_study_in_which_no_run_succeeded_ends_with_one_line_and_exit_status_1(study_dir, capsys):
+    """Guarantee: with on_failure: continue and every run failed, `studyrun run` does not pass
+    for a success: one line says no run succeeded and where the errors are, exit status 1, and
+    analysis.json and runs.csv are written so the failures can be read."""
+    (study_dir / "failing.py").write_text("def model(a, b):\n    raise ValueError('no luck')\n")
+    study = write_study(study_dir, """
+        name: all-failed
+        model: {type: python, function: "failing:model"}
+        parameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}
+        quantities: {y: y}
+        analysis: {type: montecarlo, samples: 20}
+        execution: {scheduler: sync, on_failure: continue}
+    """)
+    out = study_dir / "out"
+    status, stdout, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
+    assert status == 1 and stdout == "", stdout
+    assert stderr == (f"studyrun: all-failed: no run succeeded (20 of 20 failed); their errors "
+                      f"are in {out}: studyrun runs {out} --failed\n")
+    assert json.loads((out / "analysis.json").read_text())["runs"]["succeeded"] == 0
+    runs = stored_runs(out)
+    assert len(runs) == 20 and runs["error"].str.contains("ValueError: no luck").all()
+    assert (out / "runs.csv").read_text().count("ValueError: no luck") == 20
+
+
 EXITS = """
 import ctypes, os, sys, time
 
@@ -388,6 +415,28 @@ def test_ctrl_c_or_sigterm_of_the_driver_still_stops_a_sync_study(study_dir, sen
     assert word in stderr
     assert (stored_runs(out)["status"] == "ok").all()
     assert not (out / "analysis.json").exists()
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "local"])
+def test_sigterm_stops_a_driver_started_with_ctrl_c_ignored(study_dir, scheduler):
+    """A driver started with SIGINT ignored (a background job of a script: `studyrun run s.yaml &
+    wait` in a batch script) still stops at a SIGTERM as in a terminal: exit status 143, every
+    recorded run kept, none failed, and its LocalCluster's processes gone with it."""
+    import psutil
+
+    study = slow_study(study_dir, scheduler, runs=600)
+    out = study_dir / "out"
+    process = start_study(study, out, "--workers", "2", sigint=signal.SIG_IGN)
+    wait_for_runs(process, out / "runs.sqlite", 12)
+    children = psutil.Process(process.pid).children(recursive=True)
+    assert children or scheduler == "sync", "no LocalCluster started"
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert "terminated (SIGTERM)" in stderr
+    assert (stored_runs(out)["status"] == "ok").all()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"processes of the driver outlived it: {alive}"
 
 
 HANG_OR_HOG = r'''

@@ -136,7 +136,7 @@ def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_
     study = write_study(tmp_path, STUDY.format(model=MODELS[model], on_failure=on_failure))
     out = tmp_path / "results"
     outputs = [run_cli("run", study, "--out", out, "--quiet")]
-    assert outputs[0].returncode == (1 if on_failure == "abort" else 0), outputs[0].stderr
+    assert outputs[0].returncode == 1, outputs[0].stderr  # continue: no run succeeded
     outputs += [run_cli("runs", out, "--failed"), run_cli("status", out)]
     for done in outputs:
         text = done.stdout + done.stderr
@@ -145,6 +145,37 @@ def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_
     assert "boom \\x1b[2J\\x1b]0;pwned\\x07 \\x9b31m" in shown and "second line" in shown
     if model == "python":  # status shows each error's first line: here the model's own words
         assert "boom \\x1b[2J" in outputs[2].stdout
+
+
+PRINTING_PYTHON = f"""import sys
+print({EVIL_OUTPUT!r}, flush=True)  # on import
+def model(k):
+    print({EVIL_OUTPUT!r}, flush=True)
+    sys.stderr.write({EVIL_OUTPUT!r} + "\\n")
+    sys.stderr.flush()
+    return k
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("execution", ["{scheduler: local, workers: 2, batch_size: 2}",
+                                       "{scheduler: local, workers: 2}",
+                                       "{scheduler: threads, workers: 2}", "{scheduler: sync}"])
+def test_a_python_models_own_prints_reach_the_terminal_escaped(tmp_path, execution):
+    """A python model's print() and sys.stderr.write, on import and in each run, in a
+    LocalCluster's workers (batch_size: 2), the pilot's child process (auto), threads or the
+    driver itself, reach the driver's stdout and stderr with control characters escaped."""
+    (tmp_path / "evil.py").write_text(PRINTING_PYTHON)
+    text = STUDY.format(model=MODELS["python"], on_failure="abort")
+    study = write_study(tmp_path, text.replace("{scheduler: sync, on_failure: abort}", execution))
+    done = run_cli("run", study, "--out", tmp_path / "results", "--quiet")
+    assert done.returncode == 0, done.stderr
+    analysis = json.loads((tmp_path / "results" / "analysis.json").read_text())
+    if "batch_size: 2" in execution:
+        assert analysis["execution"]["scheduler"] == "local"  # the runs went to its workers
+    for shown in (done.stdout, done.stderr):
+        assert not set(shown) & {"\x1b", "\x07", "\x9b", "\r"}, repr(shown)
+        assert "boom \\x1b[2J\\x1b]0;pwned\\x07 \\x9b31m\\r" in shown, repr(shown)
 
 
 @pytest.mark.slow
@@ -184,6 +215,35 @@ def test_cut_values_cuts_values_and_leaves_prose_alone():
     assert cut_values(f"got {long_text!r}; try again") == f"got '{'x' * 76}...' (1,000 characters); try again"
     assert cut_values(f"got {10**200}") == "got a number of 201 digits"
     assert terminal_safe("a\x1b[2J\tb\r\nc\x9b\u202e") == "a\\x1b[2J\tb\\r\nc\\x9b\\u202e"
+
+
+def test_only_what_the_models_thread_prints_is_escaped(capsys):
+    """Under `threads` the driver's main thread writes (its progress bar redraws with \\r) while
+    a model's thread runs: only the model's text is escaped, and the streams are given back."""
+    import sys
+    import threading
+
+    from studyrun.core.prints import escaped_prints
+
+    streams = (sys.stdout, sys.stderr)
+    inside, release = threading.Event(), threading.Event()
+
+    def model():
+        with escaped_prints():
+            print("\x1b[2Jmodel")
+            print("\x1b]0;pwned\x07", file=sys.stderr)
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=model)
+    thread.start()
+    assert inside.wait(10)
+    sys.stdout.write("\rdriver\n")
+    release.set()
+    thread.join()
+    assert (sys.stdout, sys.stderr) == streams
+    out, err = capsys.readouterr()
+    assert out == "\\x1b[2Jmodel\n\rdriver\n" and err == "\\x1b]0;pwned\\x07\n"
 
 
 @pytest.mark.slow

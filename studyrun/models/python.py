@@ -29,6 +29,7 @@ from pydantic import Field, field_validator
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, describe
+from ..core.prints import escaped_prints
 from ..core.seeds import run_seed, run_seed_sequence
 from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
@@ -102,7 +103,8 @@ class Python(ModelSpec):
 
     def check(self, study_dir: Path) -> list[Problem]:
         try:
-            function = import_function(self.function, study_dir)
+            with escaped_prints():  # an import runs the module, and its prints
+                function = import_function(self.function, study_dir)
         except Exception as error:  # an import runs user code: any failure is the user's to see
             return [Problem(f"cannot import {self.function!r}: {type(error).__name__}: {error}",
                             path="function")]
@@ -156,6 +158,16 @@ class PythonEvaluator(Evaluator):
     modules: tuple[str, ...] = ()  # the modules of those files
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
+        with escaped_prints():  # the model's prints, wherever it runs
+            function = import_function(self.function, Path(self.study_dir), self.code,
+                                       self.modules)
+            n = len(context.run_ids)
+            missing = {name: np.full(n, value) for name, value in self.constants
+                       if name not in inputs}
+            inputs = {**missing, **inputs} if missing else inputs
+            if self.vectorized:
+                return call_vectorized(function, inputs, n)
+            return call_per_run(function, inputs, n)
         function = import_function(self.function, Path(self.study_dir), self.code, self.modules)
         n = len(context.run_ids)
         missing = {name: np.full(n, value) for name, value in self.constants if name not in inputs}
@@ -166,7 +178,8 @@ class PythonEvaluator(Evaluator):
         return call_per_run(function, inputs, n, seeded(wanted, context.run_ids))
 
     def prepare(self) -> None:
-        import_function(self.function, Path(self.study_dir), self.code, self.modules)
+        with escaped_prints():
+            import_function(self.function, Path(self.study_dir), self.code, self.modules)
 
     def with_code(self, digest: str) -> "PythonEvaluator":
         return dataclasses.replace(self, code=digest)

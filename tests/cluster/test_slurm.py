@@ -21,7 +21,7 @@ from pathlib import Path
 import dask
 import distributed  # noqa: F401 - see below
 import pytest
-from conftest import count_runs, write_study
+from conftest import count_runs, signals_as, stored_runs, write_study
 
 import studyrun
 from studyrun.clusters import job_name, slurm_jobs
@@ -97,14 +97,13 @@ def wait_for(condition, timeout: float, step: float = 0.25) -> float:
     return time.time() - start
 
 
-def driver(study_path: Path, out: Path) -> subprocess.Popen:
-    """`studyrun run` in a process of its own, as a user starts it in a terminal: Ctrl-C
-    (SIGINT) stops it even where this process was started with SIGINT ignored (in the
-    background of a shell)."""
+def driver(study_path: Path, out: Path, sigint=signal.SIG_DFL) -> subprocess.Popen:
+    """`studyrun run` in a process of its own, as a user starts it in a terminal (Ctrl-C and
+    SIGTERM stop it, even where this process was started with SIGINT ignored), or with SIGINT
+    ignored as a batch script's background job (`studyrun run s.yaml & wait`)."""
     return subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study_path), "--out",
-                             str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
-                                                                        signal.SIG_DFL))
+                             str(out), "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_as(sigint))
 
 
 def test_results_equal_a_local_run_and_no_job_outlives_the_study(slurm, study_dir):
@@ -146,12 +145,16 @@ def test_a_cancelled_job_is_replaced_and_nothing_is_lost(slurm, study_dir):
     wait_for(lambda: not jobs(out), 10)
 
 
-@pytest.mark.parametrize("sent, code, word", [(signal.SIGINT, 130, "interrupted"),
-                                               (signal.SIGTERM, 143, "terminated")])
-def test_ctrl_c_or_sigterm_of_the_driver_leaves_no_job(slurm, study_dir, sent, code, word):
-    """SIGTERM is what SLURM sends a driver job at its walltime or on scancel."""
+@pytest.mark.parametrize("sent, code, word, sigint", [
+    (signal.SIGINT, 130, "interrupted", signal.SIG_DFL),
+    (signal.SIGTERM, 143, "terminated", signal.SIG_DFL),
+    (signal.SIGTERM, 143, "terminated", signal.SIG_IGN)],
+    ids=["ctrl-c", "sigterm", "sigterm-with-sigint-ignored"])
+def test_ctrl_c_or_sigterm_of_the_driver_leaves_no_job(slurm, study_dir, sent, code, word, sigint):
+    """SIGTERM is what SLURM sends a driver job at its walltime or on scancel, also to a driver
+    that its batch script started in the background, with SIGINT ignored."""
     path, out = study(study_dir, 600, 0.1, "jobs: 2"), study_dir / "out"
-    process = driver(path, out)
+    process = driver(path, out, sigint)
     wait_for(lambda: count_runs(out / "runs.sqlite") >= 12, 120)
     process.send_signal(sent)
     _, errors = process.communicate(timeout=60)
@@ -187,6 +190,51 @@ def test_a_killed_driver_leaves_no_job_and_status_shows_jobs(slurm, study_dir):
     assert re.search(r"cancelled [12] batch jobs? left by an earlier driver of this folder",
                      notes), notes
     wait_for(lambda: not jobs(out), 10)
+
+
+LEFTOVERS = """
+name: leftovers
+model: {type: python, function: "slow:model"}
+parameters: {a: {bounds: [0, 1]}}
+quantities: {y: y}
+analysis: {type: sweep, levels: {a: LEVELS}}
+execution:
+  batch_size: 6
+  scheduler: {cluster: slurm, cores: 1, memory: 1GB, interface: lo, log_directory: LOGS, jobs: 3}
+"""
+
+
+@pytest.mark.parametrize("rerun", ["nothing left to run", "--scheduler sync"])
+def test_a_rerun_that_submits_nothing_still_cancels_the_jobs_a_killed_driver_left(
+        slurm, study_dir, rerun):
+    """Three one-core jobs on two CPUs, the driver SIGKILLed: a job is left in the queue. The
+    next driver of the folder cancels it though it submits no job itself: on `--scheduler sync`,
+    or when every run it plans is recorded already (here a sweep of the levels the killed driver
+    finished)."""
+    (study_dir / "slow.py").write_text("import time\ndef model(a):\n    time.sleep(0.1)\n"
+                                       "    return {'y': 2 * a}\n")
+    logs = json.dumps(str(study_dir / "logs"))
+    text = LEFTOVERS.replace("LOGS", logs)
+    path = write_study(study_dir, text.replace("LEVELS", json.dumps([i / 120 for i in range(120)])))
+    out = study_dir / "out"
+    process = driver(path, out)
+    wait_for(lambda: count_runs(out / "runs.sqlite") >= 12, 120)
+    process.kill()
+    process.communicate()
+    wait_for(lambda: len(jobs(out)) < 3, 30)  # the jobs whose workers had connected end
+    assert jobs(out), "expected the pending job to outlive the driver"
+    if rerun == "--scheduler sync":
+        result = studyrun.run(path, out, scheduler="sync", quiet=True)
+        assert result.analysis["runs"]["succeeded"] == 120
+    else:
+        done = sorted(stored_runs(out).query("status == 'ok'")["a"])
+        path = write_study(study_dir, text.replace("LEVELS", json.dumps(done)), "done.yaml")
+        result = studyrun.run(path, out, quiet=True)
+        assert result.analysis["runs"]["reused"] == len(done)
+        assert result.analysis["execution"]["executed"] == 0
+    assert wait_for(lambda: not jobs(out), 10) < 10, jobs(out)
+    notes = result.analysis["execution"]["notes"]
+    assert "cancelled 1 batch job left by an earlier driver of this folder" in notes, notes
 
 
 def test_a_job_that_reaches_its_walltime_is_replaced(slurm, study_dir):

@@ -478,7 +478,7 @@ def test_a_run_with_a_timeout_ends_when_its_program_does(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("timeout", [None, 30])
-def test_an_interrupted_batch_leaves_no_program_running(tmp_path, timeout):
+def test_an_interrupted_batch_leaves_no_program_running(tmp_path, timeout, ctrl_c_raises):
     """Ctrl-C (KeyboardInterrupt) while a run's program runs ends its process group and every
     process it started, and reaches the caller."""
     import signal
