@@ -165,17 +165,10 @@ class PythonEvaluator(Evaluator):
             missing = {name: np.full(n, value) for name, value in self.constants
                        if name not in inputs}
             inputs = {**missing, **inputs} if missing else inputs
+            wanted = seed_arguments(function) - set(inputs)
             if self.vectorized:
-                return call_vectorized(function, inputs, n)
-            return call_per_run(function, inputs, n)
-        function = import_function(self.function, Path(self.study_dir), self.code, self.modules)
-        n = len(context.run_ids)
-        missing = {name: np.full(n, value) for name, value in self.constants if name not in inputs}
-        inputs = {**missing, **inputs} if missing else inputs
-        wanted = seed_arguments(function) - set(inputs)
-        if self.vectorized:
-            return call_vectorized(function, inputs, n, seeded(wanted, context.run_ids, True))
-        return call_per_run(function, inputs, n, seeded(wanted, context.run_ids))
+                return call_vectorized(function, inputs, n, seeded(wanted, context.run_ids, True))
+            return call_per_run(function, inputs, n, seeded(wanted, context.run_ids))
 
     def prepare(self) -> None:
         with escaped_prints():
