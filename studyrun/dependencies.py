@@ -108,6 +108,9 @@ def describe_changes(before: dict, now: dict) -> list[str]:
     """What differs between two remembered contexts, in words: 'helpers.py changed', ..."""
     changes = [f"the {part} block changed" if part == "model" else f"the {part} changed"
                for part in ("model", "quantities") if before.get(part) != now.get(part)]
+    if before.get("quantities") == now.get("quantities") and before.get("meaning") != now.get("meaning"):
+        changes.append("what mean() and windowed reductions compute changed (mean() is now the "
+                       "time average, and a window's ends are interpolated)")
     old_fixed, new_fixed = before.get("fixed", {}), now.get("fixed", {})
     changes += [f"fixed parameter {name} changed" for name in sorted(set(old_fixed) | set(new_fixed))
                 if old_fixed.get(name) != new_fixed.get(name)]
