@@ -22,12 +22,18 @@ from pathlib import Path
 from ..core.errors import StudyError
 from ..dependencies import file_digest, file_name
 
-# The module's own prints go to stderr, so the answer on the saved stdout stays clean.
+# The module's own prints go to stderr, so the answer on the saved stdout stays clean; the
+# modules outside the installed folders are compiled from their source (sources.py), as a run
+# imports them, so that stale bytecode cannot name other imports than the files' own.
 _CHILD = r"""
-import importlib, json, os, sys
-paths, module = json.loads(sys.stdin.read())
+import importlib, importlib.util, json, os, sys
+paths, module, sources, installed = json.loads(sys.stdin.read())
 answer = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
+spec = importlib.util.spec_from_file_location("_studyrun_sources", sources)
+finder = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(finder)
+sys.meta_path.insert(0, finder.SourceFinder(None, tuple(installed)))
 sys.path[:] = paths
 importlib.import_module(module)
 files = {}
@@ -71,13 +77,14 @@ def imported_files(module: str, study_dir: Path) -> list[ModuleFile]:
 
 def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) -> list[ModuleFile]:
     """Import the module in a new interpreter with these paths; keep the modules that are the user's."""
-    done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps([paths, module]),
+    environment = environment_folders()
+    question = [paths, module, str(Path(__file__).with_name("sources.py")), list(map(str, environment))]
+    done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(question),
                           capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise StudyError(f"cannot import {module!r} in a fresh interpreter to find the files it "
                          f"imports: {last}", path="model.function")
-    environment = environment_folders()
     found = []
     for name, file in sorted(json.loads(done.stdout).items()):
         path = Path(file)
