@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import StudyError
@@ -33,7 +34,7 @@ os.dup2(2, 1)
 spec = importlib.util.spec_from_file_location("_studyrun_sources", sources)
 finder = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(finder)
-sys.meta_path.insert(0, finder.SourceFinder(None, tuple(installed)))
+sys.meta_path.insert(0, finder.SourceFinder(tuple(installed)))
 sys.path[:] = paths
 importlib.import_module(module)
 files = {}
@@ -78,7 +79,7 @@ def imported_files(module: str, study_dir: Path) -> list[ModuleFile]:
 def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) -> list[ModuleFile]:
     """Import the module in a new interpreter with these paths; keep the modules that are the user's."""
     environment = environment_folders()
-    question = [paths, module, str(Path(__file__).with_name("sources.py")), list(map(str, environment))]
+    question = [paths, module, str(Path(__file__).with_name("sources.py")), installed_folders()]
     done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(question),
                           capture_output=True, text=True)
     if done.returncode != 0:
@@ -91,6 +92,12 @@ def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) ->
         if (name == module or not inside_any(path, environment)) and path.is_file():
             found.append(ModuleFile(name, path, module_file_name(name, path, study_dir)))
     return found
+
+
+@lru_cache(maxsize=1)
+def installed_folders() -> tuple[str, ...]:
+    """environment_folders() as strings, for sources.py."""
+    return tuple(map(str, environment_folders()))
 
 
 def environment_folders() -> list[Path]:

@@ -22,13 +22,13 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
-from ..core.errors import Problem, StudyError, describe
+from ..core.errors import Problem, describe
 from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
 from ..params import Whole
 from .base import ModelSpec
-from .imports import imported_files
-from .sources import from_source
+from .imports import imported_files, installed_folders
+from .sources import compiled_from_source
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)
@@ -43,8 +43,9 @@ def import_function(reference: str, study_dir: Path, code: str = "",
     process) is replaced, so each study runs its own code. `code` is the digest of the files the
     function imports (`modules`): when it differs from the one imported here before (a file was
     edited since), those modules are imported afresh, so a long-lived worker runs the new code.
-    The module and `modules` are compiled from their source, never from bytecode (sources.py):
-    the code that runs is the code whose digest is `code`.
+    The modules it imports from outside the installed folders, those `code` covers, are
+    compiled from their source, never from bytecode (sources.py): the code that runs is the code
+    whose digest is `code`.
     """
     key = (reference, str(study_dir))
     with _IMPORTING:
@@ -64,8 +65,8 @@ def import_function(reference: str, study_dir: Path, code: str = "",
                                        and getattr(loaded, "__file__", None) != spec.origin)
         if stale:
             forget_modules([module_name, *modules])
-        from_source([module_name, *modules])
-        module = importlib.import_module(module_name)
+        with compiled_from_source(installed_folders()):
+            module = importlib.import_module(module_name)
         _LOADED[key] = (code, getattr(module, attribute))
         return _LOADED[key][1]
 
@@ -110,11 +111,7 @@ class Python(ModelSpec):
 
     def check(self, study_dir: Path) -> list[Problem]:
         try:
-            modules = tuple(f.module for f in imported_files(self.module, study_dir))
-        except StudyError:
-            modules = ()  # the import below says why it fails
-        try:
-            function = import_function(self.function, study_dir, modules=modules)
+            function = import_function(self.function, study_dir)
         except Exception as error:  # an import runs user code: any failure is the user's to see
             return [Problem(f"cannot import {self.function!r}: {type(error).__name__}: {error}",
                             path="function")]

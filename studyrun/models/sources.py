@@ -1,9 +1,10 @@
 """The study's own modules are compiled from their source on every import, never read from
 bytecode: Python reuses a `__pycache__` file while the source's modification time (in whole
 seconds) and size match the ones it recorded, so a module edited in place within a second and to
-the same size would run its old code under its new identity. No bytecode is written for them
-either. This file imports nothing of studyrun: a fresh interpreter loads it on its own
-(models/imports.py).
+the same size would run its old code under its new identity. "The study's own" is what a run's
+identity hashes (models/imports.py): every module whose file lies outside the installed folders.
+No bytecode is written for them either. This file imports nothing of studyrun: a fresh
+interpreter loads it on its own (models/imports.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
-import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 
 class SourceOnly(importlib.machinery.SourceFileLoader):
@@ -24,16 +26,13 @@ class SourceOnly(importlib.machinery.SourceFileLoader):
 
 
 class SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds a module as the finders after it do, then gives a source file's module a
-    SourceOnly loader: the modules named in `names`, or with `names` None every module whose
-    file lies outside the folders `installed`."""
+    """Finds a module as the finders after it do, then gives it a SourceOnly loader when it is
+    a source file outside the folders `installed` (real paths)."""
 
-    def __init__(self, names: set[str] | None = None, installed: tuple[str, ...] = ()) -> None:
-        self.names, self.installed = names, installed
+    def __init__(self, installed: tuple[str, ...]) -> None:
+        self.installed = installed
 
     def find_spec(self, name, path, target=None):
-        if self.names is not None and name not in self.names:
-            return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
@@ -43,27 +42,23 @@ class SourceFinder(importlib.abc.MetaPathFinder):
         else:
             return None
         loader = spec.loader
-        if type(loader) is not importlib.machinery.SourceFileLoader or (
-                self.names is None and _inside(loader.path, self.installed)):
+        if type(loader) is not importlib.machinery.SourceFileLoader or self.inside(loader.path):
             return spec
         spec.loader = SourceOnly(loader.name, loader.path)
         spec.cached = None
         return spec
 
-
-def _inside(path: str, folders: tuple[str, ...]) -> bool:
-    real = os.path.realpath(path)
-    return any(real == folder or real.startswith(folder + os.sep) for folder in folders)
-
-
-_FINDER = SourceFinder(set())
-_LOCK = threading.Lock()
+    def inside(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == folder or real.startswith(folder + os.sep) for folder in self.installed)
 
 
-def from_source(names) -> None:
-    """Import these modules (by their full names) from their source from now on, in this
-    process; a module already imported is not touched (drop it from sys.modules to re-import)."""
-    with _LOCK:
-        _FINDER.names.update(names)
-        if _FINDER not in sys.meta_path:
-            sys.meta_path.insert(0, _FINDER)
+@contextmanager
+def compiled_from_source(installed: tuple[str, ...]) -> Iterator[None]:
+    """While it lasts, the modules imported from outside `installed` are compiled from source."""
+    finder = SourceFinder(installed)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
