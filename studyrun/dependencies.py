@@ -115,6 +115,9 @@ def describe_changes(before: dict, now: dict) -> list[str]:
         changes.append("the seed changed" if None not in seeds else
                        "the runs draw random numbers from the seed now" if seeds[0] is None else
                        "the runs no longer draw random numbers")
+    if before.get("quantities") == now.get("quantities") and before.get("meaning") != now.get("meaning"):
+        changes.append("what mean() and windowed reductions compute changed (mean() is now the "
+                       "time average, and a window's ends are interpolated)")
     old_fixed, new_fixed = before.get("fixed", {}), now.get("fixed", {})
     changes += [f"fixed parameter {name} changed" for name in sorted(set(old_fixed) | set(new_fixed))
                 if old_fixed.get(name) != new_fixed.get(name)]

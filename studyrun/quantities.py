@@ -1,11 +1,13 @@
 """Quantities of interest: one number per run, reduced from a model's scalar and series outputs.
 
-`final(x)`, `initial(x)`, `max(x)`, `min(x)`, `mean(x)`, `integral(x)` (each but `final` with an
-optional window `(x, T0, T1)`), `at(x, T)`, bare names of scalar outputs, and arithmetic between
-them, in the safe expression language of `expr.py`. `series(x)` keeps a whole time series as a
-quantity, for time-resolved analyses. `time` is the time axis, a series like any other
-(`final(time)`: when a run ends). Each run is reduced on its own grid; runs sharing one (every
-equation model's) are reduced together.
+`final(x)`, `initial(x)`, `max(x)`, `min(x)`, `mean(x)` (the time average, by the trapezoid
+rule), `mean_points(x)` (the plain average of the output points), `integral(x)` (each but
+`final` with an optional window `(x, T0, T1)`, whose ends between output times are interpolated
+linearly), `at(x, T)`, bare names of scalar outputs, and arithmetic between them, in the safe
+expression language of `expr.py`; docs/methods.md, "Quantities of a run", gives each formula.
+`series(x)` keeps a whole time series as a quantity, for time-resolved analyses. `time` is the
+time axis, a series like any other (`final(time)`: when a run ends). Each run is reduced on its
+own grid; runs sharing one (every equation model's) are reduced together.
 """
 
 from __future__ import annotations
@@ -22,18 +24,48 @@ from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# What the reductions compute, as a version a run's identity names when it matters: in version 2
+# mean() became the time average (it was the average of the output points) and a window's ends
+# between output times became interpolated (they were dropped).
+MEANING = 2
 
-def _window(x: np.ndarray, time: np.ndarray, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """The part of series x (runs, T) whose times lie in [T0, T1]."""
+
+def window(x, time, bounds: tuple, points_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Series x (runs, T) on the window [T0, T1], cut to the series' time span: the grid's
+    times inside it and, where an end falls between two of them, that end with its value
+    interpolated linearly (as at() gives it); `points_only`, the grid's times alone."""
     x, time = _as_series(x, time)
     if not bounds:
         return x, time
     t0, t1 = (float(np.ravel(b)[0]) for b in bounds)
-    keep = (time >= t0) & (time <= t1)
-    if not keep.any():
+    if not t0 <= t1:
+        raise ValueError(f"the window [{t0:g}, {t1:g}] ends before it starts: write (x, T0, T1) "
+                         "with T0 <= T1")
+    low, high = max(t0, time[0]), min(t1, time[-1])
+    inside = np.flatnonzero((time >= low) & (time <= high))
+    if low > high or (points_only and not len(inside)):
         raise ValueError(f"the window [{t0:g}, {t1:g}] holds no output time "
                          f"(outputs run from {time[0]:g} to {time[-1]:g})")
-    return x[:, keep], time[keep]
+    values, times = [x[:, inside]], [time[inside]]
+    if points_only:
+        return values[0], times[0]
+    if not len(inside) or time[inside[0]] > low:
+        values.insert(0, _interpolate(x, time, low)[:, None])
+        times.insert(0, np.array([low]))
+    if high > low and (not len(inside) or time[inside[-1]] < high):
+        values.append(_interpolate(x, time, high)[:, None])
+        times.append(np.array([high]))
+    return np.concatenate(values, axis=1), np.concatenate(times)
+
+
+def _interpolate(values: np.ndarray, time: np.ndarray, when: float) -> np.ndarray:
+    """The series (runs, T) at `when` within the grid's span, linearly between grid times."""
+    if len(time) == 1:
+        return values[:, 0]
+    right = int(np.clip(np.searchsorted(time, when), 1, len(time) - 1))
+    left = right - 1
+    share = (when - time[left]) / (time[right] - time[left])
+    return values[:, left] * (1 - share) + values[:, right] * share
 
 
 def _as_series(x, time) -> tuple[np.ndarray, np.ndarray]:
@@ -47,14 +79,14 @@ def _as_series(x, time) -> tuple[np.ndarray, np.ndarray]:
     return array, clock[0] if len(clock) else np.zeros(clock.shape[1])
 
 
-def _reduction(name: str, reduce, min_args: int = 1, max_args: int = 3) -> FunctionDef:
+def _reduction(name: str, reduce, points_only: bool = False) -> FunctionDef:
     def impl(x, *bounds, time=None):
         if len(bounds) == 1:
             raise ValueError(f"{name}() takes (x) or a window (x, T0, T1)")
-        values, grid = _window(x, time, bounds)
+        values, grid = window(x, time, bounds, points_only)
         return reduce(values, grid)
 
-    return FunctionDef(name, min_args, max_args, impl, takes_time=True)
+    return FunctionDef(name, 1, 3, impl, takes_time=True)
 
 
 def _at(x, when, time=None):
@@ -63,12 +95,14 @@ def _at(x, when, time=None):
     if not time[0] <= when <= time[-1]:
         raise ValueError(f"at(x, {when:g}) lies outside the outputs' time span "
                          f"[{time[0]:g}, {time[-1]:g}]")
-    if len(time) == 1:
-        return values[:, 0]
-    right = int(np.clip(np.searchsorted(time, when), 1, len(time) - 1))
-    left = right - 1
-    share = (when - time[left]) / (time[right] - time[left])
-    return values[:, left] * (1 - share) + values[:, right] * share
+    return _interpolate(values, time, when)
+
+
+def _time_average(values: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The trapezoid rule's integral over the span, divided by its length (a span of one
+    instant: the value then)."""
+    span = time[-1] - time[0]
+    return np.trapezoid(values, time, axis=1) / span if span > 0 else values[:, 0]
 
 
 def _final(x, time=None):
@@ -84,7 +118,8 @@ REDUCTIONS: dict[str, FunctionDef] = {
     "initial": _reduction("initial", lambda v, t: v[:, 0]),
     "max": _reduction("max", lambda v, t: v.max(axis=1)),
     "min": _reduction("min", lambda v, t: v.min(axis=1)),
-    "mean": _reduction("mean", lambda v, t: v.mean(axis=1)),
+    "mean": _reduction("mean", lambda v, t: _time_average(v, t)),
+    "mean_points": _reduction("mean_points", lambda v, t: v.mean(axis=1), points_only=True),
     "integral": _reduction("integral", lambda v, t: np.trapezoid(v, t, axis=1)),
     "at": FunctionDef("at", 2, 2, _at, takes_time=True),
     "series": FunctionDef("series", 1, 1, _series, takes_time=True),
@@ -95,6 +130,18 @@ FUNCTIONS: dict[str, FunctionDef] = {**BUILTINS, **REDUCTIONS}
 def parse_quantity(text: str) -> Expr:
     """Parse one quantity definition (raises ExprError with the offending part)."""
     return parse(text, functions=FUNCTIONS)
+
+
+def meaning(definitions: Mapping[str, str] | None) -> int | None:
+    """MEANING when a quantity calls mean() or reduces over a window, whose numbers changed with
+    it (runs made before must not be reused), else None: other studies keep their runs."""
+    for text in (definitions or {}).values():
+        for node in ast.walk(parse_quantity(str(text)).tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and (node.func.id == "mean" or (node.func.id in REDUCTIONS
+                                                    and len(node.args) == 3))):
+                return MEANING
+    return None
 
 
 def is_series(expr: Expr) -> bool:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import run_cli, write_study
 
@@ -240,6 +241,58 @@ def test_a_long_lived_dask_worker_runs_the_edited_helper(tmp_path, dask_schedule
     again = run(study, out)
     assert again["runs"]["reused"] == 0
     assert abs(again["results"]["y"]["mean"] - 1000 * first["results"]["y"]["mean"]) < 1e-9
+
+
+def edit_in_place(path, old: str, new: str) -> None:
+    """Replace text in a file by text of the same length, keeping its modification time to the
+    nanosecond: what an edit within the same second looks like to Python's bytecode check."""
+    assert len(old) == len(new)
+    before = os.stat(path)
+    path.write_text(path.read_text().replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+
+
+@pytest.mark.parametrize("scheduler, batch", [("sync", "10"), ("local", "10"), ("local", "auto"),
+                                              ("tcp", "10")])
+def test_a_module_edited_within_the_second_to_the_same_size_runs_its_new_code(
+        tmp_path, request, scheduler, batch):
+    """The model and its helper edited in place (same size, same modification time) after their
+    timestamped bytecode was written: the new runs compute the new code's numbers, in the
+    driver, on a LocalCluster, in the pilot's process (auto) and on a long-lived tcp worker."""
+    import py_compile
+
+    import pandas
+
+    where = request.getfixturevalue("dask_scheduler") if scheduler == "tcp" else scheduler
+    study = write_study(tmp_path, helped_study(tmp_path, where).read_text()
+                        .replace("batch_size: 10", f"batch_size: {batch}"))
+    out = tmp_path / "out"
+    run(study, out)
+    for name in ("model.py", "helpers.py"):  # as an import writes it where bytecode may be written
+        py_compile.compile(str(tmp_path / name), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    edit_in_place(tmp_path / "model.py", "(a + b)", "(a * b)")
+    edit_in_place(tmp_path / "helpers.py", "0.001", "0.002")
+    again = run(study, out)
+    assert again["runs"]["reused"] == 0 and again["runs"]["failed"] == 0
+    runs = pandas.read_csv(out / "runs.csv")  # not (a + b) 0.001, the old code's
+    assert np.allclose(runs["y"], runs["a"] * runs["b"] * 0.002, rtol=1e-12, atol=0)
+
+
+def test_the_files_a_module_imports_are_found_from_its_source_not_its_stale_bytecode(tmp_path):
+    import py_compile
+
+    from studyrun.models.imports import imported_files
+
+    helped_study(tmp_path)
+    (tmp_path / "helperz.py").write_text("SCALE = 0.002\n")
+    assert "helpers.py" in [f.name for f in imported_files("model", tmp_path)]
+    py_compile.compile(str(tmp_path / "model.py"), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    edit_in_place(tmp_path / "model.py", "from helpers ", "from helperz ")
+    found = [f.name for f in imported_files("model", tmp_path)]
+    assert "helperz.py" in found and "helpers.py" not in found
 
 
 def test_the_python_api_in_one_process_runs_the_edited_helper_and_data(tmp_path):

@@ -255,7 +255,10 @@ def test_quantities_reduce_series(study_dir):
     assert r["window"] == pytest.approx(200 * (math.exp(-1) - math.exp(-2)), rel=1e-3)
     assert r["at3"] == pytest.approx(100 * math.exp(-1.525), rel=1e-3)
     assert r["ratio"] == pytest.approx(math.exp(5))
-    assert r["average"] == pytest.approx(np.mean(100 * np.exp(-0.5 * np.linspace(0, 10, 101))))
+    # the time average over [0, 10], by the trapezoid rule on the 101 output times
+    t = np.linspace(0, 10, 101)
+    assert r["average"] == pytest.approx(np.trapezoid(100 * np.exp(-0.5 * t), t) / 10, rel=1e-12)
+    assert r["average"] == pytest.approx(20 * (1 - math.exp(-5)), rel=1e-3)
 
 
 @pytest.mark.slow

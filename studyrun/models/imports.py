@@ -23,17 +23,24 @@ import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import StudyError
 from ..dependencies import file_digest, file_name
 
-# The module's own prints go to stderr, so the answer on the saved stdout stays clean.
+# The module's own prints go to stderr, so the answer on the saved stdout stays clean; the
+# modules outside the installed folders are compiled from their source (sources.py), as a run
+# imports them, so that stale bytecode cannot name other imports than the files' own.
 _CHILD = r"""
-import importlib, json, os, sys
-paths, module = json.loads(sys.stdin.read())
+import importlib, importlib.util, json, os, sys
+paths, module, sources, installed = json.loads(sys.stdin.read())
 answer = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
+spec = importlib.util.spec_from_file_location("_studyrun_sources", sources)
+finder = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(finder)
+sys.meta_path.insert(0, finder.SourceFinder(tuple(installed)))
 sys.path[:] = paths
 importlib.import_module(module)
 files = {}
@@ -77,13 +84,14 @@ def imported_files(module: str, study_dir: Path) -> list[ModuleFile]:
 
 def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) -> list[ModuleFile]:
     """Import the module in a new interpreter with these paths; keep the modules that are the user's."""
-    done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps([paths, module]),
+    environment = environment_folders()
+    question = [paths, module, str(Path(__file__).with_name("sources.py")), installed_folders()]
+    done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(question),
                           capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise StudyError(f"cannot import {module!r} in a fresh interpreter to find the files it "
                          f"imports: {last}", path="model.function")
-    environment = environment_folders()
     found = []
     for name, file in sorted(json.loads(done.stdout).items()):
         path = Path(file)
@@ -157,6 +165,12 @@ def imported_names(path: Path, package: str) -> set[str]:
                 names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     return {".".join(n.split(".")[:i + 1]) for n in names for i in range(n.count(".") + 1)
             if all(part.isidentifier() for part in n.split("."))}
+
+
+@lru_cache(maxsize=1)
+def installed_folders() -> tuple[str, ...]:
+    """environment_folders() as strings, for sources.py."""
+    return tuple(map(str, environment_folders()))
 
 
 def environment_folders() -> list[Path]:

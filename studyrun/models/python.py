@@ -35,7 +35,8 @@ from ..dependencies import file_digest, text_digest
 from ..interrupts import fails_the_run
 from ..params import Whole
 from .base import ModelSpec
-from .imports import imported_files, locate_module, source_files
+from .imports import imported_files, installed_folders, locate_module, source_files
+from .sources import compiled_from_source
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)
@@ -51,6 +52,9 @@ def import_function(reference: str, study_dir: Path, code: str = "",
     process) is replaced, so each study runs its own code. `code` is the digest of the files the
     function imports (`modules`): when it differs from the one imported here before (a file was
     edited since), those modules are imported afresh, so a long-lived worker runs the new code.
+    The modules it imports from outside the installed folders, those `code` covers, are
+    compiled from their source, never from bytecode (sources.py): the code that runs is the code
+    whose digest is `code`.
     """
     key = (reference, str(study_dir))
     with _IMPORTING:
@@ -70,7 +74,8 @@ def import_function(reference: str, study_dir: Path, code: str = "",
                                        and getattr(loaded, "__file__", None) != spec.origin)
         if stale:
             forget_modules([module_name, *modules])
-        module = importlib.import_module(module_name)
+        with compiled_from_source(installed_folders()):
+            module = importlib.import_module(module_name)
         _LOADED[key] = (code, getattr(module, attribute))
         return _LOADED[key][1]
 

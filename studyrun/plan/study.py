@@ -10,6 +10,7 @@ import numpy as np
 from ..core.design import Design
 from ..dependencies import code_digest, identity_parts
 from ..loading import Loaded
+from ..quantities import meaning
 from . import Plan, make_plan
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def given_plan(loaded: Loaded, rows: "GivenRows", design: Design | None = None) 
     """The plan of runs that exist (`analysis.from:`): each identity derived from the row's whole
     content, its output columns and the quantities; the model plays no part in them."""
     names, content = rows.content()
-    context = {"given": names, "quantities": loaded.study.quantities}
+    context = {"given": names, **quantities_context(loaded.study.quantities)}
     return make_plan(design or rows.design({}), loaded.context.fixed, context, content=content)
 
 
@@ -39,15 +40,23 @@ def identity_context(loaded: Loaded) -> dict:
     it, the quantities, the digest of the files the runs depend on and, for a model that draws
     random numbers, the seed."""
     return {"model": loaded.context.model.model_dump(mode="json"),
-            "quantities": loaded.study.quantities, "code": code_digest(loaded.dependencies()),
+            **quantities_context(loaded.study.quantities), "code": code_digest(loaded.dependencies()),
             **seed_part(loaded)}
+
+
+def quantities_context(quantities: dict[str, str] | None) -> dict:
+    """The quantities' part of an identity: their text, and the version of what the reductions
+    they call compute when it changed since runs were first stored (quantities.MEANING)."""
+    version = meaning(quantities)
+    return {"quantities": quantities, **({"meaning": version} if version else {})}
 
 
 def identity_record(loaded: Loaded) -> dict:
     """What the store remembers of this study's run context, for `studyrun plan` to compare."""
     context = loaded.context
-    return {**identity_parts(context.model, context.quantities, context.fixed,
-                             loaded.dependencies()), **seed_part(loaded)}
+    record = identity_parts(context.model, context.quantities, context.fixed, loaded.dependencies())
+    version = meaning(context.quantities)
+    return {**record, **({"meaning": version} if version else {}), **seed_part(loaded)}
 
 
 def seed_part(loaded: Loaded) -> dict:

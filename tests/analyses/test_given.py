@@ -204,6 +204,24 @@ def test_a_results_folder_of_other_parameters_and_a_missing_source_are_located(t
     assert done.returncode == 2 and "give samples (runs to make) or from" in done.stderr
 
 
+def test_delta_of_fewer_runs_than_its_minimum_is_refused_at_validate(tmp_path):
+    (tmp_path / "ishigami.py").write_text(ISHIGAMI)
+    model = "model: {type: python, function: ishigami:ishigami, vectorized: true}\n"
+    path = given_study(tmp_path, "{type: delta, samples: 50}", extra=model)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and f"{path}:8:25: analysis.samples: delta needs at least " \
+        "100 runs" in done.stderr and "got samples: 50" in done.stderr, done.stderr
+    done = run_cli("validate", given_study(tmp_path, "{type: delta, samples: 50, method: sobol}",
+                                           extra=model, name="s1.yaml"))
+    assert done.returncode == 0, done.stderr
+    x, y = ishigami_rows(60)
+    write_csv(tmp_path / "runs.csv", ["x1", "x2", "x3", "y"], [x, y])
+    path = given_study(tmp_path, "{type: delta, from: runs.csv}", name="from.yaml")
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "analysis.from: runs.csv holds 60 runs; delta needs at " \
+        "least 100 runs" in done.stderr, done.stderr
+
+
 def test_the_example_study_runs_from_its_csv(tmp_path):
     result = studyrun.run(STUDIES / "ishigami-given-delta.yaml", tmp_path / "out")
     s1 = result.results["y"]["S1"]

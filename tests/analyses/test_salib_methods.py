@@ -76,6 +76,56 @@ def test_rbd_fast_ishigami_with_failed_runs_left_out():
     assert any("left out" in w for w in result["warnings"])
 
 
+def test_delta_is_refused_below_its_minimum_where_salib_can_give_null_indices():
+    """45 runs of two triangular parameters (a draw found by searching) leave SALib's balanced
+    bootstrap 5 bins of at least 10 runs to draw 45 // 5 = 9 from each, fewer than its 10:
+    parameter a gets null indices, S1 too. Such sizes are refused, but for S1 alone."""
+    from scipy import stats
+
+    from studyrun.analyses.delta import MIN_RUNS
+    from studyrun.analyses.salib import convert_indices, unit_problem
+
+    x = stats.triang(0.3, loc=-1, scale=2).ppf(np.random.default_rng(1).random((45, 2)))
+    result = Delta(type="delta", resamples=2).call_salib(unit_problem(["a", "b"]), x,
+                                                         x[:, 0] + x[:, 1] ** 2, 2)
+    indices = convert_indices(result, ["a", "b"])
+    assert indices["delta_balanced"]["a"] is None and indices["S1"]["a"] is None
+    assert any("Dataset too small for no. bins" in str(note) for note in result["notes"])
+    assert 45 < MIN_RUNS
+    context = context_of({"a": Uniform(low=0, high=1), "b": Uniform(low=0, high=1)})
+    [problem] = Delta(type="delta", samples=MIN_RUNS - 1).check(context)
+    assert problem.path == "samples" and problem.message.startswith(
+        f"delta needs at least {MIN_RUNS} runs") and f"got samples: {MIN_RUNS - 1}" in problem.message
+    assert Delta(type="delta", samples=MIN_RUNS).check(context) == []
+    assert Delta(type="delta", samples=20, method="sobol").check(context) == []
+
+
+def test_delta_minimum_is_the_fewest_runs_salibs_bins_always_hold_enough_for():
+    """The minimum measured: from delta.MIN_RUNS runs, however they fall, SALib's balanced and
+    step bootstraps find at least 10 (5) runs to draw per bin; below it, some draws fall short."""
+    from SALib.analyze.delta import check_specified_bininfo, obtain_resampled_subset
+    from scipy import stats
+
+    from studyrun.analyses.delta import MIN_RUNS
+
+    short = {True: 0, False: 0}
+    for law in (stats.uniform(-0.5), stats.norm(0.2), stats.triang(0.3, loc=-1, scale=2),
+                stats.gamma(2, loc=-1), stats.expon(-0.5), stats.lognorm(0.5, loc=-1)):
+        for n in (45, 55, 65, 75, MIN_RUNS, MIN_RUNS + 1, MIN_RUNS + 5, MIN_RUNS + 9, 150):
+            for seed in range(40):
+                x = law.ppf(np.random.default_rng(seed).random(n))
+                edges, _ = check_specified_bininfo(None, x.min(), x.max(), "p")
+                for mode in ("balanced", "step"):
+                    if mode == "step" and min(np.sum(x <= 0), np.sum(x > 0)) < 10:
+                        continue  # SALib's step index is null by design: one side too small
+                    try:
+                        obtain_resampled_subset(x, n, mode, edges, "p", 10)
+                    except ValueError as error:
+                        assert "Dataset size error" in str(error)
+                        short[n >= MIN_RUNS] += 1
+    assert short[True] == 0 and short[False] > 0
+
+
 @pytest.mark.slow
 def test_delta_ranks_a_linear_model_and_keeps_global_state():
     parameters = {name: Uniform(low=0.0, high=1.0) for name in ("a", "b", "c")}

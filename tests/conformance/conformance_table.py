@@ -130,7 +130,7 @@ ANALYSES: dict[str, Example] = {
     "fast": toy_study("fast", {"type": "fast", "samples": 24, "M": 2, "resamples": 10},
                       failures="refuses"),
     "rbd_fast": toy_study("rbd", {"type": "rbd_fast", "samples": 32, "M": 2, "resamples": 10}),
-    "delta": toy_study("delta", {"type": "delta", "samples": 64, "resamples": 2}),
+    "delta": toy_study("delta", {"type": "delta", "samples": 160, "resamples": 2}),
     "pawn": toy_study("pawn", {"type": "pawn", "samples": 32, "S": 3}),
     "dgsm": toy_study("dgsm", {"type": "dgsm", "samples": 16, "resamples": 10},
                       failing=merged(FAILING, {"parameters": {"a": {"bounds": [0.1, 0.95]}}})),

@@ -1,12 +1,14 @@
 """The objective J of a gradient: one reduction of one model output, in the quantities' language
-(`final(x)`, `initial(x)`, `at(x, T)`, `integral(x)`, `mean(x)`, `max(x)`, `min(x)`; all but
-`final` and `at` with an optional window `(x, T0, T1)`).
+(`final(x)`, `initial(x)`, `at(x, T)`, `integral(x)`, `mean(x)`, `mean_points(x)`, `max(x)`,
+`min(x)`; all but `final` and `at` with an optional window `(x, T0, T1)`).
 
 As a quantity computes it from a run, each is a weighted sum of the output on its grid,
-J = sum_k w_k y(t_k): the trapezoid rule for `integral`, linear interpolation for `at`, the grid
-point of the extreme for `max` and `min`. `weights` gives w by evaluating the very same
-reduction on the rows of the identity (the extremes: its argmax in the window), so the adjoint
-and the forward sensitivities differentiate exactly the number a run reports.
+J = sum_k w_k y(t_k): the trapezoid rule for `integral` and `mean` (with a window's ends
+interpolated linearly between grid times), linear interpolation for `at`, the window's point of
+the extreme for `max` and `min`. `weights` gives w by evaluating the very same reduction on the
+rows of the identity (the extremes: the window's points so evaluated, and the one that is the
+extreme of this run), so the adjoint and the forward sensitivities differentiate exactly the
+number a run reports.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from functools import lru_cache
 import numpy as np
 
 from ...expr import ExprError
-from ...quantities import parse_quantity
+from ...quantities import parse_quantity, window
 
-REDUCTIONS = ("final", "initial", "at", "integral", "mean", "max", "min")
+REDUCTIONS = ("final", "initial", "at", "integral", "mean", "mean_points", "max", "min")
 EXTREMES = {"max": np.argmax, "min": np.argmin}
 
 
@@ -42,8 +44,10 @@ class Objective:
         identity = np.eye(len(times))
         if self.kind not in EXTREMES:
             return reduce(self.text, self.output, identity, times)
-        window = reduce(f"mean({', '.join(self.arguments)})", self.output, identity, times) > 0
-        return identity[np.flatnonzero(window)[EXTREMES[self.kind](y[window])]]
+        bounds = tuple(float(parse_quantity(a)({})) for a in self.arguments[1:])
+        clock = np.broadcast_to(np.asarray(times, dtype=float), identity.shape)
+        points, _ = window(identity, clock, bounds)  # column k: the weights of the k-th point
+        return points[:, EXTREMES[self.kind](np.asarray(y, dtype=float) @ points)]
 
 
 def reduce(text: str, output: str, series: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -232,9 +232,9 @@ class SalibAnalysis(AnalysisSpec):
         """Leave out failed runs, then call SALib once and convert its result to JSON."""
         kept, dropped = int((~bad).sum()), int(bad.sum())
         facts: dict[str, Any] = {"effective_N": kept, "dropped_runs": dropped}
-        if kept < MIN_RUNS:
+        if kept < self.min_runs():
             return error_entry(f"only {kept} of {len(values)} runs succeeded; at least "
-                               f"{MIN_RUNS} are needed", **facts)
+                               f"{self.min_runs()} are needed", **facts)
         notes = [f"{dropped} failed runs were left out; indices use the remaining {kept}. If "
                  f"failures depend on the parameters, the indices describe only the region "
                  f"where the model runs"] if dropped else []
@@ -250,6 +250,10 @@ class SalibAnalysis(AnalysisSpec):
     def call_salib(self, problem: dict[str, Any], x: np.ndarray, y: np.ndarray,
                    seed: int) -> Mapping[str, Any]:
         raise NotImplementedError
+
+    def min_runs(self) -> int:
+        """The fewest succeeded runs this method gives indices from."""
+        return MIN_RUNS
 
     def report(self, analysis: dict[str, Any], outcome: "Outcome | None", figures: "Figures") -> str:
         from .report import generic_section
