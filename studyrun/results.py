@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .core.errors import StudyError, StudyrunError
+from .csv_table import check_names, unescape_text
 from .outputs import read_analysis
 
 
@@ -22,14 +24,24 @@ class Results:
     def runs(self):
         """The runs as a DataFrame, from runs.parquet (typed) where the study exported it, else
         from runs.csv: only an empty field is missing (an error reading "NA" stays text), and
-        `error` and `worker` are text columns even when every field is empty."""
+        `error` and `worker` are text columns even when every field is empty, as written before
+        the quote that keeps spreadsheets from running them."""
         import pandas
 
         if (self.folder / "runs.parquet").exists():
             frame = pandas.read_parquet(self.folder / "runs.parquet")
             return frame.astype({"error": object, "worker": object, "status": object})
-        return pandas.read_csv(self.folder / "runs.csv", keep_default_na=False, na_values=[""],
-                               dtype={"error": object, "worker": object})
+        path = self.folder / "runs.csv"
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            first = next(csv.reader(handle), [])
+        check_names(first, [1 + sum(len(n) + 1 for n in first[:i]) for i in range(len(first))],
+                    str(path), 1)  # pandas would rename a second `y` to `y.1`
+        frame = pandas.read_csv(path, keep_default_na=False, na_values=[""],
+                                dtype={"error": object, "worker": object})
+        for column in ("error", "worker"):  # text a spreadsheet would run has a ' before it
+            if column in frame:
+                frame[column] = frame[column].map(unescape_text, na_action="ignore")
+        return frame
 
     @property
     def series(self):
