@@ -56,6 +56,11 @@ class AnalysisFile(BaseModel):
     study_yaml_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 
+class Malformed(ValueError):
+    """What a reader deeper in analysis.json (a stored surrogate, a response surface) found
+    wrong: its key path and what; the command turns it into `not_results`."""
+
+
 def not_results(folder: Path, what: str) -> StudyError:
     """The error for a folder whose analysis.json is not what studyrun writes."""
     return StudyError(f"{folder}: not a studyrun results folder: {one_line(what)}; run its "

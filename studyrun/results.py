@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .analysis_file import Malformed, not_results
 from .core.errors import StudyError, StudyrunError
 from .csv_table import check_names, unescape_text
 from .outputs import read_analysis
@@ -69,9 +70,13 @@ class Results:
         """The fitted model's prediction at `at` (natural units) with its intervals; for one
         quantity, or a dict of every fitted quantity's when `quantity` is None."""
         predict = self._predictor()
-        if quantity is None:
-            return {q: predict(self.analysis, q, at, level=level) for q in self.fitted_quantities()}
-        return predict(self.analysis, quantity, at, level=level)
+        try:
+            if quantity is None:
+                return {q: predict(self.analysis, q, at, level=level)
+                        for q in self.fitted_quantities()}
+            return predict(self.analysis, quantity, at, level=level)
+        except Malformed as error:  # a fit that studyrun did not store: refused before computing
+            raise not_results(self.folder, f"analysis.json: {error}") from None
 
     def _predictor(self):
         kind = self.analysis.get("analysis")

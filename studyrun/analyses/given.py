@@ -168,6 +168,7 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     def fail(line: int, col: int, message: str) -> None:
         problems.append(Problem(message, file=str(path), line=line, col=col))
 
+    undo = unescape_text if finished is not None else str  # runs.csv quotes formula-like text
     names = list(context.varied)
     columns = {name: table.header.index(name) for name in names if name in table.header}
     for index, col, message in header_problems(table.header, context):
@@ -185,7 +186,7 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     errors: list[str | None] = []
     for i, (line, row) in enumerate(table.rows):
         failed = status is not None and cell(row, status) != "ok"
-        errors.append((unescape_text(cell(row, error)) or "failed") if failed else None)
+        errors.append((undo(cell(row, error)) or "failed") if failed else None)
         for j, name in enumerate(names):
             if name not in columns:  # reported at the header
                 continue

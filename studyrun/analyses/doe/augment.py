@@ -66,6 +66,8 @@ def earlier_problems(spec: Any, context: StudyContext) -> list[Problem]:
     try:
         earlier = read_earlier(spec.from_, context)
     except StudyError as error:
+        if any(problem.file for problem in error.problems):
+            raise  # located in the earlier folder's runs.csv, as given_problems does
         return error.problems
     folder, names = earlier.finished.folder, list(context.varied)
     if earlier.runs.names != names:
