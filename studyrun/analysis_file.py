@@ -39,6 +39,14 @@ class Runs(BaseModel):
     reused: Count = 0
 
 
+class Provenance(BaseModel):
+    """`provenance`: what a reader takes from it typed; the rest as written."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    study_file: Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")] | None = None
+
+
 class AnalysisFile(BaseModel):
     """analysis.json as `studyrun run` writes it (docs/reference/results.md); `results` is the
     analysis's own, each reader checks what it takes from there."""
@@ -52,7 +60,7 @@ class AnalysisFile(BaseModel):
     design: dict[str, Any] | None = None
     execution: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
     study_yaml_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 

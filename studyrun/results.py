@@ -112,11 +112,11 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     folder = Path(folder)
     results = open_results(folder)
     target = Path(out) if out is not None else folder
-    origin = Path(results.analysis.get("provenance", {}).get("study_file", folder / "study.yaml"))
+    origin = Path((results.analysis.get("provenance") or {}).get("study_file") or folder / "study.yaml")
     with RunStore.open_readonly(folder / "runs.sqlite") as store:
         recorded = latest_identity(store.db)  # the runs' files as they were: edited since, or gone
         loaded = dataclasses.replace(load_study(folder / "study.yaml", check=False),
-                                     path=origin if origin.exists() else folder / "study.yaml",
+                                     path=origin if exists(origin) else folder / "study.yaml",
                                      digests=None if recorded is None else recorded["files"])
         outcome = None if loaded.study.analysis.iterative else read_outcome(
             plan_study(loaded), store, Quantities(loaded.study.quantities),
@@ -126,6 +126,12 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None
         try:
             write_report(target, loaded.study, results.analysis, outcome)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            # analysis.json's own `results` are checked by the report that reads them: a
+            # folder from elsewhere holding other shapes there is refused at that reader
+            raise not_results(folder, f"analysis.json's results are not what a "
+                                      f"{results.analysis['analysis']} report reads "
+                                      f"({type(error).__name__}: {error})") from None
         finally:
             if lock is not None:
                 release_lock(lock)
@@ -134,3 +140,11 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
                             f"({error.strerror or error}); `studyrun report {folder} --out DIR` "
                             "writes them into another folder") from None
     return target / "report.md"
+
+
+def exists(path: Path) -> bool:
+    """Whether a path named in analysis.json exists; a name no file system takes does not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_cli, write_study
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_fuzz_common import FAST, LOCATED, examples
 
 import studyrun
 
@@ -199,6 +202,8 @@ SURROGATE_PAYLOADS = {
 def test_predict_refuses_a_crafted_stored_model_before_computing(made, tmp_path, payload):
     name, change, bound = SURROGATE_PAYLOADS[payload]
     folder = copy(made, name, tmp_path)
+    done = run_cli("predict", folder, "--at", "a=0.5,b=1")  # as stored: y(0.5, 1) = 2.25
+    assert done.returncode == 0 and abs(float(done.stdout.split()[1]) - 2.25) < 0.5, done
     analysis, fit = surrogate(folder)
     change(fit)
     save(folder, analysis)
@@ -207,14 +212,6 @@ def test_predict_refuses_a_crafted_stored_model_before_computing(made, tmp_path,
     assert time.monotonic() - start < 30
     assert line.startswith(f"{folder}: not a studyrun results folder: analysis.json: results.y"), line
     assert bound in line, line
-
-
-@pytest.mark.parametrize("name", ["pce", "gp", "doe"])
-def test_predict_of_a_real_stored_model_still_answers(made, name):
-    done = run_cli("predict", made / name, "--at", "a=0.5,b=1")
-    assert done.returncode == 0, done.stderr
-    value = float(done.stdout.split()[1])
-    assert abs(value - (3 + 0.5 - 2 + 0.5 + 0.25)) < 0.5, done.stdout
 
 
 def test_predict_far_outside_the_ranges_refuses_a_non_finite_value(made):
@@ -401,3 +398,98 @@ def test_the_quote_is_undone_exactly():
         written = escape_text(text)
         assert unescape_text(written) == text
         assert not written.startswith(("=", "+", "-", "@", "\t", "\r"))
+
+
+# -- the property: any analysis.json, any runs.csv -------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                  max_size=4),
+    max_leaves=20)
+KEYS = ["study", "analysis", "runs", "results", "design", "execution", "warnings", "provenance",
+        "study_yaml_sha256"]
+
+
+def paths(value, prefix=()):
+    """Every key path into a JSON value."""
+    yield prefix
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, item in items:
+        yield from paths(item, (*prefix, key))
+
+
+@st.composite
+def analysis_texts(draw, real: dict) -> bytes:
+    """Random JSON; the real analysis.json with a random part replaced, removed or made huge;
+    or an adversarial document."""
+    kind = draw(st.sampled_from(["random", "replaced", "removed", "adversarial"]))
+    if kind == "random":
+        return json.dumps(draw(JSON)).encode()
+    if kind == "adversarial":
+        return draw(st.sampled_from([deep(5000).encode(), b"1" * 5000, b"\xff", b"",
+                                     json.dumps({**real, "results": {"y": 1e400}}).encode(),
+                                     b'{"results": NaN}']))
+    document = json.loads(json.dumps(real))
+    where = draw(st.sampled_from(list(paths(document))[1:]))
+    parent = document
+    for key in where[:-1]:
+        parent = parent[key]
+    if kind == "removed" and isinstance(parent, dict):
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = draw(JSON | st.sampled_from([10 ** 300, -(10 ** 300), math.nan,
+                                                          math.inf, "x" * 10_000, [[]] * 50]))
+    return json.dumps(document).encode()
+
+
+def in_process(args: list[str]) -> tuple[int, str]:
+    """`studyrun ARGS` by its main() in this process (a subprocess per example is too slow
+    here): the exit status and stderr; an exception out of main() fails the test."""
+    import contextlib
+    import io
+
+    from studyrun.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = main([str(a) for a in args])
+    return status, err.getvalue()
+
+
+def answers(args: list[str]) -> None:
+    status, err = in_process(args)
+    assert "Traceback" not in err, err
+    assert status == 0 or (status == 2 and len(err.strip().splitlines()) == 1), (args, status, err)
+
+
+@settings(FAST, max_examples=examples(10))
+@given(data=st.data())
+def test_any_analysis_json_is_answered_or_refused_in_one_line(made, tmp_path_factory, data):
+    real = json.loads((made / "doe" / "analysis.json").read_text())
+    text = data.draw(analysis_texts(real))
+    folder = tmp_path_factory.mktemp("fuzz") / "doe"
+    shutil.copytree(made / "doe", folder)
+    (folder / "analysis.json").write_bytes(text)
+    for name in ("status", "diff", "predict", "report"):
+        answers(command(name, folder, made))
+
+
+@settings(FAST, max_examples=examples(15))
+@given(raw=st.binary(max_size=300), keep=st.integers(0, 3), where=st.sampled_from(["given", "grown"]))
+def test_any_runs_csv_of_a_from_folder_is_read_or_a_located_line(made, tmp_path_factory, raw,
+                                                                  keep, where):
+    """Random bytes after the first `keep` lines of a real runs.csv, read by `from:` (a
+    montecarlo of its runs) or by a grown doe design (augment: lhs)."""
+    top = tmp_path_factory.mktemp("fuzz")
+    folder = top / "lhs"
+    shutil.copytree(made / "lhs", folder)
+    lines = (folder / "runs.csv").read_bytes().split(b"\r\n")
+    (folder / "runs.csv").write_bytes(b"\r\n".join(lines[:keep]) + raw)
+    (top / "bowl.py").write_text(MODEL)
+    study = write_study(top, GIVEN.format(source="lhs") if where == "given" else STUDY.format(
+        name="grown", analysis="{type: doe, from: lhs, augment: lhs, samples: 4, response: linear}"))
+    status, err = in_process(["validate", study])
+    assert "Traceback" not in err, err
+    assert status == 0 or (status == 2 and LOCATED.match(err)), err
