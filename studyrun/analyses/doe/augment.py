@@ -37,7 +37,12 @@ class Earlier:
 
     @property
     def kind(self) -> str:
-        return str(self.finished.analysis.get("design", {}).get("type", ""))
+        return str(self.design.get("type", ""))
+
+    @property
+    def design(self) -> dict[str, Any]:
+        """analysis.json's `design` block (validated as an object or null)."""
+        return self.finished.analysis.get("design") or {}
 
 
 def earlier_folder(name: str, context: StudyContext) -> Path:
@@ -74,9 +79,10 @@ def earlier_problems(spec: Any, context: StudyContext) -> list[Problem]:
         return [Problem(f"{folder} varies {earlier.runs.names}; this study varies {names}: a "
                         "grown design varies the same parameters, in the same order", WHERE)]
     problems = []
-    factors = earlier.finished.analysis.get("design", {}).get("factors", {})
+    factors = earlier.design.get("factors")
+    factors = factors if isinstance(factors, dict) else {}
     for name, now in describe_factors(names, *read_coding(names, context.varied)).items():
-        before = factors.get(name, {})
+        before = factors.get(name) if isinstance(factors.get(name), dict) else {}
         if (before.get("low"), before.get("high")) != (now["low"], now["high"]):
             problems.append(Problem(
                 f"parameters.{name} has bounds [{now['low']:.6g}, {now['high']:.6g}], but the "
