@@ -41,7 +41,7 @@ class Results:
                                 dtype={"error": object, "worker": object})
         for column in ("error", "worker"):  # text a spreadsheet would run has a ' before it
             if column in frame:
-                frame[column] = frame[column].map(unescape_text, na_action="ignore")
+                frame[column] = frame[column].map(unescape_text, na_action="ignore").astype(object)
         return frame
 
     @property
