@@ -58,6 +58,9 @@ def read_table(path: str | Path, sep: str = ",", *, check_separators: bool = Tru
     """A CSV file (UTF-8, a byte-order mark allowed) read as a Table: blank lines and lines
     starting with # are skipped, the first line left is the header."""
     path = str(path)
+    if Path(path).exists() and not Path(path).is_file():  # a pipe or device would never end
+        raise StudyError("not a regular file (a folder, pipe or device); name a CSV file",
+                         file=path, line=1, col=1)
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
