@@ -41,11 +41,12 @@ class Moved:
         return self.after - self.before
 
     def beyond(self, tolerance: float | None) -> bool:
-        """Moved by more than the tolerance, or by more than its intervals allow, or appeared
-        or vanished (a number on one side only, or null on one)."""
+        """Moved by more than the tolerance, or by more than its intervals allow; or appeared,
+        vanished or became NaN or infinite (a number on one side only), which no tolerance
+        allows."""
         change = self.change
-        if change is None:
-            return self.before != self.after
+        if change is None or not math.isfinite(change):
+            return True  # result_changes lists no pair that is the same on both sides
         if self.interval is not None and abs(change) > self.interval:
             return True
         return tolerance is not None and abs(change) > tolerance
@@ -67,12 +68,16 @@ class Difference:
         return [m for m in self.results if m.beyond(tolerance)]
 
     def as_json(self, tolerance: float | None) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "study": self.study, "runs": self.runs,
+        """What --json prints: strict JSON (NaN and infinities as null, `non_finite` saying
+        which were which; a value JSON has no type for, a YAML date, as text)."""
+        return {"a": self.a, "b": self.b, "runs": self.runs, "tolerance": tolerance,
+                "study": {block: [flagged({"key": c["key"], "a": c.get("a"), "b": c.get("b")})
+                                  for c in items] for block, items in self.study.items()},
                 "results": {"compared": self.compared, "changed": [
-                    {"key": m.key, "a": m.before, "b": m.after, "change": m.change,
-                     "interval": m.interval, "beyond": m.beyond(tolerance)}
+                    flagged({"key": m.key, "a": m.before, "b": m.after, "change": m.change,
+                             "interval": m.interval, "beyond": m.beyond(tolerance)})
                     for m in self.results]},
-                "tolerance": tolerance, "notes": self.notes}
+                "notes": self.notes}
 
     def as_text(self, tolerance: float | None) -> str:
         lines = [f"a: {self.a}", f"b: {self.b}", ""]
@@ -92,6 +97,27 @@ class Difference:
                     summarised(pattern, group, tolerance)]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def flagged(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry of --json with its non-finite numbers as null and named in `non_finite`
+    ("NaN", "Infinity", "-Infinity"), at any depth of its values."""
+    found: dict[str, str] = {}
+
+    def clean(value: Any, where: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            found[where] = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+            return None
+        if isinstance(value, dict):
+            return {str(k): clean(v, f"{where}.{k}") for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v, f"{where}.{i}") for i, v in enumerate(value)]
+        if value is None or isinstance(value, (str, int, float)):
+            return value
+        return str(value)
+
+    out = {key: clean(value, key) for key, value in entry.items()}
+    return out | ({"non_finite": found} if found else {})
 
 
 LISTED = 10  # changed numbers of one list (same key but for the items' indices) shown one by one
@@ -143,13 +169,24 @@ def diff_folders(a: Path, b: Path) -> Difference:
 
     first, second = read_analysis(Path(a)), read_analysis(Path(b))
     found = Difference(str(a), str(b))
-    found.study = study_changes(read_yaml(Path(a) / "study.yaml"), read_yaml(Path(b) / "study.yaml"))
+    found.study = study_changes(folder_study(Path(a)), folder_study(Path(b)))
     stored = [stored_context(Path(folder) / "runs.sqlite") for folder in (a, b)]
     with_files(found, *(context[1] for context in stored))
     ids = [context[0] for context in stored]
     found.runs = {"a": len(ids[0]), "b": len(ids[1]), "shared": len(set(ids[0]) & set(ids[1]))}
     found.results, found.compared = result_changes(first["results"], second["results"])
     return found
+
+
+def folder_study(folder: Path) -> dict[str, Any]:
+    """A results folder's study.yaml through the study reader (bounded nesting and aliases:
+    the folder may come from elsewhere); empty when the folder has none."""
+    from .source import read_yaml as read_source
+
+    if not (folder / "study.yaml").is_file():
+        return {}
+    data = read_source(folder / "study.yaml").data
+    return data if isinstance(data, dict) else {}
 
 
 def diff_revision(study: Path, revision: str, results: Path | None = None) -> Difference:

@@ -4,14 +4,18 @@ grows the earlier one's design."""
 
 from __future__ import annotations
 
-import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .core.errors import StudyrunError
+from .core.text import quote
+from .csv_table import read_table
 from .store import RunStore
+
+_INTEGER = re.compile(r"[-+]?[0-9]{1,19}")
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,8 @@ class FinishedRuns:
 
 
 def read_finished_runs(folder: Path) -> FinishedRuns:
-    """The runs of a results folder in plan order; StudyrunError where the folder lacks them."""
+    """The runs of a results folder in plan order; StudyrunError where the folder lacks them, a
+    StudyError located in runs.csv where it is damaged."""
     folder = Path(folder)
     order = _plan_order(folder / "runs.csv")
     path = folder / "runs.sqlite"
@@ -41,14 +46,21 @@ def read_finished_runs(folder: Path) -> FinishedRuns:
 
 
 def _plan_order(path: Path) -> list[int]:
-    """The run identities of runs.csv, sorted by their position in the plan."""
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, [])
-            if header[:2] != ["run", "id"]:
-                raise StudyrunError(f"{path}: not a runs.csv of studyrun (it starts {header[:2]})")
-            pairs = sorted((int(row[0]), int(row[1])) for row in reader if row)
-    except OSError as error:
-        raise StudyrunError(f"{path}: cannot read it ({error.strerror})") from None
-    return [run_id for _, run_id in pairs]
+    """The run identities of runs.csv, sorted by their position in the plan; a StudyError at
+    the line and column of a cell that is not what studyrun writes."""
+    table = read_table(path, check_separators=False)
+    if table.header[:2] != ["run", "id"]:
+        raise table.fail(table.header_line, 1, "not a runs.csv of studyrun: its header starts "
+                         f"{', '.join(map(repr, table.header[:2]))}, not 'run', 'id'")
+    pairs = []
+    for line, row in table.rows:
+        if len(row) < 2:
+            raise table.fail(line, 1, "a run's line without its `run` and `id` cells")
+        (run, _), (run_id, col) = row[0], row[1]
+        for text, where, what in ((run, 1, "run"), (run_id, col, "id")):
+            if not _INTEGER.fullmatch(text) or not -2**63 <= int(text) < 2**63:
+                raise table.fail(line, where, f"`{what}` is {quote(text)}, not an integer "
+                                 "(runs.csv of studyrun holds a run's plan position and identity "
+                                 "there)")
+        pairs.append((int(run), int(run_id)))
+    return [run_id for _, run_id in sorted(pairs)]

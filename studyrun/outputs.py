@@ -8,7 +8,6 @@ a reader can tell results of the study in the folder from leftovers of another o
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from contextlib import contextmanager
@@ -115,12 +114,20 @@ def _name_and_type(text: str) -> tuple:
     try:
         data = yaml.safe_load(text)
         return data.get("name"), (data.get("analysis") or {}).get("type")
-    except (yaml.YAMLError, AttributeError):
+    except (yaml.YAMLError, AttributeError, RecursionError):
         return None, None
 
 
 def read_analysis(folder: Path) -> dict:
-    """analysis.json of a results folder, checked against its study.yaml."""
+    """analysis.json of a results folder, validated (analysis_file.py) and checked against its
+    study.yaml: every reader of analysis.json comes here."""
+    return _read(folder)[0]
+
+
+def _read(folder: Path) -> tuple[dict, str]:
+    """analysis.json as read_analysis gives it, and the sha256 of the bytes read."""
+    from .analysis_file import parse
+
     folder = Path(folder)
     path = folder / "analysis.json"
     if folder.is_file():
@@ -131,13 +138,9 @@ def read_analysis(folder: Path) -> dict:
             " (study.yaml is here: its run did not finish; run it again to resume)")
         raise StudyrunError(f"{folder}: no analysis.json here{finished}; is it a results folder "
                             "of a finished `studyrun run`?")
-    try:
-        analysis = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise StudyrunError(f"{path}: not readable as JSON ({error}); run the study again to "
-                            "write it") from None
+    analysis, digest = parse(folder)
     check(folder, analysis)
-    return analysis
+    return analysis, digest
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,5 @@ class Finished:
 
 def read_finished(folder: Path) -> Finished:
     """A results folder's checked analysis.json and its digest (StudyrunError or OSError)."""
-    analysis = read_analysis(folder)
-    digest = hashlib.sha256((Path(folder) / "analysis.json").read_bytes()).hexdigest()
+    analysis, digest = _read(folder)
     return Finished(Path(folder), analysis, digest)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .analysis_file import Malformed, not_results
 from .core.errors import StudyError, StudyrunError
+from .csv_table import check_names, unescape_text
 from .outputs import read_analysis
 
 
@@ -22,14 +25,24 @@ class Results:
     def runs(self):
         """The runs as a DataFrame, from runs.parquet (typed) where the study exported it, else
         from runs.csv: only an empty field is missing (an error reading "NA" stays text), and
-        `error` and `worker` are text columns even when every field is empty."""
+        `error` and `worker` are text columns even when every field is empty, as written before
+        the quote that keeps spreadsheets from running them."""
         import pandas
 
         if (self.folder / "runs.parquet").exists():
             frame = pandas.read_parquet(self.folder / "runs.parquet")
             return frame.astype({"error": object, "worker": object, "status": object})
-        return pandas.read_csv(self.folder / "runs.csv", keep_default_na=False, na_values=[""],
-                               dtype={"error": object, "worker": object})
+        path = self.folder / "runs.csv"
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            first = next(csv.reader(handle), [])
+        check_names(first, [1 + sum(len(n) + 1 for n in first[:i]) for i in range(len(first))],
+                    str(path), 1)  # pandas would rename a second `y` to `y.1`
+        frame = pandas.read_csv(path, keep_default_na=False, na_values=[""],
+                                dtype={"error": object, "worker": object})
+        for column in ("error", "worker"):  # text a spreadsheet would run has a ' before it
+            if column in frame:
+                frame[column] = frame[column].map(unescape_text, na_action="ignore").astype(object)
+        return frame
 
     @property
     def series(self):
@@ -57,9 +70,13 @@ class Results:
         """The fitted model's prediction at `at` (natural units) with its intervals; for one
         quantity, or a dict of every fitted quantity's when `quantity` is None."""
         predict = self._predictor()
-        if quantity is None:
-            return {q: predict(self.analysis, q, at, level=level) for q in self.fitted_quantities()}
-        return predict(self.analysis, quantity, at, level=level)
+        try:
+            if quantity is None:
+                return {q: predict(self.analysis, q, at, level=level)
+                        for q in self.fitted_quantities()}
+            return predict(self.analysis, quantity, at, level=level)
+        except Malformed as error:  # a fit that studyrun did not store: refused before computing
+            raise not_results(self.folder, f"analysis.json: {error}") from None
 
     def _predictor(self):
         kind = self.analysis.get("analysis")
@@ -95,11 +112,11 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     folder = Path(folder)
     results = open_results(folder)
     target = Path(out) if out is not None else folder
-    origin = Path(results.analysis.get("provenance", {}).get("study_file", folder / "study.yaml"))
+    origin = Path((results.analysis.get("provenance") or {}).get("study_file") or folder / "study.yaml")
     with RunStore.open_readonly(folder / "runs.sqlite") as store:
         recorded = latest_identity(store.db)  # the runs' files as they were: edited since, or gone
         loaded = dataclasses.replace(load_study(folder / "study.yaml", check=False),
-                                     path=origin if origin.exists() else folder / "study.yaml",
+                                     path=origin if exists(origin) else folder / "study.yaml",
                                      digests=None if recorded is None else recorded["files"])
         outcome = None if loaded.study.analysis.iterative else read_outcome(
             plan_study(loaded), store, Quantities(loaded.study.quantities),
@@ -109,6 +126,12 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None
         try:
             write_report(target, loaded.study, results.analysis, outcome)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            # analysis.json's own `results` are checked by the report that reads them: a
+            # folder from elsewhere holding other shapes there is refused at that reader
+            raise not_results(folder, f"analysis.json's results are not what a "
+                                      f"{results.analysis['analysis']} report reads "
+                                      f"({type(error).__name__}: {error})") from None
         finally:
             if lock is not None:
                 release_lock(lock)
@@ -117,3 +140,11 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
                             f"({error.strerror or error}); `studyrun report {folder} --out DIR` "
                             "writes them into another folder") from None
     return target / "report.md"
+
+
+def exists(path: Path) -> bool:
+    """Whether a path named in analysis.json exists; a name no file system takes does not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

@@ -1,7 +1,8 @@
 """runs.csv: every recorded run of a plan, one row each, formatted column by column.
 
 Column by column rather than row by row, so that a study of a million runs costs numpy
-operations, not a million Python tuples.
+operations, not a million Python tuples. Text cells a spreadsheet would run as a formula get a
+single quote before them (csv_table.escape_text); numbers are written as they are.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from typing import Iterable
 import numpy as np
 
 from .core.runtable import CSV_FIXED, RunTable
+from .csv_table import escape_text
 from .isolated import IsolatedExecutor
 from .outputs import PARTIAL, replacing
 from .store import RunStore
 
 CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): runs of a
 # thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)
-CSV_FORMAT = 1  # the layout of runs.csv: a file written by another layout is written again
+CSV_FORMAT = 2  # the layout of runs.csv: a file written by another layout is written again
+# (2: text cells a spreadsheet would run start with a quote)
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
@@ -117,9 +120,9 @@ def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
         list(map(str, (kept + start).tolist())),
         list(map(str, table.ids[kept].tolist())),
         ["ok" if ok else "failed" for ok in table.ok[kept].tolist()],
-        [csv_field(e) if e is not None else "" for e in table.errors[kept].tolist()],
+        [csv_field(escape_text(e)) if e is not None else "" for e in table.errors[kept].tolist()],
         few_values(table.duration[kept], float_text),
-        few_values(table.worker[kept], lambda w: "" if w is None else csv_field(str(w))),
+        few_values(table.worker[kept], lambda w: "" if w is None else csv_field(escape_text(str(w)))),
         *(float_column(column) for column in table.inputs[kept].T),
         *(float_column(column) for column in table.values[kept].T),
     ]

@@ -21,9 +21,10 @@ from ..core.design import Design
 from ..core.errors import Problem, StudyError, StudyrunError
 from ..core.runtable import RESERVED
 from ..core.text import suggest
+from ..csv_table import MISSING, read_table, unescape_text
 from ..outputs import Finished, read_finished
 from .base import AnalysisSpec, StudyContext
-from .calibrate.data import MISSING, Table, file_stamp
+from .calibrate.data import file_stamp
 
 WHERE = "from"
 SHOWN = 20  # problems listed per file; the rest are counted
@@ -161,12 +162,13 @@ def locate(name: str, context: StudyContext) -> tuple[Path, Finished | None]:
 
 def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> GivenRows:
     """Every row read and checked; all the file's mistakes raised at once."""
-    table = Table(str(path), ",")
+    table = read_table(path)
     problems: list[Problem] = []
 
     def fail(line: int, col: int, message: str) -> None:
         problems.append(Problem(message, file=str(path), line=line, col=col))
 
+    undo = unescape_text if finished is not None else str  # runs.csv quotes formula-like text
     names = list(context.varied)
     columns = {name: table.header.index(name) for name in names if name in table.header}
     for index, col, message in header_problems(table.header, context):
@@ -184,7 +186,7 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     errors: list[str | None] = []
     for i, (line, row) in enumerate(table.rows):
         failed = status is not None and cell(row, status) != "ok"
-        errors.append((cell(row, error) or "failed") if failed else None)
+        errors.append((undo(cell(row, error)) or "failed") if failed else None)
         for j, name in enumerate(names):
             if name not in columns:  # reported at the header
                 continue

@@ -2,16 +2,14 @@
 
 Long format: one observation per line, with a variable-name column (`name`), the independent
 variable (`x`, default `time`), the value (`y`, default `value`) and optionally a per-point error
-(`err`). Wide format: an x column and one column per observed variable. Empty cells and NA / NaN
-are missing values and are skipped. Every mistake (a missing column, a value that is not a number,
-a variable the model does not produce, an x outside the model's time span) is a StudyError at the
-file, line and column of the offending cell.
+(`err`). Wide format: an x column and one column per observed variable. csv_table.py reads both;
+empty cells and NA / NaN are missing values and are skipped. Every mistake (a missing column, a
+value that is not a number, a variable the model does not produce, an x outside the model's time
+span) is a StudyError at the file, line and column of the offending cell.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...core.errors import Problem, StudyError
 from ...core.text import suggest
-
-MISSING = {"", "na", "nan", "null", "n/a", "none"}
+from ...csv_table import MISSING, Table, read_table
 
 
 class DataBlock(BaseModel):
@@ -114,108 +111,6 @@ def file_stamp(path: str) -> tuple[int, int] | tuple[None, None]:
     return status.st_mtime_ns, status.st_size
 
 
-class Table:
-    """A CSV file's header and rows, each cell with its line and column."""
-
-    def __init__(self, path: str, sep: str) -> None:
-        self.path = path
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise StudyError("data file not found", file=path, line=1, col=1) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StudyError(f"cannot read the data file: {exc}", file=path, line=1, col=1) from None
-        lines = [(n + 1, line) for n, line in enumerate(text.splitlines())
-                 if line.strip() and not line.lstrip().startswith("#")]
-        if not lines:
-            raise StudyError("the data file is empty", file=path, line=1, col=1)
-        self.rows = [(n, self.split(n, line, sep)) for n, line in lines]
-        self.header_line, header = self.rows.pop(0)
-        self.header = [name.strip() for name, _ in header]
-        self.header_cols = [col for _, col in header]
-        self.check_separators(dict(lines), sep)
-
-    def split(self, number: int, line: str, sep: str) -> list[tuple[str, int]]:
-        """The cells of one line, or a StudyError at it (a field beyond the csv module's limit)."""
-        try:
-            return cells(line, sep)
-        except csv.Error as exc:
-            raise self.fail(number, 1, f"cannot read this line as CSV: {exc} (a cell holds "
-                                       "one number; is a quote left open?)") from None
-
-    def check_separators(self, text: dict[int, str], sep: str) -> None:
-        """A line with more cells than the header, or split by another separator than `sep`
-        (a ';' or tab file read as ',', or a mix), is an error naming what it found."""
-        width = len(self.header)
-        other = other_separator(text[self.header_line], sep)
-        if other:
-            where = "header" if width == 1 else "mixed"
-            raise self.fail(self.header_line, 1, separator_message(other, sep, where))
-        for number, row in self.rows:
-            if len(row) > width:
-                raise self.fail(number, row[width][1], f"this line has {len(row)} cells, the "
-                                f"header {width}; quote a value holding {sep!r}, or remove the "
-                                "extra cells")
-            other = other_separator(text[number], sep) if len(row) < width else None
-            if other:
-                raise self.fail(number, 1, separator_message(other, sep, "line"))
-
-    def column(self, name: str, key: str) -> int:
-        """The index of a named column, or a StudyError at the header naming the choices."""
-        if name in self.header:
-            return self.header.index(name)
-        raise StudyError(f"no column {name!r} (data.{key}) in the header; columns: "
-                         f"{', '.join(self.header)}{suggest(name, self.header)}",
-                         file=self.path, line=self.header_line, col=1)
-
-    def fail(self, line: int, col: int, message: str) -> StudyError:
-        return StudyError(message, file=self.path, line=line, col=col)
-
-
-SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
-
-
-def other_separator(line: str, sep: str) -> str | None:
-    """A separator other than `sep` found outside quotes in the line, if any."""
-    outside = "".join(line.split('"')[::2])
-    return next((s for s in SEPARATORS if s != sep and s in outside), None)
-
-
-def separator_message(found: str, sep: str, where: str) -> str:
-    """What a header or line split by `found` rather than `sep` means, and the fix."""
-    found_name, sep_name = SEPARATORS[found], SEPARATORS.get(sep, repr(sep))
-    fix = f"set sep: {json.dumps(found)} in the data block, or use one separator throughout the file"
-    if where == "header":
-        return f"the header is separated by {found_name}, not {sep_name}; {fix}"
-    if where == "line":
-        return f"this line holds {found_name} where the header uses {sep_name}; {fix}"
-    return (f"the header mixes separators ({sep_name} and {found_name}); use one throughout, "
-            "and set sep: to it")
-
-
-def cells(line: str, sep: str) -> list[tuple[str, int]]:
-    """The fields of one CSV line with the 1-based column where each starts (quotes honoured)."""
-    if '"' not in line:  # what csv.reader gives a line without quotes, a hundred times faster
-        out, pos = [], 0
-        for value in line.split(sep):
-            out.append((value, pos + 1))
-            pos += len(value) + 1
-        return out
-    fields = next(csv.reader([line], delimiter=sep))
-    out, pos = [], 0
-    for value in fields:
-        out.append((value, pos + 1))
-        quoted = False
-        while pos < len(line):  # skip to just past the next separator outside quotes
-            ch = line[pos]
-            pos += 1
-            if ch == '"':
-                quoted = not quoted
-            elif ch == sep and not quoted:
-                break
-    return out
-
-
 def number(table: Table, line: int, row: list[tuple[str, int]], index: int, what: str) -> float:
     """The number in a cell; NaN for a missing value; a StudyError for anything else."""
     if index >= len(row):
@@ -236,7 +131,7 @@ def number(table: Table, line: int, row: list[tuple[str, int]], index: int, what
 
 def read_block(block: DataBlock, index: int) -> Observations:
     """One file in long or wide format, missing values skipped and the window applied."""
-    table = Table(block.file, block.sep)
+    table = read_table(block.file, block.sep)
     found = Found(block.window)
     (read_long if block.format == "long" else read_wide)(block, table, found)
     variables = [Variable(label, block.map.get(label, label), entry["where"],

@@ -80,7 +80,12 @@ def read_earlier(start: Start, context: StudyContext) -> Earlier:
         finished = read_finished(folder)
     except (StudyrunError, OSError) as error:
         raise StudyError(str(error), path=WHERE) from None
-    earlier = earlier_from(folder, finished.analysis, finished.analysis_sha256)
+    try:
+        earlier = earlier_from(folder, finished.analysis, finished.analysis_sha256)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:  # a folder from elsewhere
+        raise StudyError(f"{folder}: not a studyrun results folder: its analysis.json's "
+                         f"calibration cannot be read ({type(error).__name__}: {error})",
+                         path=WHERE) from None
     if key:
         while len(_READ) >= _READ_KEPT:
             _READ.pop(next(iter(_READ)))

@@ -37,7 +37,12 @@ class Earlier:
 
     @property
     def kind(self) -> str:
-        return str(self.finished.analysis.get("design", {}).get("type", ""))
+        return str(self.design.get("type", ""))
+
+    @property
+    def design(self) -> dict[str, Any]:
+        """analysis.json's `design` block (validated as an object or null)."""
+        return self.finished.analysis.get("design") or {}
 
 
 def earlier_folder(name: str, context: StudyContext) -> Path:
@@ -66,15 +71,18 @@ def earlier_problems(spec: Any, context: StudyContext) -> list[Problem]:
     try:
         earlier = read_earlier(spec.from_, context)
     except StudyError as error:
+        if any(problem.file for problem in error.problems):
+            raise  # located in the earlier folder's runs.csv, as given_problems does
         return error.problems
     folder, names = earlier.finished.folder, list(context.varied)
     if earlier.runs.names != names:
         return [Problem(f"{folder} varies {earlier.runs.names}; this study varies {names}: a "
                         "grown design varies the same parameters, in the same order", WHERE)]
     problems = []
-    factors = earlier.finished.analysis.get("design", {}).get("factors", {})
+    factors = earlier.design.get("factors")
+    factors = factors if isinstance(factors, dict) else {}
     for name, now in describe_factors(names, *read_coding(names, context.varied)).items():
-        before = factors.get(name, {})
+        before = factors.get(name) if isinstance(factors.get(name), dict) else {}
         if (before.get("low"), before.get("high")) != (now["low"], now["high"]):
             problems.append(Problem(
                 f"parameters.{name} has bounds [{now['low']:.6g}, {now['high']:.6g}], but the "

@@ -12,7 +12,6 @@ Formulas, defaults and edge cases: docs/methods.md,
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -209,23 +208,30 @@ def axial_distance(alpha: str, k: int, cube_runs: int, blocks: tuple[int, int]) 
 
 
 def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
-    """A user's design from CSV: one column per varied parameter (natural units), one row per run."""
-    import pandas as pd
+    """A user's design from CSV: one column per varied parameter (natural units), one row per
+    run; every mistake located in the file."""
+    from ...csv_table import read_table
 
-    path = Path(file or "")
-    try:
-        table = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise StudyError(f"cannot read the design file {str(path)!r}: {exc}",
-                         path="analysis.file") from exc
-    missing = [n for n in names if n not in table.columns]
+    table = read_table(file or "")
+    missing = [n for n in names if n not in table.header]
     if missing:
-        raise StudyError(f"design file {str(path)!r} lacks columns for {missing}; "
-                         f"it has {list(table.columns)}", path="analysis.file")
-    values = table[names].to_numpy(dtype=float)
-    if not np.all(np.isfinite(values)) or len(values) == 0:
-        raise StudyError(f"design file {str(path)!r} must hold finite numbers in every row",
-                         path="analysis.file")
+        raise table.fail(table.header_line, 1, f"the design file lacks columns for {missing}; "
+                         f"it has {table.header}")
+    if not table.rows:
+        raise table.fail(table.header_line, 1, "no runs under the header: a design needs a row "
+                         "per run")
+    values = np.full((len(table.rows), len(names)), np.nan)
+    for i, (line, row) in enumerate(table.rows):
+        for j, name in enumerate(names):
+            index = table.header.index(name)
+            text, col = row[index] if index < len(row) else ("", 1)
+            try:
+                values[i, j] = float(text)
+            except ValueError:
+                pass
+            if not np.isfinite(values[i, j]):
+                raise table.fail(line, col, f"{name} is {text.strip()!r}; every run of a design "
+                                 "file needs a finite number for each parameter")
     return values
 
 

@@ -221,25 +221,32 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
     """
     from scipy import stats
 
+    from .stored import check
+
     results = analysis_results.get("results", analysis_results)
-    if quantity not in results or "coefficients" not in results[quantity]:
+    if not isinstance(results.get(quantity), dict) or "coefficients" not in results[quantity]:
         raise StudyError(f"no doe fit for quantity {quantity!r}; fitted: "
                          f"{[q for q in results if not q.startswith('_')]}")
     if not 0.0 < level < 1.0:
         raise StudyError(f"--level must lie strictly between 0 and 1, such as 0.95; got {level}")
     fit = results[quantity]
+    check(fit, quantity)  # bounded before anything is computed
     coding = fit["coding"]
     check_point(at, coding)
     coded = np.array([(float(at[n]) - c["center"]) / c["half_range"] for n, c in coding.items()])
-    row = build_matrix(coded[None, :], [parse_term(t, len(coding)) for t in fit["terms"]])[0]
-    beta = np.array([fit["coefficients"][t]["estimate"] for t in fit["terms"]])
-    value = float(row @ beta)
+    with np.errstate(all="ignore"):
+        row = build_matrix(coded[None, :], [parse_term(t, len(coding)) for t in fit["terms"]])[0]
+        beta = np.array([fit["coefficients"][t]["estimate"] for t in fit["terms"]])
+        value = float(row @ beta)
+    if not np.isfinite(value):
+        raise StudyError(f"--at: the response surface of {quantity!r} gives no finite number "
+                         f"there ({value}); give a point within the factors' ranges")
     out = {"quantity": quantity, "prediction": value, "level": level,
            "at": {n: float(at[n]) for n in coding},
            "coded": {c["symbol"]: float(x) for c, x in zip(coding.values(), coded)},
            "extrapolation": bool(np.any(np.abs(coded) > 1.0 + 1e-12)),
            "std_error": None, "confidence": None, "prediction_interval": None}
-    if fit.get("covariance") is None or not fit.get("df_resid"):
+    if fit.get("covariance") is None or not fit.get("df_resid") or fit.get("sigma") is None:
         out["note"] = NO_DF_NOTE
         return out
     se = float(np.sqrt(max(row @ np.array(fit["covariance"]) @ row, 0.0)))

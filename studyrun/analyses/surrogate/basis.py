@@ -20,6 +20,7 @@ import numpy as np
 from scipy import special
 
 FAMILIES = ("legendre", "hermite", "laguerre", "jacobi")
+MAX_DEGREE = 100  # a higher degree's Gauss rule takes seconds to minutes, and Hermite's overflows
 
 
 @dataclass(frozen=True)

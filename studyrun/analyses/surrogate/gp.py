@@ -15,6 +15,7 @@ import numpy as np
 
 NU = 2.5
 RESTARTS = 4  # optimiser restarts from random hyperparameters, beyond the first start
+MAX_TRAINING = 5000  # training points predict refits on (n x n kernel, n^3 factorisation)
 
 
 def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False):

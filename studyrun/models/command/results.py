@@ -60,19 +60,22 @@ def _as_numbers(values: list, name: str, file: str) -> np.ndarray:
 
 
 def _parse_csv(text: str, file: str):
-    import csv
-    rows = [r for r in csv.reader(text.splitlines()) if r]
-    if not rows:
-        raise RunFailed(f"{file} is empty")
-    header = [h.strip() for h in rows[0]]
+    from ...core.errors import StudyError
+    from ...csv_table import parse_table
+
+    try:
+        table = parse_table(text, file, check_separators=False)
+    except StudyError as exc:  # a column named twice, a field beyond the csv module's limit
+        raise RunFailed(str(exc)) from None
+    header = table.header
     if "time" not in header:
         raise RunFailed(f"{file} has no 'time' column; found columns {header}")
     try:
-        table = np.array([[float(c) if c.strip() else math.nan for c in r] for r in rows[1:]],
-                         dtype=float).reshape(len(rows) - 1, len(header))
+        values = [[float(c) if c.strip() else math.nan for c, _ in row] for _, row in table.rows]
+        matrix = np.array(values, dtype=float).reshape(len(values), len(header))
     except ValueError as exc:
         raise RunFailed(f"{file}: not a table of numbers under its header ({exc})") from None
-    series = {h: table[:, k] for k, h in enumerate(header)}
+    series = {h: matrix[:, k] for k, h in enumerate(header)}
     return {}, series, _check_grid(series.pop("time"), series, file)
 
 
