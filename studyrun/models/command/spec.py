@@ -15,13 +15,13 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    PrivateAttr,
     Tag,
     ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from ...core.errors import Problem, StudyError
 from ...core.sizes import parse_bytes
@@ -107,7 +107,9 @@ class Command(ModelSpec):
     memory_limit: str | int | None = Field(None, description="address-space cap, e.g. 512MB")
     max_output: str | int = Field("100MB", description="largest results file a run may write "
                                   "(e.g. 500MB); a larger one fails that run")
-    _whole: frozenset[str] = PrivateAttr(default=frozenset())  # inputs written as whole numbers
+    # The inputs written as whole numbers: set from the parameters when the study is loaded
+    # (with_whole_numbers, which replaces whatever a study file wrote), not in the schema.
+    whole_numbers: SkipJsonSchema[frozenset[str]] = frozenset()
 
     @field_validator("run", mode="before")
     @classmethod
@@ -207,17 +209,18 @@ class Command(ModelSpec):
         return problems
 
     def with_whole_numbers(self, names: set[str]) -> "Command":
-        copy = self.model_copy()
-        copy._whole = frozenset(names)
-        return copy
+        return self.model_copy(update={"whole_numbers": frozenset(names)})
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
         """The block as written, and the inputs it writes as whole numbers: how its files are
         written is part of every run's identity."""
         data = handler(self)
-        if self._whole and isinstance(data, dict):
-            data["whole_numbers"] = sorted(self._whole)
+        if isinstance(data, dict):
+            if self.whole_numbers:
+                data["whole_numbers"] = sorted(self.whole_numbers)
+            else:
+                data.pop("whole_numbers", None)
         return data
 
     def check_inputs(self, study_dir: Path, parameters: list[str],
@@ -226,7 +229,7 @@ class Command(ModelSpec):
         format spec that fits its value; every varied parameter is written somewhere (a JSON or
         YAML params file holds them all)."""
         kinds = {**dict.fromkeys(PLACEHOLDERS, "text"), "seed": "whole",
-                 **{n: "whole" if n in self._whole else "real" for n in parameters}}
+                 **{n: "whole" if n in self.whole_numbers else "real" for n in parameters}}
         problems, named = [], set()
         texts: list[tuple[str, str, str | None]] = [
             (f"model.run[{i}]", arg, None) for i, arg in enumerate(self.run)]
@@ -312,7 +315,7 @@ class Command(ModelSpec):
             memory_limit=None if self.memory_limit is None else parse_bytes(self.memory_limit),
             memory_text=None if self.memory_limit is None else str(self.memory_limit),
             max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output),
-            whole=self._whole, columns=None if self.columns is None else tuple(self.columns))
+            whole=self.whole_numbers, columns=None if self.columns is None else tuple(self.columns))
 
     def _template_text(self, study_dir: Path) -> str:
         """The template's text; StudyError when it is missing, too large or not UTF-8 text."""
