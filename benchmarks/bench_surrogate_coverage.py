@@ -207,7 +207,7 @@ def fits_of(rows):
 def summary(rows, by):
     """Coverage and trust, grouped by the keys `by`, as rows and a printed Markdown table."""
     groups: dict[tuple, list] = {}
-    for key, fit_rows in fits_of(rows).items():
+    for fit_rows in fits_of(rows).values():
         groups.setdefault(tuple(fit_rows[0][k] for k in by), []).append(fit_rows)
     out = []
     print(f"\n| {' | '.join(by)} | fits | indices covered | median half-width | trusted fits | "
