@@ -171,7 +171,7 @@ def checks_of_parts(source: Source, path: Path, failed: list[tuple], run_code: b
     stand_ins = [f"'{p[1]}'" for p in pruned if p[0] == "parameters" and len(p) > 1]
     return [source.problem(where, message) for where, message in found
             if not any(where[:len(p)] == p or p[:len(where)] == where for p in pruned)
-            and not (where[0] in ("analysis", "correlation")  # where a stand-in's kind matters
+            and not (where[:1] in (("analysis",), ("correlation",))  # a stand-in's kind matters
                      and any(name in message for name in stand_ins))]
 
 
@@ -180,8 +180,8 @@ def leave_out(data: dict, where: tuple) -> tuple:
     in its place); return the part's path."""
     section = where[0]
     blocks = ("parameters", "quantities", "model", "analysis", "execution")
-    if len(where) > 1 and section in blocks and where[1] != "type" \
-            and isinstance(data.get(section), dict):
+    tag = section in ("model", "analysis") and where[1:2] == ("type",)  # the whole block is wrong
+    if len(where) > 1 and section in blocks and not tag and isinstance(data.get(section), dict):
         data[section] = {k: v for k, v in data[section].items() if k != where[1]}
         if section == "parameters":
             data[section][where[1]] = 0
