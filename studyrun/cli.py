@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 from .core.errors import ExecutionError, StudyError, StudyrunError
-from .core.text import terminal_safe
+from .core.text import cut_values, one_line, terminal_safe
 from .interrupts import Terminated
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
+WARNINGS_SHOWN = 10  # of analysis.json's warnings, in the closing summary of `run`
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,11 +259,23 @@ def command_run(args) -> int:
     folder = args.out or Path("results") / analysis["study"]
     runs = analysis["runs"]
     if runs["planned"] and not runs["succeeded"]:  # on_failure: continue, every run failed
+        show_warnings(analysis.get("warnings", []), Path(folder) / "analysis.json")
         raise ExecutionError(f"{analysis['study']}: no run succeeded ({runs['failed']} of "
                              f"{runs['planned']} failed); their errors are in {folder}: "
                              f"studyrun runs {folder} --failed")
     print(f"{analysis['study']}: {describe_runs_done(runs)}; results in {folder}")
+    show_warnings(analysis.get("warnings", []), Path(folder) / "analysis.json")
     return 0
+
+
+def show_warnings(warnings: list[str], where: Path) -> None:
+    """The first WARNINGS_SHOWN warnings on stderr, one line each, then how many more `where`
+    holds."""
+    for warning in warnings[:WARNINGS_SHOWN]:
+        print(f"studyrun: warning: {one_line(cut_values(warning))}", file=sys.stderr)
+    if len(warnings) > WARNINGS_SHOWN:
+        print(f"studyrun: warning: and {len(warnings) - WARNINGS_SHOWN} more (`warnings` in "
+              f"{one_line(str(where))})", file=sys.stderr)
 
 
 def describe_runs_done(runs: dict) -> str:

@@ -25,7 +25,7 @@ from .params.correlation import correlation_matrix
 from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from .spec import Study
 from .spec.checks import check_study
-from .validation import problems_from
+from .validation import error_paths, problems_from
 
 YAML_SUFFIXES = (".yaml", ".yml")
 __all__ = ["VALUE", "Loaded", "Source", "format_path", "format_problems", "include_files",
@@ -114,15 +114,79 @@ class Loaded:
 
 
 def load_study(path: str | Path, *, check: bool = True, run_code: bool = True) -> Loaded:
-    """Read, validate and cross-check a study file; every problem is in one StudyError. Without
+    """Read, validate and cross-check a study file; every problem is in one StudyError, the
+    cross-section checks run on the parts that validated when others did not. Without
     `run_code` nothing of the study runs: a model whose check would run it (a python model's
     import) is not checked, and a python model's files are found from its import statements."""
     path = Path(path)
     source = include_files(read_yaml(path))
-    loaded = Loaded(validate(Study, source), path, source, run_code=run_code)
+    try:
+        study = Study.model_validate(source.data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        problems = problems_from(errors, Study, source)
+        if check:
+            problems += checks_of_parts(source, path, error_paths(errors, Study, source.data),
+                                        run_code)
+        raise StudyError(in_order(problems)) from None
+    loaded = Loaded(study, path, source, run_code=run_code)
     if check:
         problems = [source.problem(where, message)
                     for where, message in check_study(loaded.study, loaded.context, run_code)]
         if problems:
-            raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
+            raise StudyError(in_order(problems))
     return loaded
+
+
+def in_order(problems: list) -> list:
+    """Problems by file and position, each once."""
+    return sorted(dict.fromkeys(problems), key=lambda p: (p.file or "", p.line or 0, p.col or 0))
+
+
+STAND_INS = {"name": "study", "analysis": {"type": "montecarlo"}}  # for required sections left out
+
+
+def checks_of_parts(source: Source, path: Path, failed: list[tuple], run_code: bool) -> list:
+    """The cross-section problems of the study made of the parts that validated: each part with
+    an error (a key of a block, else the block) is left out, a parameter fixed at 0 in its place
+    so that its name is still known, and the rest validated again. Problems about a part left
+    out are not reported (its own error says what is wrong)."""
+    data, pruned = dict(source.data) if isinstance(source.data, dict) else None, set()
+    for _ in range(3):  # a key left out may leave its block without a required one
+        if data is None or any(not p for p in failed):
+            return []  # the file as a whole is wrong: nothing to check across
+        for where in failed:
+            pruned.add(leave_out(data, where))
+        try:
+            study = Study.model_validate(data)
+            break
+        except ValidationError as exc:
+            failed = error_paths(exc.errors(include_url=False), Study, data)
+    else:
+        return []
+    try:
+        found = check_study(study, study_context(study, path.resolve().parent), run_code)
+    except (StudyError, ValueError):  # the parts alone do not make a study to check
+        return []
+    stand_ins = [f"'{p[1]}'" for p in pruned if p[0] == "parameters" and len(p) > 1]
+    return [source.problem(where, message) for where, message in found
+            if not any(where[:len(p)] == p or p[:len(where)] == where for p in pruned)
+            and not (where[:1] in (("analysis",), ("correlation",))  # a stand-in's kind matters
+                     and any(name in message for name in stand_ins))]
+
+
+def leave_out(data: dict, where: tuple) -> tuple:
+    """Leave out of the study's data the part that holds the error at `where` (a parameter: 0
+    in its place); return the part's path."""
+    section = where[0]
+    blocks = ("parameters", "quantities", "model", "analysis", "execution")
+    tag = section in ("model", "analysis") and where[1:2] == ("type",)  # the whole block is wrong
+    if len(where) > 1 and section in blocks and not tag and isinstance(data.get(section), dict):
+        data[section] = {k: v for k, v in data[section].items() if k != where[1]}
+        if section == "parameters":
+            data[section][where[1]] = 0
+        return where[:2]
+    data.pop(section, None)
+    if section in STAND_INS:
+        data[section] = STAND_INS[section]
+    return (section,)

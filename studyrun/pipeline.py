@@ -15,6 +15,7 @@ import numpy as np
 import yaml
 
 from . import outputs
+from .analyses.base import gathered_warnings
 from .core.design import Design, Outcome
 from .core.errors import StudyError
 from .core.numbers import finite_or_none
@@ -68,7 +69,8 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
 
 def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
               workers: int | None = None, fresh: bool = False, quiet: bool = False) -> dict[str, Any]:
-    """Load, plan, execute, analyse and report a study; return analysis.json's content."""
+    """Load, plan, execute, analyse and report a study; return analysis.json's content (its
+    `warnings`: the study's own, then every one its results hold)."""
     started = now()
     loaded = load_study(path)
     warnings = study_warnings(loaded)
@@ -93,7 +95,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
             analysis, outcome = run_iterative(loaded, store, job, settings, folder)
         else:
             analysis, outcome = run_fixed(loaded, store, job, settings, folder)
-        analysis["warnings"] = warnings
+        analysis["warnings"] = warnings + gathered_warnings(analysis["results"])
         analysis["provenance"] = {**collect(loaded.path, loaded.study.seed, started,
                                            loaded.context.model.packages()),
                                   **loaded.study.analysis.provenance(loaded.context)}

@@ -54,6 +54,12 @@ def problems_from(errors: list[dict], model_cls: type, source: Source) -> list[P
     return sorted(problems, key=lambda p: (p.file != main,) + sort_key(p))
 
 
+def error_paths(errors: list[dict], model_cls: type, data: Any) -> list[tuple]:
+    """Where in the data each pydantic error lies: the keys and indices present, tags skipped (a
+    required top-level key left out: its name)."""
+    return [_locate(err, model_cls, data).path or tuple(err["loc"][:1]) for err in errors]
+
+
 def _locate(err: dict, model_cls: type, data: Any) -> _Located:
     path: list = []
     tp, parent, union, tagged = (model_cls, None), (None, None), None, None

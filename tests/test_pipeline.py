@@ -337,3 +337,36 @@ def test_the_runs_error_column_is_text_whether_or_not_a_run_failed(study_dir):
         assert runs.loc[ok, "error"].isna().all()
         assert runs.loc[~ok, "error"].map(type).eq(str).all()
     assert clean.runs["error"].isna().all() and (~failing.runs["error"].isna()).sum() > 0
+
+
+def test_warnings_about_the_numbers_are_at_the_top_of_analysis_json_and_printed_at_the_end(study_dir):
+    """Runs dropped from twelve quantities: twelve warnings in analysis.json's top-level
+    `warnings` (each kept in its results.<q>.warnings too), ten printed after the closing line
+    of `studyrun run`, then how many more."""
+    quantities = ", ".join(f"q{i:02d}: value * {i}" for i in range(12))
+    text = (FLAKY.replace("ON_FAILURE", "continue")
+            .replace("analysis: {type: sweep, levels: 11}",
+                     f"quantities: {{{quantities}}}\nanalysis: {{type: montecarlo, samples: 40}}"))
+    done = run_cli("run", write_study(study_dir, text), "--out", study_dir / "out", "--quiet")
+    assert done.returncode == 0, done.stderr
+    data = json.loads((study_dir / "out" / "analysis.json").read_text())
+    dropped = data["results"]["q00"]["dropped_runs"]
+    assert dropped > 0
+    said = (f"{dropped} runs failed or gave no finite value and were left out; the statistics "
+            f"use the remaining {40 - dropped}")
+    assert [w.split(": ", 1)[0] for w in data["warnings"]] == [f"q{i:02d}" for i in range(12)]
+    assert all(said in w for w in data["warnings"])
+    assert data["results"]["q03"]["warnings"] == [data["warnings"][3].split(": ", 1)[1]]
+    printed = [line for line in done.stderr.splitlines() if line.startswith("studyrun: warning: ")]
+    assert printed[:10] == [f"studyrun: warning: {w}" for w in data["warnings"][:10]]
+    assert printed[10:] == [f"studyrun: warning: and 2 more (`warnings` in "
+                            f"{study_dir / 'out' / 'analysis.json'})"]
+
+
+def test_closing_warnings_are_one_line_each_and_cannot_drive_the_terminal(capsys):
+    from studyrun.cli import show_warnings
+
+    show_warnings(["y: a model said \x1b[2J\x1b]0;owned\x07 and\nmore"], "out/analysis.json")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+    assert err.startswith("studyrun: warning: y: a model said \\x1b[2J")

@@ -73,6 +73,48 @@ def test_all_errors_of_a_file_at_once(study_dir):
     assert len(lines) == 2 and ":5:" in lines[0] and ":7:" in lines[1]
 
 
+def test_a_mistake_in_one_section_hides_none_in_another(study_dir):
+    """A misspelt distribution does not stop the checks across sections: the function that is
+    not there and the quantity's unknown name are reported with it, each at its line."""
+    text = (GOOD.replace("distribution: uniform", "distribution: unifrom")
+            .replace("linear:linear", "linear:nosuch").replace("{y: y}", "{y: maxx(y)}"))
+    done = run_cli("validate", write_study(study_dir, text))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 3, done.stderr
+    assert re.search(r":2:\d+: model.function: cannot import 'linear:nosuch'", lines[0]), lines
+    assert re.search(r":4:\d+: parameters.a: .*did you mean 'uniform'", lines[1]), lines
+    assert re.search(r":6:\d+: quantities.y: .*did you mean 'max'", lines[2]), lines
+
+
+def test_names_are_checked_against_the_model_beside_a_broken_parameter(study_dir):
+    """Equations know their outputs: an unknown output and an input the model lacks are found
+    beside a misspelt distribution and a bad analysis key; nothing is said of the broken
+    parameter's name where a quantity uses it."""
+    text = """
+    name: ode
+    model:
+      type: ode
+      time: {start: 0, stop: 4, step: 0.5}
+      states: {x: 1}
+      rates: {x: -k * x}
+      constants: {k: 0.5}
+    parameters:
+      k: {distribution: lognromal, mu: 0, sigma: 1}
+      kk: 2
+    quantities: {end: final(xx), twice: 2 * k}
+    analysis: {type: montecarlo, samples: -5}
+    """
+    done = run_cli("validate", write_study(study_dir, text))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 4, done.stderr
+    assert re.search(r":9:\d+: parameters.k: .*did you mean 'lognormal'", lines[0]), lines
+    assert re.search(r":10:\d+: parameters.kk: the model has no input 'kk'", lines[1]), lines
+    assert re.search(r":11:\d+: quantities.end: unknown name 'xx'", lines[2]), lines
+    assert re.search(r":12:\d+: analysis.samples: ", lines[3]), lines
+
+
 def test_errors_point_into_a_shared_model_file(study_dir):
     (study_dir / "models").mkdir()
     (study_dir / "models" / "m.yaml").write_text("type: python\nfunction: linear:linear\nvectorised: true\n")

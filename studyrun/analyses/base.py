@@ -53,6 +53,31 @@ class StudyContext:
 
 
 INDEPENDENT_INPUTS = "its estimators assume independent inputs"
+WARNING_DEPTH = 3  # results.<quantity>.<part>: as deep as an analysis keeps warnings
+
+
+def gathered_warnings(results: dict[str, Any]) -> list[str]:
+    """Every error, warning and note a results block holds, once each, prefixed by where it is
+    (`y: ...`, `y.time_resolved: ...`): the warnings about the numbers that analysis.json lists
+    at its top and `studyrun run` prints."""
+    found: list[str] = []
+
+    def walk(block: dict[str, Any], where: tuple[str, ...]) -> None:
+        prefix = f"{'.'.join(where)}: " if where else ""
+        error = block.get("error")
+        lines = [error] if isinstance(error, str) else []
+        for key in ("warnings", "notes"):
+            listed = block.get(key)
+            lines += [line for line in listed if isinstance(line, str)] \
+                if isinstance(listed, list) else []
+        found.extend(prefix + line for line in lines)
+        if len(where) < WARNING_DEPTH:
+            for key, value in block.items():
+                if isinstance(value, dict):
+                    walk(value, (*where, str(key)))
+
+    walk(results, ())
+    return list(dict.fromkeys(found))
 
 
 def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:

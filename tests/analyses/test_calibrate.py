@@ -318,3 +318,26 @@ def test_a_data_block_at_the_top_level_says_it_belongs_under_analysis(tmp_path):
     line = moved.splitlines().index("data: {file: logistic.csv, format: long, x: time, y: value}")
     assert (f"{path}:{line + 1}:1: data: unknown key 'data' here: it belongs inside the analysis "
             "block (a key of calibrate); move it there (indented under it)") in done.stderr
+
+
+def test_confidence_limits_past_a_bound_are_kept_and_the_report_says_so(tmp_path):
+    """Noisy data and a capacity whose upper bound lies just above the truth: the Wald limits
+    reach past the bound and stay there (estimate + t se), one note in the report and in
+    analysis.json's warnings says why."""
+    t = np.arange(0, 31, 1.0)
+    noisy = logistic(t) + np.random.default_rng(0).normal(0, 2.0, len(t))
+    path = write_logistic(tmp_path)
+    (tmp_path / "logistic.csv").write_text("\n".join(
+        ["name,time,value"] + [f"population,{a:g},{b:.17g}" for a, b in zip(t, noisy)]) + "\n")
+    path.write_text(path.read_text().replace("[1, 1000], nominal: 10", "[1, 100.5], nominal: 10"))
+    result = studyrun.run(path, tmp_path / "out")
+    capacity = result.results["parameters"]["capacity"]
+    half = capacity["upper"] - capacity["estimate"]
+    assert capacity["upper"] > 100.5 and half > 0
+    assert capacity["estimate"] - capacity["lower"] == pytest.approx(half, rel=1e-9)
+    said = [n for n in result.results["notes"] if "reach past the bounds" in n]
+    assert len(said) == 1 and f"capacity (upper {capacity['upper']:.4g} > 100.5)" in said[0]
+    assert "Wald limits" in said[0] and "rate" not in said[0]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert report.count("reach past the bounds") == 1
+    assert any("reach past the bounds" in w for w in result.analysis["warnings"])

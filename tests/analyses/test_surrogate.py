@@ -8,7 +8,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import STUDIES, killed_and_resumed, run_cli, write_study
+from conftest import STUDIES, killed_and_resumed, run_cli, run_example, write_study
 
 import studyrun
 from studyrun.analyses.surrogate.basis import Germ, germ_for, multi_indices
@@ -162,6 +162,39 @@ def test_a_poor_surrogate_is_flagged_and_its_indices_kept(tmp_path):
     assert any("not reproduce the model well enough" in w for w in y["warnings"])
     report = (tmp_path / "out" / "report.md").read_text()
     assert "not good enough to trust its indices" in report and "surrogate-fit-y" in report
+
+
+# The wing weight function's indices (Saltelli, 4 x 2^20 base points; benchmarks/
+# bench_surrogate_coverage.py): S1, ST per input
+WING_WEIGHT = {"Sw": (0.12447, 0.12790), "Wfw": (0.0, 0.0), "A": (0.22024, 0.22601),
+               "sweep": (0.00049, 0.00051), "q": (0.00009, 0.00009), "taper": (0.00181, 0.00187),
+               "tc": (0.14098, 0.14507), "Nz": (0.41161, 0.41965), "Wdg": (0.08497, 0.08760),
+               "Wp": (0.00334, 0.00336)}
+
+
+def wing_weight_errors(weight):
+    """Each S1 and ST's distance from the reference and its interval's half-width."""
+    return [(abs(weight[key][name] - pair[k]), weight[f"{key}_conf"][name])
+            for name, pair in WING_WEIGHT.items() for k, key in enumerate(("S1", "ST"))]
+
+
+def test_a_surrogate_of_too_few_runs_is_not_trusted_though_its_q2_looks_good(tmp_path):
+    """The issue's case: wing weight from 25 runs, Q2 0.976, an index off by 0.046, was
+    `trusted`. Its intervals now hold every reference index, and are too wide to trust."""
+    weight = run_example(tmp_path, "wingweight-surrogate").results["weight"]
+    assert weight["q2"] == pytest.approx(0.976, abs=0.001) and weight["trusted"] is False
+    errors = wing_weight_errors(weight)
+    assert max(e for e, _ in errors) == pytest.approx(0.046, abs=0.001)
+    assert all(e <= half for e, half in errors), errors
+    assert any("wider than +-0.02" in w and "25 runs" in w for w in weight["warnings"])
+
+
+def test_a_well_fitted_surrogate_is_still_trusted(tmp_path):
+    weight = run_example(tmp_path, "wingweight-surrogate",
+                         **{"samples: 25": "samples: 100"}).results["weight"]
+    assert weight["q2"] > 0.99 and weight["trusted"] is True and "warnings" not in weight
+    errors = wing_weight_errors(weight)
+    assert all(e <= half <= 0.02 for e, half in errors), errors
 
 
 def test_until_adds_runs_until_q2_is_reached_and_reuses_them_all(tmp_path):

@@ -135,9 +135,10 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
     names = box.names
     at_bound = np.isclose(result.estimate, box.lo) | np.isclose(result.estimate, box.hi)
     fitted = math.isfinite(both["cost"][1])
+    table = parameter_table(box, result, stats, at_bound)
     results: dict[str, Any] = {
         "method": spec.method,
-        "parameters": parameter_table(box, result, stats, at_bound),
+        "parameters": table,
         "correlation": by_name(stats["correlation"], names),
         "cost": {"initial": float(both["cost"][0]), "final": float(both["cost"][1])},
         "variables": {key: {"N": before[key]["N"], "SSR": after[key]["SSR"],
@@ -158,7 +159,8 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
         "progress": result.progress,
         "notes": stats["notes"] + outcome.series_notes + [
             f"{n} ended at a bound of its box; widen its bounds if the data allow"
-            for n, b in zip(names, at_bound) if b] + ([] if fitted else [UNFITTED]),
+            for n, b in zip(names, at_bound) if b] + limits_past_bounds(box, table)
+            + ([] if fitted else [UNFITTED]),
     }
     if final_costs is not None:
         results["curves"] = {o: {"time": outcome.time.tolist(), "initial": outcome.series[o][0].tolist(),
@@ -185,6 +187,26 @@ def parameter_table(box: Box, result: FitResult, stats: dict, at_bound: np.ndarr
                 "upper": float(result.estimate[j] + quantile * se[j]),
                 "at_bound": bool(at_bound[j])}
             for j, n in enumerate(box.names)}
+
+
+def limits_past_bounds(box: Box, table: dict[str, dict[str, Any]]) -> list[str]:
+    """One note naming each parameter whose confidence limits reach past its bounds: they are
+    Wald limits (estimate -+ t std error), kept as computed rather than cut at the bound."""
+    past = []
+    for name, lo, hi in zip(box.names, box.lo, box.hi):
+        row = table[name]
+        ends = []
+        if row["lower"] < lo:
+            ends.append(f"lower {row['lower']:.4g} < {lo:.4g}")
+        if row["upper"] > hi:
+            ends.append(f"upper {row['upper']:.4g} > {hi:.4g}")
+        if ends:
+            past.append(f"{name} ({', '.join(ends)})")
+    if not past:
+        return []
+    return [f"the 95% limits of {', '.join(past)} reach past the bounds: they are Wald limits "
+            "(estimate -+ t x std error), kept as computed, not cut at the bound; the bound "
+            "is not in them (mcmc: gives intervals within the bounds)"]
 
 
 def fitted_yaml(parameters, estimate: np.ndarray, se: np.ndarray) -> str:

@@ -144,8 +144,14 @@ class Montecarlo(ReadsGiven):
             if key not in ranked:
                 matrix = outcome.design.matrix
                 ranked[key] = Ranks(matrix if keep.all() else matrix[keep])
+            dropped = int((~keep).sum())
             results[name] = summarise(values[keep], ranked[key], outcome.design.names,
-                                      self.percentiles) | {"dropped_runs": int((~keep).sum())}
+                                      self.percentiles) | {"dropped_runs": dropped}
+            if dropped:
+                results[name]["warnings"] = [
+                    f"{dropped} runs failed or gave no finite value and were left out; the "
+                    f"statistics use the remaining {int(keep.sum())}. If failures depend on the "
+                    "parameters, they describe only the region where the model runs"]
         return results
 
     def report(self, analysis, outcome, figures) -> str:
@@ -160,6 +166,11 @@ class Montecarlo(ReadsGiven):
         if names:
             lines += ["### Rank correlations (Spearman)", "", *spearman_table(results, names), ""]
         lines += correlation_table(analysis.get("design", {}))
+        for q, r in results.items():
+            if r.get("warnings"):
+                from ..salib.report import warnings_block
+
+                lines += [f"Warnings for {q}:", "", warnings_block(r), ""]
         for q, r in results.items():
             if "convergence" in r:
                 from .precision import precision_section

@@ -219,6 +219,10 @@ class Surrogate(AnalysisSpec):
             block = dict(f.results)
             dropped = training.size - block["samples"]
             block["dropped_runs"] = dropped
+            if dropped:
+                block["warnings"] = [*block.get("warnings", []), f"{dropped} runs failed or "
+                                     f"gave no finite value and were left out; the surrogate is "
+                                     f"fitted to the remaining {block['samples']}"]
             if self.until is not None:
                 block["convergence"] = [{"samples": h["samples"], "q2": h["q2"][name]}
                                         for h in history]

@@ -16,6 +16,8 @@ from . import gp, pce
 from .basis import Germ, design_matrix, germ_for
 
 TRUSTED_Q2 = 0.9  # below this cross-validated Q2 the indices are flagged, not trusted
+TRUSTED_HALF_WIDTH = 0.02  # `trusted` also asks every S1 and ST interval to be this narrow
+RESOLUTION = 0.001  # no index interval is narrower: below it the bootstrap was seen to under-cover
 GP_BASE = 8192  # base samples of the Saltelli design on which the GP's posterior mean is read
 GP_DRAW_BASE = 256  # base samples of the design on which posterior draws are taken
 CORRELATED_DRAWS = 1 << 16  # correlated Sobol' points on which the moments are then averaged
@@ -99,20 +101,52 @@ def fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Setting
 
         def surrogate(x):
             return model.predict(inputs.scaled(x))
+    q2, rmse = scores(y, predicted)
+    results = widened(results, q2)
     if inputs.correlation is not None:
         results = of_correlated_inputs(results, surrogate, inputs, draw_seed)
-    q2, rmse = scores(y, predicted)
     results = {"q2": q2, "rmse": rmse, **results, "samples": int(len(y)),
                "validation": {"method": "leave-one-out" if settings.folds is None
                               else f"{settings.folds}-fold",
                               "observed": y.tolist(), "predicted": predicted.tolist()}}
-    results["trusted"] = bool(q2 >= TRUSTED_Q2)
-    if not results["trusted"]:
-        results.setdefault("warnings", []).append(
-            f"the cross-validated Q2 is {q2:.3f}, below {TRUSTED_Q2}: the surrogate does not "
-            "reproduce the model well enough to trust its indices; add runs (`until:`), raise "
-            "the degree, or try the other method")
+    why = distrust(results, q2)
+    results["trusted"] = why is None
+    if why is not None:
+        results.setdefault("warnings", []).append(why)
     return Fitted(results, q2, model)
+
+
+def widened(results: dict[str, Any], q2: float) -> dict[str, Any]:
+    """The indices' half-widths with what the spread of refits or draws cannot see added: 1 - Q2,
+    the share of the model's variance the surrogate misses (were all of it in one index, that
+    index would move by about as much), then at least RESOLUTION and at most 1."""
+    missing = 1.0 if not np.isfinite(q2) else max(0.0, 1.0 - q2)
+
+    def wider(value):
+        if isinstance(value, dict):
+            return {k: wider(v) for k, v in value.items()}
+        return min(1.0, max(RESOLUTION, value + missing)) if np.isfinite(value) else value
+
+    return {k: wider(v) if k in ("S1_conf", "ST_conf", "S2_conf") else v
+            for k, v in results.items()}
+
+
+def distrust(results: dict[str, Any], q2: float) -> str | None:
+    """Why the indices are not to be trusted (a warning), or None: trusted asks a cross-validated
+    Q2 of TRUSTED_Q2 and every S1 and ST interval within +- TRUSTED_HALF_WIDTH."""
+    if not q2 >= TRUSTED_Q2:
+        return (f"the cross-validated Q2 is {q2:.3f}, below {TRUSTED_Q2}: the surrogate does not "
+                "reproduce the model well enough to trust its indices; add runs (`until:`), "
+                "raise the degree, or try the other method")
+    widths = [(w if np.isfinite(w) else np.inf, f"{key[:2]} of {name}")
+              for key in ("S1_conf", "ST_conf") for name, w in results.get(key, {}).items()
+              if w is not None]
+    widest, which = max(widths, default=(0.0, ""))
+    if widest > TRUSTED_HALF_WIDTH:
+        return (f"the interval of {which} is +-{widest:.3f}, wider than +-{TRUSTED_HALF_WIDTH}: "
+                f"the {results['samples']} runs do not pin the indices down (Q2 {q2:.4f}); add "
+                "runs (`until:` with a higher q2) to trust them")
+    return None
 
 
 def scores(y: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
@@ -140,6 +174,9 @@ def fit_pce(x, y, inputs: Inputs, settings: Settings, fold_seed: int, draw_seed:
     mean, variance, first, total, pairs = pce.moments_and_indices(
         expansion.indices, expansion.coefficients, settings.second_order)
     conf = pce_intervals(z, y, germs, expansion, settings, draw_seed)
+    # a least-squares fit of P terms to n runs spreads its refits too little by sqrt((n - P) / n)
+    scale = np.sqrt(len(y) / max(len(y) - len(expansion.indices), 1))
+    conf = {k: v * scale for k, v in conf.items()}
     names = inputs.names
     results: dict[str, Any] = {
         "mean": mean, "std": float(np.sqrt(variance)),

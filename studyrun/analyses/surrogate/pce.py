@@ -52,6 +52,10 @@ def fit(standard: np.ndarray, y: np.ndarray, germs: list[Germ], degree: int | No
                          f"{p} on were not tried (set degree, or q below 1, to go higher)")
             break
         if method == "ols" and len(indices) >= len(y):
+            if best is not None and best.degree == p - 1:  # the best is the last degree tried
+                notes.append(f"degree {p} has {len(indices):,} candidate terms, more than least "
+                             f"squares can fit to {len(y)} runs: degree {p - 1}, the highest "
+                             "tried, was kept (more runs, or fit: lars, can go higher)")
             break
         expansion = fit_indices(standard, y, germs, indices, p, method)
         if best is None or expansion.loo < best.loo:

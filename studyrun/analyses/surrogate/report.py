@@ -10,7 +10,7 @@ import numpy as np
 
 from ...report.figures import shown_rows
 from ...report.markdown import Markdown, escape, format_number, table
-from .fitting import TRUSTED_Q2
+from .fitting import TRUSTED_HALF_WIDTH, TRUSTED_Q2
 
 
 def surrogate_report(analysis: dict[str, Any], figures) -> str:
@@ -24,7 +24,7 @@ def surrogate_report(analysis: dict[str, Any], figures) -> str:
 
 def summary_table(results: dict[str, Any]) -> str:
     rows = [[q, r.get("samples"), r.get("q2"), r.get("rmse"), r.get("mean"), r.get("std"),
-             "yes" if r.get("trusted") else Markdown(f"**no** (Q2 below {TRUSTED_Q2})")]
+             "yes" if r.get("trusted") else Markdown(f"**no** ({why_not(r)})")]
             for q, r in results.items() if "q2" in r]
     return table(["quantity", "training runs", "Q2 (cross-validated)", "RMSE", "mean", "std",
                   "indices trusted"], rows)
@@ -33,10 +33,14 @@ def summary_table(results: dict[str, Any]) -> str:
 def quantity_section(quantity: str, block: dict[str, Any], figures) -> str:
     slug = re.sub(r"[^A-Za-z0-9_]+", "_", quantity)
     lines = [f"### {escape(quantity)}", "", describe_model(block), ""]
-    if not block.get("trusted"):
+    if not block.get("trusted") and not (block.get("q2") or -1) >= TRUSTED_Q2:
         lines += [f"**The surrogate is not good enough to trust its indices**: its "
                   f"cross-validated Q2 is {format_number(block['q2'])}, below {TRUSTED_Q2}. "
                   "The indices below are shown for the record only.", ""]
+    elif not block.get("trusted"):
+        lines += [f"**The indices are not pinned down well enough to trust**: an interval is "
+                  f"wider than ±{TRUSTED_HALF_WIDTH}. The indices below are shown for the record "
+                  "only.", ""]
     for warning in block.get("warnings", []):
         lines += [f"- warning: {escape(warning)}"]
     names = [n for n, v in block.get("S1", {}).items() if v is not None]
@@ -50,6 +54,13 @@ def quantity_section(quantity: str, block: dict[str, Any], figures) -> str:
     if block.get("convergence") and len(block["convergence"]) > 1:
         lines += [convergence_plot(quantity, slug, block["convergence"], figures), ""]
     return "\n".join(lines)
+
+
+def why_not(block: dict[str, Any]) -> str:
+    """Why a quantity's indices are not trusted, in a few words."""
+    if not (block.get("q2") or -1) >= TRUSTED_Q2:
+        return f"Q2 below {TRUSTED_Q2}"
+    return f"an interval wider than ±{TRUSTED_HALF_WIDTH}"
 
 
 def describe_model(block: dict[str, Any]) -> str:
