@@ -259,7 +259,6 @@ def command_run(args) -> int:
     folder = args.out or Path("results") / analysis["study"]
     runs = analysis["runs"]
     if runs["planned"] and not runs["succeeded"]:  # on_failure: continue, every run failed
-        show_warnings(analysis.get("warnings", []), Path(folder) / "analysis.json")
         raise ExecutionError(f"{analysis['study']}: no run succeeded ({runs['failed']} of "
                              f"{runs['planned']} failed); their errors are in {folder}: "
                              f"studyrun runs {folder} --failed")
