@@ -47,7 +47,8 @@ def _plan_order(path: Path) -> list[int]:
             reader = csv.reader(handle)
             header = next(reader, [])
             if header[:2] != ["run", "id"]:
-                raise StudyrunError(f"{path}: not a runs.csv of studyrun (it starts {header[:2]})")
+                raise StudyrunError(f"{path}: not a runs.csv of studyrun (its header does not "
+                                    "start with run,id)")  # never quoted: it may be any file
             pairs = sorted((int(row[0]), int(row[1])) for row in reader if row)
     except OSError as error:
         raise StudyrunError(f"{path}: cannot read it ({error.strerror})") from None

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from .analyses.base import StudyContext
-from .core.errors import StudyError
+from .core.errors import StudyError, named_only
 from .dependencies import dependency_digests
 from .params import varied
 from .params.correlation import correlation_matrix
@@ -112,13 +112,18 @@ class Loaded:
 
 
 def load_study(path: str | Path, *, check: bool = True) -> Loaded:
-    """Read, validate and cross-check a study file; every problem is in one StudyError."""
+    """Read, validate and cross-check a study file; every problem is in one StudyError, those
+    in files outside the study's folder named, never quoted."""
     path = Path(path)
-    source = include_files(read_yaml(path))
-    loaded = Loaded(validate(Study, source), path, source)
-    if check:
+    folder = path.resolve().parent
+    try:
+        source = include_files(read_yaml(path))
+        loaded = Loaded(validate(Study, source), path, source)
         problems = [source.problem(where, message)
-                    for where, message in check_study(loaded.study, loaded.context)]
-        if problems:
-            raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
+                    for where, message in check_study(loaded.study, loaded.context)] if check else []
+    except StudyError as error:
+        raise StudyError(named_only(error.problems, folder)) from None
+    if problems:
+        problems = named_only(problems, folder)
+        raise StudyError(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.col or 0)))
     return loaded

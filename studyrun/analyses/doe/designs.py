@@ -209,23 +209,28 @@ def axial_distance(alpha: str, k: int, cube_runs: int, blocks: tuple[int, int]) 
 
 
 def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
-    """A user's design from CSV: one column per varied parameter (natural units), one row per run."""
+    """A user's design from CSV: one column per varied parameter (natural units), one row per
+    run; a mistake is located in the file (so one outside the study's folder is never quoted)."""
     import pandas as pd
 
-    path = Path(file or "")
+    path = str(Path(file or ""))
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError) as exc:
-        raise StudyError(f"cannot read the design file {str(path)!r}: {exc}",
-                         path="analysis.file") from exc
+        raise StudyError(f"cannot read the design file: {exc}", file=path, line=1, col=1) from None
     missing = [n for n in names if n not in table.columns]
     if missing:
-        raise StudyError(f"design file {str(path)!r} lacks columns for {missing}; "
-                         f"it has {list(table.columns)}", path="analysis.file")
-    values = table[names].to_numpy(dtype=float)
-    if not np.all(np.isfinite(values)) or len(values) == 0:
-        raise StudyError(f"design file {str(path)!r} must hold finite numbers in every row",
-                         path="analysis.file")
+        raise StudyError(f"the design file lacks columns for {missing}; it has "
+                         f"{list(table.columns)}", file=path, line=1, col=1)
+    if table.empty:
+        raise StudyError("the design file has no runs", file=path, line=1, col=1)
+    values = table[names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = np.argwhere(~np.isfinite(values))
+    if len(bad):
+        row, column = bad[0]
+        raise StudyError(f"{names[column]} of run {row + 1} is {table[names[column]].iloc[row]!r}, "
+                         "not a finite number; every row needs a number in each column",
+                         file=path, line=int(row) + 2, col=1)
     return values
 
 

@@ -49,6 +49,7 @@ class CommandEvaluator(Evaluator):
     memory_text: str | None = None
     max_output: int = 100 * 10**6  # bytes: a larger results file fails its run unread
     max_output_text: str = "100MB"
+    outside_template: str = ""  # the template, when it lies outside the study's folder: never quoted
 
     def __call__(self, inputs: dict[str, np.ndarray], context: RunContext) -> ModelOutput:
         n = len(context.run_ids)
@@ -112,6 +113,10 @@ class CommandEvaluator(Evaluator):
         unknown = sorted(set(self.template[1::2]) - set(names) - set(PLACEHOLDERS))
         if not unknown:
             return None
+        if self.outside_template:
+            return (f"template {self.outside_template} for {self.params_name} has an unknown "
+                    "name, not shown: the template lies outside the study's folder, and an error "
+                    f"never quotes such a file; known: {', '.join(names + list(PLACEHOLDERS))}")
         return (f"template for {self.params_name} has unknown name {{{unknown[0]}}}; "
                 f"known: {', '.join(names + list(PLACEHOLDERS))}")
 

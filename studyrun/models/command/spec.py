@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from ...core.errors import Problem, StudyError
+from ...core.errors import Problem, StudyError, outside
 from ...core.sizes import parse_bytes
 from ...dependencies import file_name
 from ..base import ModelSpec
@@ -194,7 +194,8 @@ class Command(ModelSpec):
             timeout=self.timeout, env=tuple(self.env.items()), keep=self.keep_workdirs,
             memory_limit=None if self.memory_limit is None else parse_bytes(self.memory_limit),
             memory_text=None if self.memory_limit is None else str(self.memory_limit),
-            max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output))
+            max_output=parse_bytes(self.max_output), max_output_text=str(self.max_output),
+            outside_template=str(path) if template is not None and outside(path, study_dir) else "")
 
 
 def _resolve_program(program: str, study_dir: Path, env: dict[str, str]) -> str | None:
