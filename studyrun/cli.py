@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .core.errors import ExecutionError, StudyError, StudyrunError
+from .core.errors import ExecutionError, StudyError, StudyrunError, named_only
 from .core.text import cut_values, one_line, terminal_safe
 from .interrupts import Terminated
 
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     except StudyError as error:
         if args.debug:
             raise
+        study = getattr(args, "study", None)
+        if isinstance(study, Path):  # plan, run: a file it reads after validating (a design CSV)
+            error = StudyError(named_only(error.problems, study.resolve().parent))
         print(terminal_safe(str(error)), file=sys.stderr)
         return 2
     except StudyrunError as error:

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from .analyses.base import StudyContext
-from .core.errors import StudyError
+from .core.errors import StudyError, named_only
 from .dependencies import dependency_digests
 from .params import varied
 from .params.correlation import correlation_matrix
@@ -114,11 +114,22 @@ class Loaded:
 
 
 def load_study(path: str | Path, *, check: bool = True, run_code: bool = True) -> Loaded:
-    """Read, validate and cross-check a study file; every problem is in one StudyError, the
-    cross-section checks run on the parts that validated when others did not. Without
-    `run_code` nothing of the study runs: a model whose check would run it (a python model's
-    import) is not checked, and a python model's files are found from its import statements."""
+    """Read, validate and cross-check a study file; every problem is in one StudyError (those in
+    files outside the study's folder named, never quoted), the cross-section checks run on the
+    parts that validated when others did not. Without `run_code` nothing of the study runs: a
+    model whose check would run it (a python model's import) is not checked, and a python
+    model's files are found from its import statements."""
     path = Path(path)
+    folder = path.resolve().parent
+    try:
+        loaded = validated(path, check, run_code)
+    except StudyError as error:
+        raise StudyError(in_order(named_only(error.problems, folder))) from None
+    return loaded
+
+
+def validated(path: Path, check: bool, run_code: bool) -> Loaded:
+    """load_study's work, its problems quoted wherever they are."""
     source = include_files(read_yaml(path))
     try:
         study = Study.model_validate(source.data)

@@ -256,3 +256,64 @@ def test_a_template_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
     done = run_cli("run", study, "--out", tmp_path / "results", "--quiet")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "in.tmpl: not a UTF-8 text file" in done.stderr
+
+
+OUTSIDE = """
+name: outside
+{model}
+parameters:
+  k: {{bounds: [0.5, 1.5]}}
+quantities: {{y: final(x)}}
+analysis: {analysis}
+execution: {{scheduler: sync}}
+"""
+ODE = ("model: {type: ode, time: {start: 0, stop: 1, step: 0.5}, states: {x: 1}, "
+       "rates: {x: -k * x}, constants: {k: 1}}")
+MONTECARLO = "{type: montecarlo, samples: 2}"
+PRIVATE = {  # a private file's text, that each reader fails on and used to quote
+    "yaml": "root:x:0:0:root:/root:/bin/bash\nSECRET_TOKEN=hunter2-ab12cd34ef56\n",
+    "csv": "root:x:0:0:root:/root:/bin/bash\nSECRET_TOKEN=hunter2-ab12cd34ef56\n",
+    "tmpl": "k = {k}\n{SECRET_TOKEN}\n",
+    "mdl": "{UTF-8}\nx = 1 ]SECRET_TOKEN=hunter2-ab12cd34ef56\n~~|\n",
+}
+CASES = {  # link in the study's folder -> (private file, model block, analysis block, command)
+    "model.yaml": ("yaml", "model: {file: model.yaml}", MONTECARLO, "validate"),
+    "data.csv": ("csv", ODE, "{type: calibrate, data: {file: data.csv, format: wide, x: time}}",
+                 "validate"),
+    "runs.csv": ("csv", ODE, "{type: delta, from: runs.csv}", "validate"),
+    "design.csv": ("csv", ODE, "{type: doe, design: csv, file: design.csv}", "plan"),
+    "in.tmpl": ("tmpl", "model: {type: command, run: [python3, prog.py], params_file: "
+                        "{template: in.tmpl, file: in.txt}, results_file: out.json}",
+                MONTECARLO, "run"),
+    "model.mdl": ("mdl", "model: {type: pysd, file: model.mdl}", MONTECARLO, "validate"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("link", list(CASES))
+def test_a_file_linked_from_outside_the_study_folder_is_named_never_quoted(tmp_path, monkeypatch,
+                                                                            link):
+    """A model, data, design or template file that links to a private file outside the study's
+    folder: the error names the link and where, never a line of the private file (it quoted its
+    first line, a header or a template's field); the same file inside the folder is quoted."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # PySD's translations
+    kind, model, analysis, command = CASES[link]
+    private, folder = tmp_path / "private", tmp_path / "study"
+    private.mkdir()
+    folder.mkdir()
+    (private / f"secret.{kind}").write_text(PRIVATE[kind])
+    (folder / link).symlink_to(private / f"secret.{kind}")
+    study = write_study(folder, OUTSIDE.format(model=model, analysis=analysis))
+    done = run_cli(command, study, cwd=folder)
+    assert done.returncode == (1 if command == "run" else 2), done.stderr
+    assert "Traceback" not in done.stderr
+    for secret in ("root:", "SECRET_TOKEN", "hunter2"):
+        assert secret not in done.stdout + done.stderr, done.stderr
+    assert link in done.stderr or "secret.csv" in done.stderr, done.stderr
+    assert "outside the study's folder" in done.stderr, done.stderr
+    if command == "validate":  # the same file in the study's folder: its mistake in full
+        (folder / link).unlink()
+        (folder / link).write_text(PRIVATE[kind])
+        done = run_cli(command, study, cwd=folder)
+        assert done.returncode == 2 and "outside the study's folder" not in done.stderr
+        assert "root:x:0:0" in done.stderr or "SECRET_TOKEN" in done.stderr, done.stderr

@@ -47,3 +47,9 @@ def busy(x, cost=0.02):
 def cheap(a, b, c):
     """The cheapest vectorized model: a * b + c (bench_scale.py)."""
     return a * b + c
+
+
+
+def total(**inputs):
+    """Vectorized: the sum of any number of inputs (bench_memory.py)."""
+    return sum(inputs.values())

@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
+from ..core.sizes import Footprint, memory_problem
 
 if TYPE_CHECKING:
     from ..core.errors import Problem
@@ -80,6 +81,43 @@ def gathered_warnings(results: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# What a run holds in the driver (measured: benchmarks/bench_memory.py): a fixed design's run,
+# RUN_BYTES and VALUE_BYTES for each varied parameter and quantity (its row, identity, status,
+# values read back, ranks); a run of an iterative analysis, SEARCH_RUN_BYTES (its row and summary
+# remembered so no row runs twice, the search's own lists of candidates).
+RUN_BYTES, VALUE_BYTES, SEARCH_RUN_BYTES = 200, 24, 1500
+
+
+def columns(context: StudyContext) -> int:
+    """The values each run holds: its varied parameters and its quantities."""
+    if context.quantities is not None:
+        return len(context.varied) + len(context.quantities)
+    return len(context.varied) + len(context.model.output_names() or ["value"])
+
+
+def run_bytes(context: StudyContext) -> int:
+    """What a fixed design's run takes in memory: RUN_BYTES and VALUE_BYTES a column."""
+    return RUN_BYTES + VALUE_BYTES * columns(context)
+
+
+def runs_footprint(context: StudyContext, count: tuple[int, str], extra: float = 0.0,
+                   what: str = "") -> Footprint:
+    """The footprint of a design of `count` = (runs, key) runs, each `extra` bytes more for
+    `what` the analysis holds of it."""
+    runs, key = count
+    each = run_bytes(context) + extra
+    return Footprint(key, runs, "runs", lambda n: each * n,
+                     f"{each:,.0f} bytes a run: the design and its values{what}")
+
+
+def search_footprint(count: tuple[int, str], each: int = SEARCH_RUN_BYTES) -> Footprint:
+    """The footprint of a search (calibrate, optimize) that makes `count` = (runs, key) runs."""
+    runs, key = count
+    return Footprint(key, runs, "runs", lambda n: each * n,
+                     f"{each:,} bytes a run: its row and what it gave, kept so that no run is "
+                     "made twice")
+
+
 def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
     """The runs an iterative analysis's own numbers ask for at least: one per start, and a
     differential evolution's population in every generation."""
@@ -123,13 +161,22 @@ class AnalysisSpec(BaseModel):
         planning; None where it is small by construction or only planning can tell."""
         return None
 
+    def footprint(self, context: StudyContext) -> Footprint | None:
+        """The memory this analysis's sizes imply (`core/sizes.py`), at the key that sets them;
+        by default its design's runs (`runs_footprint`); None where only planning can tell."""
+        count = self.run_count(context)
+        return None if count is None else runs_footprint(context, count)
+
     def check_size(self, context: StudyContext) -> list["Problem"]:
-        """A design beyond MAX_RUNS is refused at its key, before anything is allocated."""
+        """A design beyond MAX_RUNS, or sizes whose footprint cannot fit in memory, are refused
+        at their key, before anything is allocated."""
         from ..core.errors import Problem
 
         count = self.run_count(context)
         if count is None or count[0] <= MAX_RUNS:
-            return []
+            footprint = self.footprint(context)
+            problem = None if footprint is None else memory_problem(footprint)
+            return [] if problem is None else [problem]
         runs, key = count
         size = f"{runs:,}" if runs < 10**15 else f"{float(runs):.3g}"
         if key.split(".")[-1] in ("max", "max_samples"):  # a cap a growing design may reach

@@ -49,6 +49,9 @@ class Delta(GivenDataAnalysis):
 
     without_correlation = None  # its sample is drawn correlated
     title = "Delta moment-independent indices"
+
+    def salib_run_bytes(self) -> float:
+        return 18 * self.resamples  # its bootstraps draw resamples x runs indices at once
     keys = ("delta_balanced", "delta_balanced_conf", "delta_raw", "delta_raw_conf",
             "delta_step", "delta_step_conf", "S1", "S1_conf")
     bars = ("delta_balanced", "S1")

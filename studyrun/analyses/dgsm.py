@@ -32,6 +32,8 @@ from pydantic import Field
 
 from ..core.design import Design
 from ..core.errors import Problem
+from ..core.sizes import Footprint
+from .base import run_bytes
 from .salib import (
     MIN_BLOCKS,
     Confidence,
@@ -50,6 +52,7 @@ from .salib import (
     with_notes,
 )
 
+BOOTSTRAP_BYTES = 16  # SALib's bootstrap: bytes x base points x resamples (bench_memory.py)
 LOG_CONCAVE = "uniform, bounds, normal, truncnormal, triangular, beta with alpha and beta >= 1, " \
               "gamma with shape >= 1"
 
@@ -89,6 +92,15 @@ class Dgsm(SalibAnalysis):
 
     def run_count(self, context) -> tuple[int, str]:
         return self.samples * (len(context.varied) + 1), "samples"
+
+    def footprint(self, context) -> Footprint:
+        """The runs, and SALib's bootstrap: each parameter's base points resampled at once."""
+        block, each = len(context.varied) + 1, run_bytes(context)
+        return Footprint("samples", self.samples, "base points", lambda n: (
+            (each * block + BOOTSTRAP_BYTES * self.resamples) * n),
+            f"{each:,} bytes a run x {block} runs a base point; SALib's bootstrap: "
+            f"{BOOTSTRAP_BYTES} bytes x {self.resamples:,} resamples a base point",
+            ", or fewer resamples")
 
     def design(self, context, seed: np.random.SeedSequence) -> Design:
         """Each base point, then the point moved by h_j in parameter j, for every j."""

@@ -21,6 +21,7 @@ Formulas, defaults and edge cases: docs/methods.md, "Morris elementary effects".
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
@@ -36,9 +37,10 @@ from pydantic import (
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
+from ..core.sizes import Footprint
 from ..report.markdown import escape
 from ..report.wide import shown, top_note
-from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
+from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, run_bytes, runs_footprint
 from .precision import Round, doublings, grow
 from .precision_report import reached_line, widths_plot
 from .salib import (
@@ -124,6 +126,23 @@ class Morris(AnalysisSpec):
 
     def check(self, context: StudyContext) -> list[Problem]:
         return check_varied(context.varied, "morris")
+
+    def footprint(self, context: StudyContext) -> Footprint:
+        """The runs; with optimal_trajectories chosen by brute force, SALib's score of every
+        combination of them (4 bytes each)."""
+        runs, key = self.run_count(context)
+        k = self.optimal_trajectories
+        if k is None or self.local_optimization:
+            return runs_footprint(context, (runs, key))
+        each = run_bytes(context) * (len(context.varied) + 1)  # a trajectory's runs
+
+        def bytes_at(t: int) -> float:
+            return each * t + 4 * min(math.comb(t, k), 2**80)
+
+        return Footprint("trajectories", int(self.trajectories), "trajectories",  # type: ignore[arg-type]
+                         bytes_at, f"SALib's brute-force choice of {k}: 4 bytes for each "
+                         f"combination of {k} trajectories; and the runs",
+                         ", or local_optimization: true")
 
     @property
     def iterative(self) -> bool:  # type: ignore[override]

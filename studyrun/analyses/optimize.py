@@ -44,10 +44,11 @@ from pydantic import (
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from ..core.numbers import finite_or_none
+from ..core.sizes import Footprint
 from ..core.text import suggest
 from ..params import sample_unit
 from ..report.markdown import escape, table
-from .base import AnalysisSpec, search_runs
+from .base import SEARCH_RUN_BYTES, AnalysisSpec, search_footprint, search_runs
 from .search.fit import make_box
 
 
@@ -67,6 +68,7 @@ class Objectives(BaseModel):
 
 
 MULTI_OBJECTIVE = ("nsga2", "nsga3")
+SORTING_BYTES = 18  # pymoo's sorting of a generation: bytes x population^2 (bench_memory.py)
 
 # A count the schema gives as positive but check() enforces, among the checks against the
 # quantities: `generations: 0` is then reported with the objectives' mistakes, not alone.
@@ -125,6 +127,19 @@ class Optimize(AnalysisSpec):
         if self.method in MULTI_OBJECTIVE:
             return self.population_size * self.generations * (self.scenarios or 1), "generations"
         return search_runs(self, len(context.varied))
+
+    def footprint(self, context) -> Footprint:
+        """Each run's row and summary; for nsga2 and nsga3 also pymoo's sorting of a generation
+        (parents and offspring), SORTING_BYTES x population^2, both at `population`."""
+        runs, key = self.run_count(context)
+        if self.method not in MULTI_OBJECTIVE:
+            return search_footprint((runs, key))
+        each = SEARCH_RUN_BYTES * (runs // self.population_size)  # a candidate's, generations over
+        return Footprint("population", self.population_size, "candidates a generation",
+                         lambda p: SORTING_BYTES * p * p + each * p,
+                         f"pymoo's sorting of a generation, {SORTING_BYTES} bytes x population^2; "
+                         f"and {SEARCH_RUN_BYTES:,} bytes a run, {runs // self.population_size:,} "
+                         "runs a candidate over the generations", ", or fewer generations")
 
     @field_validator("minimize", "maximize", mode="before")
     @classmethod

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,3 +68,38 @@ def describe(error: BaseException) -> str:
     if isinstance(error, KeyboardInterrupt):
         return f"the model raised KeyboardInterrupt{where}"
     return f"{type(error).__name__}: {error}{where}"
+
+
+def outside(file: str | Path, folder: Path) -> bool:
+    """True when `file` exists and lies outside `folder` once links are followed (a study's
+    `../x.csv`, or a link to /etc/passwd): an error may name such a file, never quote it."""
+    try:
+        path = Path(file).resolve()
+        return path.exists() and not path.is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a name too long
+        return True
+
+
+def named_only(problems: list[Problem], folder: Path) -> list[Problem]:
+    """`problems` with those located in a file outside `folder` replaced by one line per file
+    that names it and where, never what it holds (it may be a private file a study links to)."""
+    kept: list[Problem] = []
+    hidden: dict[str, list[Problem]] = {}
+    for problem in problems:
+        if problem.file and outside(problem.file, folder):
+            hidden.setdefault(problem.file, []).append(problem)
+        else:
+            kept.append(problem)
+    for file, found in hidden.items():
+        first, count = found[0], len(found)
+        try:
+            real = Path(file).resolve()
+            target = f" ({real})" if real != Path(os.path.abspath(file)) else ""
+        except (OSError, RuntimeError):
+            target = ""
+        kept.append(Problem(
+            f"{'a mistake' if count == 1 else f'{count} mistakes'} in this file{target}, not "
+            f"shown: it lies outside the study's folder {folder}, and an error never quotes such "
+            "a file (it may be private); open it at this line to see what is wrong",
+            file=file, line=first.line, col=first.col))
+    return kept

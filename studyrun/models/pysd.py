@@ -37,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
-from ..core.errors import Problem, StudyError
+from ..core.errors import Problem, StudyError, outside
 from ..core.seeds import run_seed_sequence
 from ..dependencies import file_name
 from .base import ModelSpec
@@ -92,7 +92,12 @@ class Pysd(ModelSpec):
             try:
                 _COMPONENTS[file_stamp(path)] = component_names(translate(path))
             except StudyError as error:
-                problems += [Problem(p.message, "file") for p in error.problems]
+                if outside(path, study_dir):  # what the translator quotes of a private file
+                    problems.append(Problem(f"PySD cannot read {path} (its messages are not shown: "
+                                            "the file lies outside the study's folder, and an "
+                                            "error never quotes such a file)", "file"))
+                else:
+                    problems += [Problem(p.message, "file") for p in error.problems]
         return problems
 
     def input_names(self, study_dir: Path | None = None) -> set[str] | None:

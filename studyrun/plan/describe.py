@@ -31,6 +31,7 @@ def describe_plan(loaded, plan: Plan, settings) -> str:
     else:
         count = -(-plan.size // int(settings.batch_size))
         lines.append(f"batches: {count} of {settings.batch_size} runs; scheduler {settings.scheduler}")
+    lines += memory(loaded)
     described = study.analysis.describe_design(plan.design, loaded.context)
     if described:
         lines.append(described)
@@ -56,7 +57,18 @@ def describe_iterative(loaded) -> str:
         f"study {study.name}: {study.analysis.type} of {model_words(study)}",
         f"varied parameters ({len(names)}): {', '.join(names)}", *correlated(study),
         f"runs: {how_it_proceeds(loaded)}; each is cached in the store, so a restarted study "
-        "replays the runs it already made"])
+        "replays the runs it already made", *memory(loaded)])
+
+
+def memory(loaded) -> list[str]:
+    """The line saying what the analysis's sizes take in memory, and what it may use here."""
+    from ..core.sizes import human, memory_limit
+
+    footprint = loaded.study.analysis.footprint(loaded.context)
+    if footprint is None:
+        return []
+    return [f"memory: {footprint.describe()}; an analysis may use {human(memory_limit()[0])} "
+            "here"]
 
 
 def correlated(study) -> list[str]:

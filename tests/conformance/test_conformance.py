@@ -174,6 +174,28 @@ def test_a_design_is_the_same_for_the_same_seed_and_its_chunks_make_it_whole(nam
     assert loaded.study.model_dump() == as_validated(path)  # nor changed by any of this
 
 
+SMALL_BY_CONSTRUCTION = {"local", "gradient"}  # a few runs a parameter: no size of their own
+
+
+@pytest.mark.parametrize("name", list(ANALYSES))
+def test_every_analysis_states_its_memory_and_refuses_sizes_beyond_the_limit(name, tmp_path,
+                                                                              monkeypatch):
+    """Its footprint grows with the size at its key, and one byte less memory than it needs is
+    a problem at that key (core/sizes.py, each analysis's `footprint`)."""
+    loaded = load_study(ANALYSES[name].write(tmp_path))
+    analysis, context = loaded.study.analysis, loaded.context
+    footprint = analysis.footprint(context)
+    if name in SMALL_BY_CONSTRUCTION:
+        assert footprint is None
+        return
+    assert 0 < footprint.bytes < footprint.bytes_at(2 * footprint.size)
+    assert analysis.check_size(context) == []
+    monkeypatch.setenv("STUDYRUN_MEMORY_LIMIT", str(footprint.bytes - 1))
+    problems = analysis.check_size(context)
+    assert [p.path for p in problems] == [footprint.key], problems
+    assert f"{footprint.size:,} {footprint.counts} need about" in problems[0].message
+
+
 def same(a: Any, b: Any) -> bool:
     """Equal, numpy arrays included."""
     def text(value):

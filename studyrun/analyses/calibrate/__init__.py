@@ -54,7 +54,8 @@ from pydantic import (
 
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
-from ..base import AnalysisSpec, StudyContext, search_runs
+from ...core.sizes import Footprint
+from ..base import SEARCH_RUN_BYTES, AnalysisSpec, StudyContext, search_footprint, search_runs
 from .data import (
     DataBlock,
     Observations,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 
+MCMC_RUN_BYTES = 4500  # bytes a run of MCMC (benchmarks/bench_memory.py)
 FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
 
 
@@ -152,6 +154,12 @@ class Calibrate(AnalysisSpec):
         if self.method == "mcmc":
             counts.append((self.mcmc.chains * self.mcmc.iterations, "mcmc.iterations"))
         return max(counts)
+
+    def footprint(self, context: StudyContext) -> Footprint:
+        """Each run's row and cost pieces; an MCMC run, MCMC_RUN_BYTES (each iteration's batch
+        of the chains' proposals adds its own record)."""
+        each = MCMC_RUN_BYTES if self.method == "mcmc" else SEARCH_RUN_BYTES
+        return search_footprint(self.run_count(context), each)
 
     @property
     def blocks(self) -> list[DataBlock]:

@@ -27,7 +27,8 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
-from ..base import StudyContext
+from ...core.sizes import Footprint
+from ..base import StudyContext, run_bytes
 from ..given import ReadsGiven, read_given
 from .augment import earlier_folder, earlier_problems, grow, read_earlier
 from .designs import build_design, coded_matrix, describe_design
@@ -48,6 +49,7 @@ __all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
 
 _TERM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\^[0-9]+)?)"
 _FORMULA = re.compile(rf"^\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*)(?:\s*\+\s*(?:1|{_TERM}(?:\s*\*\s*{_TERM})*))*\s*$")
+FIT_BYTES = 64  # the fit of a quantity: bytes x runs x terms (benchmarks/bench_memory.py)
 _DEFAULT_RESPONSE = {"full": "interaction", "fractional": "linear", "plackett_burman": "linear",
                      "ccd": "quadratic", "bbd": "quadratic", "lhs": "quadratic", "csv": "quadratic",
                      "given": "quadratic"}
@@ -221,6 +223,29 @@ class Doe(ReadsGiven):
             return self.center, "center"
         return None
 
+    def footprint(self, context: StudyContext) -> Footprint | None:
+        """The runs and the response surface's fit, FIT_BYTES x runs x terms (statsmodels' least
+        squares and the partial sums of squares of each term); a Latin hypercube's maximin
+        search, 8 bytes x samples^2. Runs a design's type sets are counted at least."""
+        count = (self.run_count(context) if self.augment else  # ccd's and bbd's: centre points
+                 least_runs(self.kind, len(context.varied), self.center) or self.run_count(context))
+        try:
+            terms = term_count(self.response_model(), list(context.varied))
+        except StudyError:  # check() says what is wrong with the formula
+            return None
+        if count is None:
+            return None
+        runs, key = count
+        lower = "" if key != "design" else "use a smaller design, or vary fewer parameters"
+        each = run_bytes(context) + FIT_BYTES * terms
+        if self.design_kind == "lhs":
+            return Footprint(key, runs, "runs", lambda n: each * n + 8 * n * n,
+                             f"the maximin Latin hypercube's distances, 8 bytes x runs^2, and "
+                             f"{each:,} bytes a run, the fit of {terms:,} terms with the design")
+        return Footprint(key, runs, "runs", lambda n: each * n, f"{each:,} bytes a run: the "
+                         f"design and its fit of {terms:,} terms", ", or a smaller response",
+                         lower=lower)
+
     def describe_design(self, design: Design, context: StudyContext) -> str:
         """`studyrun plan`: the design in coded and natural units, with a fraction's aliases."""
         return describe_design(design)
@@ -286,6 +311,30 @@ class Doe(ReadsGiven):
         from .report import write_report
 
         return write_report(analysis, outcome, figures)
+
+
+def least_runs(kind: str, k: int, center: int | None) -> tuple[int, str] | None:
+    """At least the runs of a design of `k` factors whose size its type sets: Box-Behnken's
+    4 per pair, a central composite's factorial part (from five factors a resolution V
+    fraction: a power of 2 that estimates every pair), a fraction's or Plackett-Burman's k + 1."""
+    centers = 1 if center is None else center
+    pairs = k * (k - 1) // 2
+    if kind == "bbd":
+        return 4 * pairs + centers, "design"
+    if kind == "ccd":
+        cube = 2 ** k if k < 5 else 1 << (1 + k + pairs - 1).bit_length()
+        return cube + 2 * k + centers, "design"
+    if kind in ("fractional", "plackett_burman"):
+        return k + 1, "design"
+    return None
+
+
+def term_count(response: str, names: list[str]) -> int:
+    """The terms of a response surface, counted (a standard one of many factors has millions)."""
+    k = len(names)
+    standard = {"linear": 1 + k, "interaction": 1 + k + k * (k - 1) // 2,
+                "quadratic": 1 + 2 * k + k * (k - 1) // 2}
+    return standard.get(response) or len(select_terms(response, names))
 
 
 def analyse_quantity(coded: np.ndarray, values: np.ndarray, ok: np.ndarray, terms: list,

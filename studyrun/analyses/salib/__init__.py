@@ -30,7 +30,8 @@ from pydantic import AfterValidator, Field, model_validator
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
+from ...core.sizes import Footprint
+from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, runs_footprint
 from ..given import ReadsGiven, not_with_from
 
 if TYPE_CHECKING:
@@ -219,6 +220,15 @@ class SalibAnalysis(AnalysisSpec):
     without_correlation = INDEPENDENT_INPUTS
     keys: ClassVar[tuple[str, ...]] = ()
     bars: ClassVar[tuple[str, ...]] = ()
+
+    def salib_run_bytes(self) -> float:
+        """What SALib's analysis adds to a run's bytes (measured: benchmarks/bench_memory.py)."""
+        return 250
+
+    def footprint(self, context: StudyContext) -> Footprint | None:
+        count = self.run_count(context)
+        return None if count is None else runs_footprint(context, count, self.salib_run_bytes(),
+                                                         ", and SALib's copies of them")
 
     def check(self, context: StudyContext) -> list[Problem]:
         return check_varied(context.varied, self.type)  # type: ignore[attr-defined]

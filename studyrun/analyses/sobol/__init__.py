@@ -32,7 +32,8 @@ from pydantic import Field, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
-from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext
+from ...core.sizes import Footprint
+from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, run_bytes
 from ..precision import PowerOfTwoSamples, Round, grow, reached
 from ..salib import (
     MIN_BLOCKS,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from ...report.figures import Figures
 
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
+BOOTSTRAP_BYTES = 64  # SALib's bootstrap: bytes x base samples x resamples (bench_memory.py)
 SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 
 
@@ -127,6 +129,24 @@ class Sobol(AnalysisSpec):
             factors = len(names)
         key = "samples" if isinstance(self.samples, int) else "samples.max"
         return self.base_samples * ((2 if self.second_order else 1) * factors + 2), key
+
+    def footprint(self, context: StudyContext) -> Footprint:
+        """The runs, and SALib's bootstrap of a quantity (the base samples resampled
+        `resamples` times), at `samples`, or at `resamples` where the study sets it and the
+        bootstrap weighs more."""
+        runs, key = self.run_count(context)
+        block, n, resamples = runs // self.base_samples, self.base_samples, self.resamples
+        each = run_bytes(context)
+        if "resamples" in self.model_fields_set and BOOTSTRAP_BYTES * resamples > each * block:
+            return Footprint("resamples", resamples, "resamples", lambda r: (
+                each * runs + BOOTSTRAP_BYTES * n * r), f"SALib's bootstrap: {BOOTSTRAP_BYTES} "
+                f"bytes x {n:,} base samples x resamples; and {each:,} bytes a run",
+                ", or fewer samples")
+        return Footprint(key, n, "base samples", lambda b: (
+            (each * block + BOOTSTRAP_BYTES * resamples) * b),
+            f"{each:,} bytes a run x {block} runs a base sample; SALib's bootstrap: "
+            f"{BOOTSTRAP_BYTES} bytes x {resamples:,} resamples a base sample", ", or fewer resamples",
+            allowed=lambda b: 1 << (b.bit_length() - 1))  # a power of 2
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """Saltelli's cross-sampled Sobol' points on the unit cube (the first round's with a

@@ -28,11 +28,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
-from ...core.errors import Problem
+from ...core.errors import Problem, StudyError
+from ...core.sizes import Footprint
 from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from ..base import AnalysisSpec, StudyContext
 from ..given import given_problems, read_given
 from ..salib import Confidence, Resamples
+from .sizes import gp_footprint, pce_footprint
 from .training import Training, earlier_runs
 
 if TYPE_CHECKING:
@@ -124,6 +126,22 @@ class Surrogate(AnalysisSpec):
         if self.until is not None:
             return self.until.max_samples, "until.max_samples"
         return (None if self.from_ is not None else (self.initial_samples, "samples"))
+
+    def footprint(self, context: StudyContext) -> Footprint | None:
+        """The training runs (`until.max_samples`, `samples`, or the rows of `from`); a GP's
+        matrices of every pair of them and its predictions; a PCE's basis at them."""
+        if self.until is not None:
+            key, runs = "until.max_samples", self.until.max_samples
+        elif self.from_ is None:
+            key, runs = "samples", self.initial_samples
+        else:
+            try:
+                key, runs = "from", read_given(self.from_, context).size
+            except StudyError:  # check() says what is wrong with it
+                return None
+        if self.method == "gp":
+            return gp_footprint(key, runs, context, self)
+        return pce_footprint(key, runs, context, self)
 
     def given(self, context: StudyContext) -> "GivenRows | None":
         return None if self.from_ is None else read_given(self.from_, context)

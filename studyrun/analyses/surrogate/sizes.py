@@ -1,0 +1,63 @@
+"""The memory a surrogate's training runs imply (`AnalysisSpec.footprint`), checked at validate.
+
+A GP (scikit-learn) holds, at n training runs and d inputs: the log-likelihood's gradient,
+three n x n x (d + 2) arrays (LIKELIHOOD_BYTES = 24 bytes x n^2 x (d + 2)); its predictions at
+the Saltelli design of the indices (m = GP_BASE x (d + 2) points, 2d + 2 with second order),
+PREDICT_BYTES = 48 bytes x m x n; and the joint posterior at GP_DRAW_BASE x (d + 2) points, their
+covariance. A PCE of a set degree holds its candidate terms, binomial(d + degree, degree) of
+them, as Python tuples and an array (TERM_BYTES + 16 d bytes each), and the basis evaluated at
+the runs, BASIS_BYTES x n a term; `degree: auto` never holds more than MAX_CELLS basis values.
+Measured: benchmarks/bench_memory.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.sizes import Footprint
+from ..base import StudyContext, run_bytes
+from .basis import term_count
+from .fitting import CORRELATED_DRAWS, GP_BASE, GP_DRAW_BASE
+from .pce import MAX_CELLS, MAX_TERMS
+
+LIKELIHOOD_BYTES, PREDICT_BYTES, COVARIANCE_BYTES = 24, 48, 32
+TERM_BYTES, BASIS_BYTES = 64, 24
+
+
+def gp_footprint(key: str, runs: int, context: StudyContext, spec: Any) -> Footprint:
+    d = len(context.varied)
+    block = (2 * d + 2) if spec.second_order else (d + 2)
+    points = max(GP_BASE * block, CORRELATED_DRAWS if context.correlation is not None else 0)
+    drawn = GP_DRAW_BASE * block
+    fixed = COVARIANCE_BYTES * drawn ** 2 + 8 * drawn * spec.resamples
+    each = run_bytes(context)
+
+    def bytes_at(n: int) -> float:
+        return (LIKELIHOOD_BYTES * (d + 2) * n * n + PREDICT_BYTES * points * n
+                + COVARIANCE_BYTES / 2 * drawn * n + each * n + fixed)
+
+    return Footprint(key, runs, "training runs", bytes_at,
+                     f"the GP's likelihood gradient, {LIKELIHOOD_BYTES} bytes x runs^2 x {d + 2}, "
+                     f"and its predictions at {points:,} points, {PREDICT_BYTES} bytes x "
+                     f"{points:,} x runs", ", or method: pce", lower=lower(key))
+
+
+def pce_footprint(key: str, runs: int, context: StudyContext, spec: Any) -> Footprint:
+    d = len(context.varied)
+    each = run_bytes(context)
+    if spec.degree == "auto":
+        return Footprint(key, runs, "training runs", lambda n: (
+            each * n + BASIS_BYTES * min(n * MAX_TERMS, MAX_CELLS)),
+            f"{each:,} bytes a run, and the basis at the runs, {BASIS_BYTES} bytes x runs x "
+            f"terms, at most {MAX_CELLS:,} values", lower=lower(key))
+    term = TERM_BYTES + 16 * d + BASIS_BYTES * runs
+    return Footprint("degree", spec.degree, "degree", lambda p: (
+        each * runs + term * term_count(d, p)),
+        f"its {term_count(d, spec.degree):,} candidate terms of {d} inputs, each "
+        f"{TERM_BYTES + 16 * d} bytes and {BASIS_BYTES} bytes x {runs:,} runs",
+        ", or degree: auto")
+
+
+def lower(key: str) -> str:
+    """How to train on fewer runs: by `key`'s number, or by a `from:` of fewer rows."""
+    return "train on fewer of its runs" if key == "from" else ""
