@@ -284,7 +284,7 @@ CASES = {  # link in the study's folder -> (private file, model block, analysis 
     "design.csv": ("csv", ODE, "{type: doe, design: csv, file: design.csv}", "plan"),
     "in.tmpl": ("tmpl", "model: {type: command, run: [python3, prog.py], params_file: "
                         "{template: in.tmpl, file: in.txt}, results_file: out.json}",
-                MONTECARLO, "run"),
+                MONTECARLO, "validate"),
     "model.mdl": ("mdl", "model: {type: pysd, file: model.mdl}", MONTECARLO, "validate"),
 }
 

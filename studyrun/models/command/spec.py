@@ -23,7 +23,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from ...core.errors import Problem, StudyError
+from ...core.errors import Problem, StudyError, outside
 from ...core.sizes import parse_bytes
 from ...core.text import suggest
 from ...dependencies import file_name
@@ -270,7 +270,17 @@ class Command(ModelSpec):
                         f"would change nothing; write {{{name}}} in {template.template} (or an "
                         f"argument such as --{name}={{{name}}}), or fix {name} to a number",
                         path=f"parameters.{name}"))
-        return list(dict.fromkeys(problems))
+        problems = list(dict.fromkeys(problems))
+        if template is not None and outside(Path(study_dir) / template.template, Path(study_dir)):
+            quoting = [p for p in problems if p.path == "model.params_file.template"]
+            if quoting:  # they quote its fields: name the file, never what it holds
+                real = (Path(study_dir) / template.template).resolve()
+                problems = [p for p in problems if p not in quoting] + [Problem(
+                    f"template {template.template} ({real}) has {len(quoting)} field(s) that do "
+                    "not fit the study, not shown: it lies outside the study's folder, and an "
+                    "error never quotes such a file; copy it into the study's folder to see "
+                    "them", path="model.params_file.template")]
+        return problems
 
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """The program, every existing file its argv names by an absolute or `{study_dir}` path
