@@ -42,9 +42,10 @@ finder = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(finder)
 sys.meta_path.insert(0, finder.SourceFinder(tuple(installed)))
 sys.path[:] = paths
+started = set(sys.modules)  # the interpreter's own start-up (site, a sitecustomize): not the model's
 importlib.import_module(module)
 files = {}
-for name, loaded in list(sys.modules.items()):
+for name, loaded in [(n, m) for n, m in list(sys.modules.items()) if n not in started]:
     try:
         files[name] = loaded.__file__
     except Exception:

@@ -214,3 +214,18 @@ def test_a_function_that_declares_rng_or_seed_gets_its_runs_own(tmp_path):
     assert not plain.uses_seed(tmp_path / "plain")  # **rest declares neither
     assert plain.build(tmp_path / "plain")({"x": np.zeros(1)}, RunContext(run_ids=ids[:1])) \
         .scalars["value"].tolist() == [0.0]
+
+
+def test_what_the_interpreter_imports_at_start_up_is_not_the_models(tmp_path, monkeypatch):
+    """A sitecustomize (Debian's python3 has one in /etc) is imported by every interpreter as it
+    starts: it is no file the model's runs depend on, so editing it re-runs nothing."""
+    from studyrun.models.imports import find_in_fresh_interpreter
+
+    custom = tmp_path / "custom"
+    custom.mkdir()
+    (custom / "sitecustomize.py").write_text("X = 1\n")
+    (tmp_path / "m.py").write_text("import helper\n\ndef f(x):\n    return helper.k(x)\n")
+    (tmp_path / "helper.py").write_text("def k(x):\n    return x\n")
+    monkeypatch.setenv("PYTHONPATH", str(custom))
+    found = find_in_fresh_interpreter("m", [str(tmp_path), str(custom)], tmp_path)
+    assert sorted(f.name for f in found) == ["helper.py", "m.py"]
