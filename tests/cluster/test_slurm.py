@@ -233,8 +233,10 @@ def test_a_rerun_that_submits_nothing_still_cancels_the_jobs_a_killed_driver_lef
         assert result.analysis["runs"]["reused"] == len(done)
         assert result.analysis["execution"]["executed"] == 0
     assert wait_for(lambda: not jobs(out), 10) < 10, jobs(out)
-    notes = result.analysis["execution"]["notes"]
-    assert "cancelled 1 batch job left by an earlier driver of this folder" in notes, notes
+    notes = result.analysis["execution"]["notes"]  # the pending job, and any job whose workers
+    # had not yet noticed the killed driver (on a loaded machine they take longer to)
+    assert any(re.fullmatch(r"cancelled [1-3] batch jobs? left by an earlier driver of this "
+                            r"folder", note) for note in notes), notes
 
 
 def test_a_job_that_reaches_its_walltime_is_replaced(slurm, study_dir):
