@@ -71,7 +71,10 @@ def show_crashes() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="studyrun", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="studyrun", description=__doc__.splitlines()[0],
+        epilog="STUDYRUN_MEMORY_LIMIT (e.g. 16GB) sets the memory an analysis's sizes may take "
+               "(default: 80% of the machine's); validate, plan and run refuse sizes beyond it")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 

@@ -49,8 +49,9 @@ def test_sizes_that_cannot_fit_are_located_at_their_key(tmp_path, monkeypatch, n
         assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
         assert re.fullmatch(
             rf"{re.escape(str(path))}:{line}:\d+: analysis\.{key}: {re.escape(needs)}.*\), more "
-            rf"than the [\d.]+ [MGT]iB an analysis may use here \(80% of this machine's [\d.]+ "
-            rf"[GT]iB; set STUDYRUN_MEMORY_LIMIT, e\.g\. to 64GB, for another\); lower {key} "
+            rf"than the [\d.]+ [MGT]iB an analysis may use here \(80% of (this machine's|this "
+            rf"process's cgroup's|`ulimit -v`'s) [\d.]+ [MGT]iB; set STUDYRUN_MEMORY_LIMIT, e\.g\. "
+            rf"to 64GB, for another\); lower {key} "
             rf"\(at most [\d,]+ {counts} fit\).*\n", done.stderr), done.stderr
     assert not (tmp_path / "out").exists()
 
