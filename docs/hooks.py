@@ -174,11 +174,12 @@ def tutorial_text(page: str) -> tuple[dict, str]:
     if not path.is_file():
         raise PluginError(f"no tutorial text for analysis type {page!r}: write {path.relative_to(ROOT)}"
                           " (front matter `example: NAME`, then the page)")
-    _, front, text = path.read_text().split("---\n", 2)
-    meta = yaml.safe_load(front)
-    if not (STUDIES / f"{meta.get('example')}.yaml").is_file():
-        raise PluginError(f"{path.relative_to(ROOT)}: `example:` names no study in studies/")
-    return meta, text
+    parts = re.fullmatch(r"---\n(.*?)\n---\n(.*)", path.read_text(), re.DOTALL)
+    meta = yaml.safe_load(parts.group(1)) if parts else None
+    if not isinstance(meta, dict) or not (STUDIES / f"{meta.get('example')}.yaml").is_file():
+        raise PluginError(f"{path.relative_to(ROOT)}: its front matter (`---`, then `example: NAME`, "
+                          "then `---`) names no study of studies/")
+    return meta, parts.group(2)
 
 
 def run_examples(pages: dict[str, str]) -> dict[str, dict]:
@@ -254,7 +255,7 @@ def tutorial_page(page: str, text: str, run: dict) -> str:
     try:
         body = env.from_string(text).render()
     except jinja2.TemplateError as error:
-        raise PluginError(f"docs/tutorials/{page}.md: {error} (in {name}\'s analysis.json)") from None
+        raise PluginError(f"docs/tutorials/{page}.md: {error} (in {name}'s analysis.json)") from None
     return body + other_examples(run["analysis"]["analysis"], name)
 
 
@@ -268,8 +269,10 @@ def other_examples(kind: str, shown: str) -> str:
         data = yaml.safe_load(path.read_text())
         if data["analysis"]["type"] == kind and path.stem != shown:
             (on_clusters if runs_on_cluster(data) else here).append((path, data))
-    lines = []
+    lines, after = [], ""
     for path, data in in_run_order(here):
+        if any("results" in Path(text).parts for text in froms(data["analysis"])):
+            after = " (one that starts `from` another's results after that one)"
         lines += [f"- `studies/{path.name}`: " + " ".join(str(data.get("description", "")).split())]
     for path, data in on_clusters:
         lines += [f"- `studies/{path.name}`: " + " ".join(
@@ -278,7 +281,8 @@ def other_examples(kind: str, shown: str) -> str:
     if not lines:
         return ""
     return "\n".join(["", "## More examples", "",
-                      "Each runs the same way, `studyrun run studies/NAME.yaml`:", "", *lines, ""])
+                      f"Each runs the same way, `studyrun run studies/NAME.yaml`{after}:", "",
+                      *lines, ""])
 
 
 def runs_on_cluster(data: dict) -> bool:
