@@ -2,11 +2,9 @@
 
 - reference/study-format.md from the study file's JSON Schema (`studyrun schema`),
 - reference/cli.md from the command line's own parser,
-- tutorials/NAME.md, one per analysis type, from the example studies in studies/ that use it
-  and the analysis module's own description. The example that getting-started.md shows leads
-  its tutorial and the others follow by file name, except that a study starting `from` another's
-  results comes after it; an example on a cluster is only named at the end (the cookbook
-  covers it).
+- tutorials/PAGE.md, one per analysis type: the user's text in docs/tutorials/PAGE.md with its
+  example's study file, run, figures and numbers filled in from running that example at build
+  time (so a number on a page is always the example's own), then the type's other examples.
 """
 
 from __future__ import annotations
@@ -18,9 +16,10 @@ import sys
 from pathlib import Path
 
 import yaml
-from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ROOT / "studies"
+TUTORIALS = ROOT / "docs" / "tutorials"
 sys.path.insert(0, str(ROOT))
 
 GROUPS = {
@@ -30,15 +29,49 @@ GROUPS = {
                    "Beta", "Gamma", "Discrete", "Bounds", "Fixed"),
     "Execution": ("Execution", "Cluster"),
 }
+RUNS: dict[str, dict] = {}  # tutorial page -> its example's run, from on_files to the pages
+
+
+class PluginError(Exception):
+    """A tutorial that cannot be built: MkDocs stops with this message."""
 
 
 def on_files(files, config):
-    """Add the generated pages to the site."""
+    """Add the generated pages, run the tutorials' examples and add their figures."""
+    from mkdocs.exceptions import PluginError as MkDocsError
+    from mkdocs.structure.files import File
+
     pages = {"reference/study-format.md": study_format(), "reference/cli.md": command_line()}
-    pages |= {f"tutorials/{name}.md": text for name, text in tutorials().items()}
     for path, text in pages.items():
         files.append(File.generated(config, path, content=text))
+    tutorial_pages = tutorials()
+    texts = {path.stem for path in TUTORIALS.glob("*.md")}
+    if texts - set(tutorial_pages.values()):
+        raise MkDocsError(f"docs/tutorials/ holds texts of no analysis type: "
+                          f"{sorted(texts - set(tutorial_pages.values()))}")
+    try:
+        RUNS.clear()
+        RUNS.update(run_examples(tutorial_pages))
+    except PluginError as error:
+        raise MkDocsError(str(error)) from None
+    for run in RUNS.values():
+        for stem, (_, svg) in run["figures"].items():
+            files.append(File.generated(config, f"tutorials/figures/{run['example']}/{stem}.svg",
+                                        content=svg))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """A tutorial's text with its example's run filled in; other pages as they are."""
+    from mkdocs.exceptions import PluginError as MkDocsError
+
+    uri = page.file.src_uri
+    if not (uri.startswith("tutorials/") and uri.count("/") == 1):
+        return markdown
+    try:
+        return tutorial_page(Path(uri).stem, markdown, RUNS[Path(uri).stem])
+    except PluginError as error:
+        raise MkDocsError(str(error)) from None
 
 
 def study_format() -> str:
@@ -127,48 +160,129 @@ def command_line() -> str:
 
 
 def tutorials() -> dict[str, str]:
-    """One page per analysis type: its example studies, how to run them, what they compute."""
+    """analysis type -> its tutorial's page name (`rbd_fast` -> `rbd-fast`), one per type of the
+    mapping `analysis_classes` gives: the text is docs/tutorials/PAGE.md, the results come from
+    running the example its front matter names."""
     from studyrun.spec import Study
 
-    kinds = analysis_classes(Study)
+    return {kind: kind.replace("_", "-") for kind in sorted(analysis_classes(Study))}
+
+
+def tutorial_text(page: str) -> tuple[dict, str]:
+    """A tutorial's front matter (`example: NAME`, the study in studies/ it runs) and text."""
+    path = TUTORIALS / f"{page}.md"
+    if not path.is_file():
+        raise PluginError(f"no tutorial text for analysis type {page!r}: write {path.relative_to(ROOT)}"
+                          " (front matter `example: NAME`, then the page)")
+    parts = re.fullmatch(r"---\n(.*?)\n---\n(.*)", path.read_text(), re.DOTALL)
+    meta = yaml.safe_load(parts.group(1)) if parts else None
+    if not isinstance(meta, dict) or not (STUDIES / f"{meta.get('example')}.yaml").is_file():
+        raise PluginError(f"{path.relative_to(ROOT)}: its front matter (`---`, then `example: NAME`, "
+                          "then `---`) names no study of studies/")
+    return meta, parts.group(2)
+
+
+def run_examples(pages: dict[str, str]) -> dict[str, dict]:
+    """Run each tutorial's example into a temporary folder: page -> its analysis.json, the run's
+    closing line and its report's figures (file name -> (caption, SVG)), read before the folder
+    goes. Results never depend on the scheduler, so the examples run in this process (`sync`)."""
+    import contextlib
+    import io
+    import tempfile
+
+    import studyrun
+    from studyrun.cli import describe_runs_done, show_warnings
+
+    done = {}
+    with tempfile.TemporaryDirectory(prefix="studyrun-tutorials-") as folder:
+        for kind, page in pages.items():
+            name = tutorial_text(page)[0]["example"]
+            out = Path(folder) / name
+            said = io.StringIO()  # what `studyrun run` prints on stderr before its closing line
+            with contextlib.redirect_stderr(said):
+                analysis = studyrun.run(STUDIES / f"{name}.yaml", out, scheduler="sync").analysis
+            if analysis["analysis"] != kind:
+                raise PluginError(f"docs/tutorials/{page}.md: its example {name} is a "
+                                  f"{analysis['analysis']} study, not {kind}")
+            captions = re.findall(r"!\[([^\]]*)\]\(figures/([^)]+)\.png\)",
+                                  (out / "report.md").read_text())
+            warned = io.StringIO()  # the warnings `studyrun run` prints after its closing line
+            with contextlib.redirect_stderr(warned):
+                show_warnings(analysis["warnings"], Path("results", name, "analysis.json"))
+            done[page] = {"example": name, "analysis": analysis,
+                          "said": [line for line in said.getvalue().splitlines()
+                                   if line.startswith("studyrun: ")],
+                          "closing": f"{name}: {describe_runs_done(analysis['runs'])}; "
+                                     f"results in results/{name}\n{warned.getvalue()}".strip(),
+                          "figures": {stem: (caption, (out / "figures" / f"{stem}.svg").read_bytes())
+                                      for caption, stem in captions}}
+    return done
+
+
+def tutorial_page(page: str, text: str, run: dict) -> str:
+    """A tutorial's text with its example's study file, command, figures and numbers filled in
+    (Jinja; a name the run's analysis.json lacks is an error, so a page cannot outlive its
+    example), then the other examples of its type."""
+    import jinja2
+
+    name = run["example"]
+    figures = run["figures"]
+
+    def figure(stem: str) -> str:
+        if stem not in figures:
+            raise PluginError(f"docs/tutorials/{page}.md: {name}'s report draws no figure {stem!r}"
+                              f" (it draws {', '.join(figures) or 'none'})")
+        return f"![{figures[stem][0]}](figures/{name}/{stem}.svg)"
+
+    def expect(holds: bool, claim: str) -> str:
+        """A claim of the text about the run, checked: `{{ expect(a > b, "a ranks first") }}`."""
+        if not holds:
+            raise PluginError(f"docs/tutorials/{page}.md: no longer true of {name}'s run: {claim}")
+        return ""
+
+    study = (STUDIES / f"{name}.yaml").read_text().strip()
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters["num"] = lambda value, digits=4: (
+        str(value) if isinstance(value, int) else f"{float(value):.{digits}g}")
+    env.globals.update(
+        results=run["analysis"]["results"], runs=run["analysis"]["runs"],
+        design=run["analysis"].get("design", {}), expect=expect, figure=figure,
+        figures=lambda: "\n\n".join(figure(stem) for stem in figures),
+        study=lambda: f'```yaml title="studies/{name}.yaml"\n{study}\n```',
+        run=lambda: "\n".join(["```console", f"$ studyrun run studies/{name}.yaml", *run["said"],
+                                run["closing"], "```"]))
+    try:
+        body = env.from_string(text).render()
+    except jinja2.TemplateError as error:
+        raise PluginError(f"docs/tutorials/{page}.md: {error} (in {name}'s analysis.json)") from None
+    return body + other_examples(run["analysis"]["analysis"], name)
+
+
+def other_examples(kind: str, shown: str) -> str:
+    """The section naming the other example studies of a type, each with its description; one
+    starting `from` another's results after it; one on a cluster with the cookbook's page."""
     started = re.findall(r'--8<-- "studies/([^"]+)"',
                          (ROOT / "docs" / "getting-started.md").read_text())
-    studies: dict[str, list[tuple[Path, dict]]] = {}
-    on_clusters: dict[str, list[tuple[Path, dict]]] = {}
-    for path in sorted((ROOT / "studies").glob("*.yaml"),
-                       key=lambda path: (path.name not in started, path.name)):
+    here, on_clusters = [], []
+    for path in sorted(STUDIES.glob("*.yaml"), key=lambda path: (path.name not in started, path.name)):
         data = yaml.safe_load(path.read_text())
-        shelf = on_clusters if runs_on_cluster(data) else studies
-        shelf.setdefault(data["analysis"]["type"], []).append((path, data))
-    pages = {}
-    reference = (ROOT / "docs" / "reference" / "results.md").read_text()
-    for kind, cls in sorted(kinds.items()):
-        module = inspect.getmodule(cls)
-        about = inspect.getdoc(module) or ""
-        lines = [f"# {kind}", "", about, ""]
-        gives = results_section(reference, kind)
-        if gives:
-            lines += ["## What it gives", "", "analysis.json's `results`:", "", gives, ""]
-        for path, data in in_run_order(studies.get(kind, [])):
-            name = path.stem
-            lines += [f"## Example: {name}", "",
-                      " ".join(str(data.get("description", "")).split()), "",
-                      f'```yaml title="studies/{path.name}"', path.read_text().strip(), "```", "",
-                      "From the project's folder:", "", "```bash",
-                      f"studyrun validate studies/{path.name}",
-                      f"studyrun plan studies/{path.name}     # the design, before any run",
-                      f"studyrun run studies/{path.name}      # into results/{data['name']}/",
-                      "```", "",
-                      f"Then open `results/{data['name']}/report.html`; analysis.json's "
-                      "`results` holds the numbers (see [the results folder]"
-                      "(../reference/results.md)).", ""]
-        for path, data in on_clusters.get(kind, []):
-            lines += [f"## On a cluster: {path.stem}", "",
-                      " ".join([*str(data.get("description", "")).split(),
-                                f"`studies/{path.name}` needs a batch system and dask-jobqueue;",
-                                "see [On a SLURM cluster](../cookbook/slurm.md)."]), ""]
-        pages[kind.replace("_", "-")] = "\n".join(lines)
-    return pages
+        if data["analysis"]["type"] == kind and path.stem != shown:
+            (on_clusters if runs_on_cluster(data) else here).append((path, data))
+    lines, after = [], ""
+    for path, data in in_run_order(here):
+        if any("results" in Path(text).parts for text in froms(data["analysis"])):
+            after = " (one that starts `from` another's results after that one)"
+        lines += [f"- `studies/{path.name}`: " + " ".join(str(data.get("description", "")).split())]
+    for path, data in on_clusters:
+        lines += [f"- `studies/{path.name}`: " + " ".join(
+            [*str(data.get("description", "")).split(), "It needs a batch system and dask-jobqueue;",
+             "see [On a SLURM cluster](../cookbook/slurm.md)."])]
+    if not lines:
+        return ""
+    return "\n".join(["", "## More examples", "",
+                      f"Each runs the same way, `studyrun run studies/NAME.yaml`{after}:", "",
+                      *lines, ""])
 
 
 def runs_on_cluster(data: dict) -> bool:
@@ -204,17 +318,6 @@ def froms(block) -> list[str]:
     if isinstance(block, list):
         return [text for value in block for text in froms(value)]
     return []
-
-
-def results_section(reference: str, kind: str) -> str:
-    """The results folder reference's section for an analysis type (its `### kind` heading may
-    name several types: `fast and rbd_fast`)."""
-    sections = reference.split("\n### ")[1:]
-    for section in sections:
-        heading, _, body = section.partition("\n")
-        if kind in heading.replace(" and ", " ").split(" (")[0].split():
-            return f"*{heading.strip()}*: " + body.strip()
-    return ""
 
 
 def analysis_classes(study) -> dict[str, type]:
