@@ -206,12 +206,13 @@ def run_examples(pages: dict[str, str]) -> dict[str, dict]:
                                   f"{analysis['analysis']} study, not {kind}")
             captions = re.findall(r"!\[([^\]]*)\]\(figures/([^)]+)\.png\)",
                                   (out / "report.md").read_text())
+            said_lines = [line for line in said.getvalue().splitlines()
+                          if line.startswith("studyrun: ")]
+            shown = sum(line.startswith("studyrun: warning: ") for line in said_lines)
             warned = io.StringIO()  # the warnings `studyrun run` prints after its closing line
             with contextlib.redirect_stderr(warned):
-                show_warnings(analysis["warnings"], Path("results", name, "analysis.json"))
-            done[page] = {"example": name, "analysis": analysis,
-                          "said": [line for line in said.getvalue().splitlines()
-                                   if line.startswith("studyrun: ")],
+                show_warnings(analysis["warnings"][shown:], Path("results", name, "analysis.json"))
+            done[page] = {"example": name, "analysis": analysis, "said": said_lines,
                           "closing": f"{name}: {describe_runs_done(analysis['runs'])}; "
                                      f"results in results/{name}\n{warned.getvalue()}".strip(),
                           "figures": {stem: (caption, (out / "figures" / f"{stem}.svg").read_bytes())

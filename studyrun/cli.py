@@ -243,7 +243,7 @@ def cluster_override(scheduler, kind: str | None):
 
 
 def command_run(args) -> int:
-    from .pipeline import run_study
+    from .pipeline import print_warning, run_study
 
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
@@ -260,8 +260,14 @@ def command_run(args) -> int:
         if scheduler:
             raise StudyError("give --scheduler or --cluster, not both")
         scheduler = cluster_override(load_study(args.study).study.execution.scheduler, args.cluster)
+    shown: list[str] = []  # the study's own warnings, shown before its runs
+
+    def warn(warning: str) -> None:
+        print_warning(warning)
+        shown.append(warning)
+
     analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
-                         fresh=args.fresh, quiet=args.quiet)
+                         fresh=args.fresh, quiet=args.quiet, warn=warn)
     folder = args.out or Path("results") / analysis["study"]
     runs = analysis["runs"]
     if runs["planned"] and not runs["succeeded"]:  # on_failure: continue, every run failed
@@ -269,7 +275,7 @@ def command_run(args) -> int:
                              f"{runs['planned']} failed); their errors are in {folder}: "
                              f"studyrun runs {folder} --failed")
     print(f"{analysis['study']}: {describe_runs_done(runs)}; results in {folder}")
-    show_warnings(analysis.get("warnings", []), Path(folder) / "analysis.json")
+    show_warnings(analysis.get("warnings", [])[len(shown):], Path(folder) / "analysis.json")
     return 0
 
 

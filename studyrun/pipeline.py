@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +69,16 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
 
 
 def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
-              workers: int | None = None, fresh: bool = False, quiet: bool = False) -> dict[str, Any]:
+              workers: int | None = None, fresh: bool = False, quiet: bool = False,
+              warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Load, plan, execute, analyse and report a study; return analysis.json's content (its
-    `warnings`: the study's own, then every one its results hold)."""
+    `warnings`: the study's own, then every one its results hold). The study's own warnings
+    go to `warn` before any run (by default to stderr), so a long study shows them first."""
     started = now()
     loaded = load_study(path)
     warnings = study_warnings(loaded)
+    for warning in warnings:
+        (warn or print_warning)(warning)
     folder = Path(out) if out else Path("results") / loaded.study.name
     earlier = loaded.study.analysis.earlier_results(loaded.context)
     if earlier is not None and earlier.resolve() == folder.resolve():
@@ -107,7 +112,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
 
 def study_warnings(loaded: Loaded) -> list[str]:
     """Warnings about the study itself (an integration step too coarse) and how its analysis
-    reads it, also sent to stderr."""
+    reads it."""
     from .stepcheck import LIMIT, check_step
 
     warnings = []
@@ -118,9 +123,12 @@ def study_warnings(loaded: Loaded) -> list[str]:
             warnings.append(f"the integration step may be too coarse: halving it changes {name!r} "
                             f"by {worst:.2%} (more than 1%); see `studyrun check`")
     warnings += loaded.study.analysis.warnings(loaded.context)
-    for warning in warnings:
-        print(f"studyrun: warning: {terminal_safe(warning)}", file=sys.stderr)
     return warnings
+
+
+def print_warning(warning: str) -> None:
+    """A warning on stderr, made safe for a terminal."""
+    print(f"studyrun: warning: {terminal_safe(warning)}", file=sys.stderr)
 
 
 def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
