@@ -11,30 +11,30 @@ from typing import Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
-from ..analyses.calibrate import Calibrate
-from ..analyses.delta import Delta
-from ..analyses.dgsm import Dgsm
-from ..analyses.doe import Doe
-from ..analyses.fast import Fast
-from ..analyses.gradient import Gradient
-from ..analyses.local import Local
-from ..analyses.montecarlo import Montecarlo
-from ..analyses.morris import Morris
-from ..analyses.optimize import Optimize
-from ..analyses.pawn import Pawn
-from ..analyses.rbd_fast import RbdFast
-from ..analyses.sobol import Sobol
-from ..analyses.surrogate import Surrogate
-from ..analyses.sweep import Sweep
-from ..models.absent import NoModel
-from ..models.base import ModelSpec
-from ..models.command import Command
-from ..models.ode import Ode
-from ..models.pysd import Pysd
-from ..models.python import Python
-from ..models.stockflow import Stockflow
-from ..params import ParameterSpec
-from .execution import Execution
+from studyrun.analyses.calibrate import Calibrate
+from studyrun.analyses.delta import Delta
+from studyrun.analyses.dgsm import Dgsm
+from studyrun.analyses.doe import Doe
+from studyrun.analyses.fast import Fast
+from studyrun.analyses.gradient import Gradient
+from studyrun.analyses.local import Local
+from studyrun.analyses.montecarlo import Montecarlo
+from studyrun.analyses.morris import Morris
+from studyrun.analyses.optimize import Optimize
+from studyrun.analyses.pawn import Pawn
+from studyrun.analyses.rbd_fast import RbdFast
+from studyrun.analyses.sobol import Sobol
+from studyrun.analyses.surrogate import Surrogate
+from studyrun.analyses.sweep import Sweep
+from studyrun.models.absent import NoModel
+from studyrun.models.base import ModelSpec
+from studyrun.models.command import Command
+from studyrun.models.ode import Ode
+from studyrun.models.pysd import Pysd
+from studyrun.models.python import Python
+from studyrun.models.stockflow import Stockflow
+from studyrun.params import ParameterSpec
+from studyrun.spec.execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
