@@ -42,7 +42,7 @@ def on_files(files, config):
 
 
 def study_format() -> str:
-    from studyrun.schema import study_schema
+    from studyrun.commands.schema import study_schema
 
     schema = study_schema()
     defs = schema["$defs"]
