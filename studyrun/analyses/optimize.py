@@ -49,7 +49,7 @@ from studyrun.core.numbers import finite_or_none
 from studyrun.core.sizes import Footprint
 from studyrun.core.text import suggest
 from studyrun.params import sample_unit
-from studyrun.report.markdown import escape, table
+from studyrun.results.report.markdown import escape, table
 
 
 class Objectives(BaseModel):

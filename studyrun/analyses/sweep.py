@@ -15,7 +15,7 @@ from studyrun.analyses.base import AnalysisSpec
 from studyrun.core.design import Design, Outcome
 from studyrun.core.numbers import finite_or_none
 from studyrun.params import Real, Whole
-from studyrun.report.markdown import table
+from studyrun.results.report.markdown import table
 
 
 class Sweep(AnalysisSpec):

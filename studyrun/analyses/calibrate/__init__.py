@@ -72,7 +72,7 @@ from studyrun.core.errors import Problem, StudyError
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 __all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 

@@ -37,7 +37,7 @@ from studyrun.core.numbers import finite_or_none
 
 if TYPE_CHECKING:
     from studyrun.analyses.local.exact import SymbolicModel
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 Method = Literal["auto", "adjoint", "forward", "fd"]
 

@@ -43,7 +43,7 @@ from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 Method = Literal["central", "forward", "exact"]
 RESERVED = ("ranking", "collinearity", "partition", "agreement", "quantities", "notes")
