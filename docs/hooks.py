@@ -128,7 +128,7 @@ def command_line() -> str:
 
 def tutorials() -> dict[str, str]:
     """One page per analysis type: its example studies, how to run them, what they compute."""
-    from studyrun.spec import Study
+    from studyrun.study.spec import Study
 
     kinds = analysis_classes(Study)
     started = re.findall(r'--8<-- "studies/([^"]+)"',

@@ -44,9 +44,9 @@ from studyrun.commands.open_results import rebuild_report
 from studyrun.commands.pipeline import make_job, run_study
 from studyrun.core.batch import RunContext
 from studyrun.plan.study import plan_study
-from studyrun.spec import AnalysisUnion, ModelUnion, Study
-from studyrun.spec.checks import check_study
 from studyrun.study.loading import include_files, load_study, read_yaml, validate
+from studyrun.study.spec import AnalysisUnion, ModelUnion, Study
+from studyrun.study.spec.checks import check_study
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from studyrun.core.text import suggest
 from studyrun.dependencies import check_depends_on
 from studyrun.expr import ExprError
 from studyrun.quantities import parse_quantity, shape_problem
-from studyrun.spec import AnalysisUnion, Study
+from studyrun.study.spec import AnalysisUnion, Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

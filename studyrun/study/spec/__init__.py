@@ -34,7 +34,7 @@ from studyrun.models.pysd import Pysd
 from studyrun.models.python import Python
 from studyrun.models.stockflow import Stockflow
 from studyrun.params import ParameterSpec
-from studyrun.spec.execution import Execution
+from studyrun.study.spec.execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
