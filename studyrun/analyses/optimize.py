@@ -43,12 +43,12 @@ from pydantic import (
 
 from studyrun.analyses.base import SEARCH_RUN_BYTES, AnalysisSpec, search_footprint, search_runs
 from studyrun.analyses.search.fit import make_box
+from studyrun.blocks.params import sample_unit
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.sizes import Footprint
 from studyrun.core.text import suggest
-from studyrun.params import sample_unit
 from studyrun.results.report.markdown import escape, table
 
 

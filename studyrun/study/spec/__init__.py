@@ -26,6 +26,7 @@ from studyrun.analyses.rbd_fast import RbdFast
 from studyrun.analyses.sobol import Sobol
 from studyrun.analyses.surrogate import Surrogate
 from studyrun.analyses.sweep import Sweep
+from studyrun.blocks.params import ParameterSpec
 from studyrun.models.absent import NoModel
 from studyrun.models.base import ModelSpec
 from studyrun.models.command import Command
@@ -33,7 +34,6 @@ from studyrun.models.ode import Ode
 from studyrun.models.pysd import Pysd
 from studyrun.models.python import Python
 from studyrun.models.stockflow import Stockflow
-from studyrun.params import ParameterSpec
 from studyrun.study.spec.execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
