@@ -106,7 +106,7 @@ CASES = {
 }
 
 FOOTPRINT = """
-from studyrun.loading import load_study
+from studyrun.study.loading import load_study
 loaded = load_study({path!r})
 footprint = loaded.study.analysis.footprint(loaded.context)
 print(f"bytes={{footprint.bytes if footprint else 0}}")
@@ -145,7 +145,7 @@ print(f"peak={{tracemalloc.get_traced_memory()[1]}} units={{n ** 2}}")
 PCE_FIT = """
 import tracemalloc, numpy as np
 from pydantic import TypeAdapter
-from studyrun.params import ParameterSpec
+from studyrun.blocks.params import ParameterSpec
 from studyrun.analyses.surrogate.basis import term_count
 from studyrun.analyses.surrogate.fitting import Inputs, Settings, fit_quantity
 n, d, degree = {n}, {d}, {degree}

@@ -55,11 +55,11 @@ def timed(owner, name: str, label: str, totals: dict | None = None) -> None:
 
 
 def main(study: str, out: str) -> None:
-    import studyrun.pipeline as pipeline
+    import studyrun.commands.pipeline as pipeline
     import studyrun.plan.runs as planned
     from studyrun import plan
-    from studyrun.execute import Runner
-    from studyrun.store import RunStore
+    from studyrun.execution.execute import Runner
+    from studyrun.store.run_store import RunStore
 
     store: dict = {}
     timed(plan, "make_plan", "plan")

@@ -75,7 +75,7 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def study_format() -> str:
-    from studyrun.schema import study_schema
+    from studyrun.commands.schema import study_schema
 
     schema = study_schema()
     defs = schema["$defs"]
@@ -163,7 +163,7 @@ def tutorials() -> dict[str, str]:
     """analysis type -> its tutorial's page name (`rbd_fast` -> `rbd-fast`), one per type of the
     mapping `analysis_classes` gives: the text is docs/tutorials/PAGE.md, the results come from
     running the example its front matter names."""
-    from studyrun.spec import Study
+    from studyrun.study.spec import Study
 
     return {kind: kind.replace("_", "-") for kind in sorted(analysis_classes(Study))}
 

@@ -213,7 +213,7 @@ def test_a_file_the_study_does_not_name_is_never_read(tmp_path):
 
 @pytest.mark.slow
 def test_a_file_the_study_names_beyond_the_size_bound_is_refused(tmp_path):
-    from studyrun.revision import MAX_FILE
+    from studyrun.study.revision import MAX_FILE
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -252,14 +252,14 @@ LAUNCHERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput",
 
 
 def test_only_the_git_module_starts_git():
-    """Every git call goes through studyrun/git.py, the hardened runner: no other module starts
+    """Every git call goes through studyrun/core/git.py, the hardened runner: no other module starts
     git, and none starts tar."""
     package = Path(studyrun.__file__).parent
     callers = {path.relative_to(package).as_posix()
                for path in package.rglob("*.py")
                for node in ast.walk(ast.parse(path.read_text(), str(path)))
                if starts_a_program(node, ("git", "tar"))}
-    assert callers == {"git.py"}, callers
+    assert callers == {"core/git.py"}, callers
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from studyrun.core.errors import Problem, StudyError
-from studyrun.loading import Source, format_problems, include_files, read_yaml, validate
+from studyrun.study.loading import Source, format_problems, include_files, read_yaml, validate
 
 # ---------------------------------------------------------------------------------- test models
 
@@ -600,7 +600,7 @@ def test_values_yaml_cannot_read_are_located(tmp_path):
 def test_pure_python_yaml_gives_the_same_errors(tmp_path, monkeypatch, text, line, words):
     import yaml
 
-    from studyrun import source
+    from studyrun.study import source
 
     path = write(tmp_path, text)
     for loader in (yaml.SafeLoader, source._LOADER):

@@ -173,7 +173,7 @@ def test_abort_stops_cleanly_with_the_failed_run(study_dir):
 
 def test_second_process_on_the_same_folder_gets_a_clear_error(study_dir):
     from studyrun.core.errors import StoreError
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     path = write_study(study_dir, LINEAR_MC.replace("20000", "10"))
     with RunStore.open(study_dir / "out" / "runs.sqlite"):
@@ -263,14 +263,14 @@ def test_quantities_reduce_series(study_dir):
 
 @pytest.mark.slow
 def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypatch):
-    import studyrun.pipeline
+    import studyrun.commands.pipeline
     import studyrun.plan.runs
 
     text = LINEAR_MC.replace("20000", "5000").replace("sobol", "random")
     text = text.replace("c: 4", "c: {distribution: discrete, values: [0, 1, 2]}")  # ties in ranks
     path = write_study(study_dir, text)
     whole = studyrun.run(path, study_dir / "whole")
-    monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", 1024)
+    monkeypatch.setattr(studyrun.commands.pipeline, "CHUNK_ROWS", 1024)
     monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", 1024)
     chunked = studyrun.run(path, study_dir / "chunked")
     report = (study_dir / "chunked" / "report.md").read_text()
@@ -290,7 +290,7 @@ def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypa
 
 
 def test_batches_shrink_towards_the_end_so_workers_finish_together():
-    from studyrun.execute import split_batches
+    from studyrun.execution.execute import split_batches
 
     rows = np.arange(450)
     fixed = split_batches(rows, 25)

@@ -122,7 +122,7 @@ def test_a_crafted_analysis_json_is_one_line_and_exit_2(made, tmp_path, name, pa
 
 
 def test_an_analysis_json_over_the_size_bound_is_refused_unread(made, tmp_path):
-    from studyrun import analysis_file
+    from studyrun.results import analysis_file
 
     folder = copy(made, "mc", tmp_path)
     with open(folder / "analysis.json", "r+b") as handle:  # a sparse file: no disk needed
@@ -248,7 +248,7 @@ def test_diff_fail_above_treats_a_result_that_became_nan_as_moved(made, tmp_path
 
 
 def test_a_nan_in_both_folders_is_no_change():
-    from studyrun.diff import Moved, result_changes
+    from studyrun.commands.diff import Moved, result_changes
 
     moved, compared = result_changes({"y": {"m": math.nan, "s": 1.0}}, {"y": {"m": math.nan, "s": 1.0}})
     assert moved == [] and compared == 2
@@ -395,7 +395,7 @@ def test_runs_csv_quotes_text_a_spreadsheet_would_run_and_readers_undo_it(tmp_pa
 
 
 def test_the_quote_is_undone_exactly():
-    from studyrun.csv_table import escape_text, unescape_text
+    from studyrun.core.csv_table import escape_text, unescape_text
 
     for text in ["=1", "+", "-2", "@x", "\tx", "\rx", "'=x", "''-x", "'a", "a=b", "", "'"]:
         written = escape_text(text)

@@ -14,7 +14,7 @@ import pytest
 from conftest import as_rows, write_study
 
 from studyrun.core.batch import ModelOutput, SeriesGroup
-from studyrun.series_store import BLOCK_BYTES, Reader, decode, encode, pack
+from studyrun.store.series import BLOCK_BYTES, Reader, decode, encode, pack
 
 
 def odd_values(rng) -> np.ndarray:
@@ -92,7 +92,7 @@ def npz(**arrays) -> bytes:
 def to_old_format(path) -> int:
     """Rewrite a store's series as the studyrun before blocks kept them: an npz per run it
     holds, empty where the run has none (a failed run); returns how many runs have some."""
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with RunStore.open_readonly(path) as store:
         ids = store.recorded()[0]
@@ -110,7 +110,7 @@ def to_old_format(path) -> int:
 def test_an_old_store_reads_and_its_runs_are_adopted_as_blocks(tmp_path):
     from test_store import batch, prepared
 
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     t = np.linspace(0, 1, 11)
     with prepared(tmp_path / "old.sqlite") as store:
@@ -179,7 +179,7 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
     again from the same store rewritten as an older studyrun left it (a row and an npz per run),
     every run reused."""
     import studyrun.plan.runs as planned
-    from studyrun.pipeline import run_study
+    from studyrun.commands.pipeline import run_study
 
     (tmp_path / "curve.py").write_text(CURVE)
     path = write_study(tmp_path, CURVE_SOBOL)
@@ -201,7 +201,7 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
 # --- batches bounded by bytes -------------------------------------------------------------------
 
 def test_a_batch_holds_at_most_batch_bytes_of_model_output():
-    from studyrun.execute import BATCH_BYTES, MAX_BATCH, choose_batch_size
+    from studyrun.execution.execute import BATCH_BYTES, MAX_BATCH, choose_batch_size
 
     assert choose_batch_size(1e-7, 10**7, 1) == MAX_BATCH  # cheap scalar runs: as before
     assert choose_batch_size(1e-7, 10**7, 1, output_bytes=80_000) == BATCH_BYTES // 80_000
@@ -220,8 +220,8 @@ def long(a):
 
 @pytest.mark.slow
 def test_runs_with_long_series_are_batched_by_their_bytes(tmp_path):
-    from studyrun.execute import BATCH_BYTES
-    from studyrun.pipeline import run_study
+    from studyrun.commands.pipeline import run_study
+    from studyrun.execution.execute import BATCH_BYTES
 
     (tmp_path / "long.py").write_text(LONG)
     path = write_study(tmp_path, """
@@ -251,8 +251,8 @@ def two(a):
 
 @pytest.mark.slow
 def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_path):
-    from studyrun.pipeline import run_study
-    from studyrun.store import RunStore
+    from studyrun.commands.pipeline import run_study
+    from studyrun.store.run_store import RunStore
 
     (tmp_path / "two.py").write_text(TWO_SERIES)
     text = """
@@ -277,8 +277,8 @@ def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_
 def test_series_quantities_are_read_back_only_by_analyses_that_read_them():
     from studyrun.analyses.montecarlo import Montecarlo
     from studyrun.analyses.sobol import Sobol
+    from studyrun.blocks.quantities import Quantities
     from studyrun.plan.runs import series_kept, series_wanted
-    from studyrun.quantities import Quantities
 
     quantities = Quantities({"path": "series(y)", "end": "final(v)"})
     montecarlo = Montecarlo(type="montecarlo", samples=10)

@@ -16,8 +16,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..core.design import Design
-from .salib import (
+from studyrun.analyses.salib import (
     Confidence,
     Resamples,
     SalibAnalysis,
@@ -27,6 +26,7 @@ from .salib import (
     unit_problem,
     with_notes,
 )
+from studyrun.core.design import Design
 
 
 class Fast(SalibAnalysis):

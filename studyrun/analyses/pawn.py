@@ -15,7 +15,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from .salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
+from studyrun.analyses.salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
 
 
 class Pawn(GivenDataAnalysis):

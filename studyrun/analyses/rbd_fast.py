@@ -14,7 +14,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from .salib import Confidence, GivenDataAnalysis, Resamples
+from studyrun.analyses.salib import Confidence, GivenDataAnalysis, Resamples
 
 
 class RbdFast(GivenDataAnalysis):

@@ -11,11 +11,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
-from ..core.design import Design, Outcome
-from ..core.numbers import finite_or_none
-from ..params import Real, Whole
-from ..report.markdown import table
-from .base import AnalysisSpec
+from studyrun.analyses.base import AnalysisSpec
+from studyrun.blocks.params import Real, Whole
+from studyrun.core.design import Design, Outcome
+from studyrun.core.numbers import finite_or_none
+from studyrun.results.report.markdown import table
 
 
 class Sweep(AnalysisSpec):

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..core.batch import Evaluator
-from ..core.errors import Problem
+from studyrun.core.batch import Evaluator
+from studyrun.core.errors import Problem
 
 if TYPE_CHECKING:
-    from .equations.system import EquationSystem
+    from studyrun.models.equations.system import EquationSystem
 
 
 class ModelSpec(BaseModel):

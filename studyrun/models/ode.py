@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..core.errors import Problem
-from ..core.text import suggest
-from .equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
+from studyrun.core.errors import Problem
+from studyrun.core.text import suggest
+from studyrun.models.equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
 
 
 class OdeTime(TimeSpan):

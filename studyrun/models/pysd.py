@@ -36,11 +36,11 @@ from typing import Any, Iterator, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.batch import Evaluator, ModelOutput, RunContext
-from ..core.errors import Problem, StudyError, outside
-from ..core.seeds import run_seed_sequence
-from ..dependencies import file_name
-from .base import ModelSpec
+from studyrun.blocks.dependencies import file_name
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.core.errors import Problem, StudyError, outside
+from studyrun.core.seeds import run_seed_sequence
+from studyrun.models.base import ModelSpec
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
              ".stmx": "read_xmile", ".py": None}

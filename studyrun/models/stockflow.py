@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..core.errors import Problem
-from ..core.text import suggest
-from .equations import (
+from studyrun.core.errors import Problem
+from studyrun.core.text import suggest
+from studyrun.models.equations import (
     EquationModel,
     EquationSystem,
     Expression,

@@ -1,7 +1,7 @@
 """The plan step: a study's design of runs and the identity of every run.
 
-`identity` hashes runs, `runs` gathers the runs of a plan for the analyse and report steps, and
-`describe` is what `studyrun plan` prints.
+`identity` hashes runs, `runs` gathers the runs of a plan for the analyse and report steps (on
+one time grid: `grids`), and `describe` is what `studyrun plan` prints.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..core.design import Design
-from .identity import Occurrences, context_bytes, hash_rows
+from studyrun.core.design import Design
+from studyrun.plan.identity import Occurrences, context_bytes, hash_rows
 
 
 @dataclass

@@ -401,7 +401,7 @@ def test_pareto_block_in_results():
 
 
 def test_works_with_real_parameter_specs():
-    from studyrun.params import Normal, Uniform
+    from studyrun.blocks.params import Normal, Uniform
 
     params = {"a": Uniform(low=0, high=2), "b": Normal(mean=1, std=0.1), "c": Uniform(low=-1, high=1)}
     design = Doe(type="doe", design="ccd").design(context_of(params), np.random.SeedSequence(0))
@@ -423,7 +423,7 @@ def test_describe_design_lists_coded_and_natural_units():
 
 @pytest.mark.slow
 def test_report_has_tables_and_figures(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     def noisy(x):
         return quadratic(x) + np.random.default_rng(4).normal(0, 0.1, len(x))

@@ -10,9 +10,9 @@ from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.morris import Morris
+from studyrun.blocks.params import Discrete, Uniform
 from studyrun.core.design import Outcome
 from studyrun.core.errors import StudyError
-from studyrun.params import Discrete, Uniform
 
 G_A = [0.0, 0.5, 3.0, 9.0, 27.0, 99.0]  # smaller a_i: more important input
 
@@ -95,7 +95,7 @@ def test_coarse_discrete_parameter_is_refused():
 
 
 def test_report_has_table_and_mu_star_sigma_plot(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = g_parameters()
     spec = Morris(type="morris", trajectories=10)

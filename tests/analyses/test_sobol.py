@@ -10,8 +10,8 @@ from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.sobol import Sobol
+from studyrun.blocks.params import Uniform
 from studyrun.core.design import Outcome
-from studyrun.params import Uniform
 
 ISHIGAMI_S1 = [0.3139, 0.4424, 0.0]
 ISHIGAMI_ST = [0.5576, 0.4424, 0.2437]
@@ -163,7 +163,7 @@ def test_time_resolved_indices():
 
 
 def test_report_writes_tables_and_figures(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=512)
@@ -175,7 +175,7 @@ def test_report_writes_tables_and_figures(tmp_path):
 
 
 def test_report_draws_time_resolved_indices(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = {"a": uniform(0.0, 1.0), "b": uniform(0.0, 1.0)}
     spec = Sobol(type="sobol", samples=64, outputs=["x"])

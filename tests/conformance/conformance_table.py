@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from studyrun.spec import AnalysisUnion, ModelUnion
+from studyrun.study.spec import AnalysisUnion, ModelUnion
 
 TESTS = Path(__file__).resolve().parents[1]
 

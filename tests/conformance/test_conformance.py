@@ -38,15 +38,15 @@ from conformance_table import (
 )
 from hostile_html import PAYLOAD, live, text_of, views
 
-from studyrun import pipeline
 from studyrun.analyses.base import AnalysisSpec
+from studyrun.commands import pipeline
+from studyrun.commands.open_results import rebuild_report
+from studyrun.commands.pipeline import make_job, run_study
 from studyrun.core.batch import RunContext
-from studyrun.loading import include_files, load_study, read_yaml, validate
-from studyrun.pipeline import make_job, run_study
 from studyrun.plan.study import plan_study
-from studyrun.results import rebuild_report
-from studyrun.spec import AnalysisUnion, ModelUnion, Study
-from studyrun.spec.checks import check_study
+from studyrun.study.loading import include_files, load_study, read_yaml, validate
+from studyrun.study.spec import AnalysisUnion, ModelUnion, Study
+from studyrun.study.spec.checks import check_study
 
 
 @dataclass(frozen=True)
@@ -390,11 +390,11 @@ def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, nam
     and prose (errors, warnings, notes, messages) each hold a PAYLOAD: escaped in report.md,
     inert in report.html. Of more quantities than a report draws, it draws the figures of as
     many as it draws (Figures.draws), and says so."""
+    from studyrun.blocks.quantities import Quantities
     from studyrun.plan.runs import read_outcome
-    from studyrun.quantities import Quantities
-    from studyrun.report import wide
-    from studyrun.report.build import write_report
-    from studyrun.store import RunStore
+    from studyrun.results.report import wide
+    from studyrun.results.report.build import write_report
+    from studyrun.store.run_store import RunStore
 
     run = runs.get(f"analysis-{name}")
     loaded = load_study(run.out / "study.yaml", check=False)

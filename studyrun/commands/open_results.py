@@ -1,0 +1,150 @@
+"""Reading a results folder back: the study, analysis.json, the runs; rebuilding the report."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from studyrun.core.csv_table import check_names, unescape_text
+from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.results.analysis_file import Malformed, not_results
+from studyrun.results.outputs import read_analysis
+
+
+@dataclass
+class Results:
+    """A finished study: its analysis (analysis.json) and its runs (runs.csv as a DataFrame)."""
+
+    folder: Path
+    analysis: dict[str, Any]
+
+    @property
+    def runs(self):
+        """The runs as a DataFrame, from runs.parquet (typed) where the study exported it, else
+        from runs.csv: only an empty field is missing (an error reading "NA" stays text), and
+        `error` and `worker` are text columns even when every field is empty, as written before
+        the quote that keeps spreadsheets from running them."""
+        import pandas
+
+        if (self.folder / "runs.parquet").exists():
+            frame = pandas.read_parquet(self.folder / "runs.parquet")
+            return frame.astype({"error": object, "worker": object, "status": object})
+        path = self.folder / "runs.csv"
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            first = next(csv.reader(handle), [])
+        check_names(first, [1 + sum(len(n) + 1 for n in first[:i]) for i in range(len(first))],
+                    str(path), 1)  # pandas would rename a second `y` to `y.1`
+        frame = pandas.read_csv(path, keep_default_na=False, na_values=[""],
+                                dtype={"error": object, "worker": object})
+        for column in ("error", "worker"):  # text a spreadsheet would run has a ' before it
+            if column in frame:
+                frame[column] = frame[column].map(unescape_text, na_action="ignore").astype(object)
+        return frame
+
+    @property
+    def series(self):
+        """series.parquet (run, id, output, time, value) as a DataFrame; None without it."""
+        import pandas
+
+        path = self.folder / "series.parquet"
+        if not path.exists():
+            return None
+        return pandas.read_parquet(path).astype({"output": object})
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return self.analysis["results"]
+
+    def fitted_quantities(self) -> list[str]:
+        """The quantities with a response surface (doe) or a surrogate to predict from."""
+        self._predictor()
+        return [q for q, r in self.results.items()
+                if not q.startswith("_") and isinstance(r, dict)
+                and ("coefficients" in r or "inputs" in r)]
+
+    def predict(self, at: dict[str, float], quantity: str | None = None,
+                level: float = 0.95) -> dict[str, Any]:
+        """The fitted model's prediction at `at` (natural units) with its intervals; for one
+        quantity, or a dict of every fitted quantity's when `quantity` is None."""
+        predict = self._predictor()
+        try:
+            if quantity is None:
+                return {q: predict(self.analysis, q, at, level=level)
+                        for q in self.fitted_quantities()}
+            return predict(self.analysis, quantity, at, level=level)
+        except Malformed as error:  # a fit that studyrun did not store: refused before computing
+            raise not_results(self.folder, f"analysis.json: {error}") from None
+
+    def _predictor(self):
+        kind = self.analysis.get("analysis")
+        if kind == "doe":
+            from studyrun.analyses.doe import predict
+        elif kind == "surrogate":
+            from studyrun.analyses.surrogate.predict import predict
+        else:
+            raise StudyError(f"{self.folder}: predict needs the results of a doe or surrogate "
+                             f"analysis; this folder holds a {kind} analysis")
+        return predict
+
+
+def open_results(folder: str | Path) -> Results:
+    """Read a results folder written by `studyrun run` (it may be read-only); results that do not
+    belong to the folder's study.yaml are an error."""
+    folder = Path(folder)
+    return Results(folder, read_analysis(folder))
+
+
+def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
+    """report.md and figures/ again from study.yaml, analysis.json and runs.sqlite, written into
+    the folder (holding its lock) or into `out`; returns the report's path. The runs are those of
+    the files the store last recorded; an iterative analysis's report reads analysis.json only,
+    as when it ran."""
+    from studyrun.blocks.quantities import Quantities
+    from studyrun.plan.runs import read_outcome
+    from studyrun.plan.study import plan_study
+    from studyrun.results.report.build import write_report
+    from studyrun.store.run_store import RunStore, acquire_lock, latest_identity, release_lock
+    from studyrun.study.loading import load_study
+
+    folder = Path(folder)
+    results = open_results(folder)
+    target = Path(out) if out is not None else folder
+    origin = Path((results.analysis.get("provenance") or {}).get("study_file") or folder / "study.yaml")
+    with RunStore.open_readonly(folder / "runs.sqlite") as store:
+        recorded = latest_identity(store.db)  # the runs' files as they were: edited since, or gone
+        loaded = dataclasses.replace(load_study(folder / "study.yaml", check=False),
+                                     path=origin if exists(origin) else folder / "study.yaml",
+                                     digests=None if recorded is None else recorded["files"])
+        outcome = None if loaded.study.analysis.iterative else read_outcome(
+            plan_study(loaded), store, Quantities(loaded.study.quantities),
+            loaded.study.analysis, loaded.context, series=False)  # a report draws no series
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(folder / "runs.sqlite") if out is None else None
+        try:
+            write_report(target, loaded.study, results.analysis, outcome)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            # analysis.json's own `results` are checked by the report that reads them: a
+            # folder from elsewhere holding other shapes there is refused at that reader
+            raise not_results(folder, f"analysis.json's results are not what a "
+                                      f"{results.analysis['analysis']} report reads "
+                                      f"({type(error).__name__}: {error})") from None
+        finally:
+            if lock is not None:
+                release_lock(lock)
+    except OSError as error:
+        raise StudyrunError(f"{target}: cannot write report.md and figures/ there "
+                            f"({error.strerror or error}); `studyrun report {folder} --out DIR` "
+                            "writes them into another folder") from None
+    return target / "report.md"
+
+
+def exists(path: Path) -> bool:
+    """Whether a path named in analysis.json exists; a name no file system takes does not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,206 @@
+"""The one CSV reader (data files, `from:` runs, runs.csv, a design, a command model's results):
+records split as a CSV parser splits them, every cell with the line and column where it starts,
+a header whose names are unique. Every mistake is a StudyError at FILE:LINE:COL.
+
+A quoted field may hold line breaks; only \\n, \\r\\n and \\r end a record (not \\v, \\f,
+\\x1c-\\x1e, \\x85 or \\u2028, where `str.splitlines` would split). A record spanning lines is
+located at its first line, its cells by their offset in it.
+
+runs.csv's text cells (`error`, `worker`) starting with = + - @ tab or CR are written with a
+single quote before them, so that spreadsheets show them as text instead of running them as
+formulas (the OWASP CSV-injection rule); `escape_text` writes that, `unescape_text` reads it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from studyrun.core.errors import StudyError
+from studyrun.core.text import suggest
+
+MISSING = {"", "na", "nan", "null", "n/a", "none"}  # a cell holding no value
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet runs when a cell starts with it
+SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
+# A record: quoted stretches (which may hold anything, line breaks too) and other characters up
+# to a line break or the end; an unclosed quote runs to the end of the text.
+_RECORD = re.compile(r'(?:"[^"]*(?:"|\Z)|[^"\r\n]+)*(?:\r\n|\r|\n|\Z)')
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class Table:
+    """A CSV file's header and rows, each cell with its line and column."""
+
+    path: str
+    header: list[str]  # the names, stripped
+    header_line: int
+    header_cols: list[int]
+    rows: list[tuple[int, list[tuple[str, int]]]]  # (line, cells as (text, column))
+
+    def column(self, name: str, key: str) -> int:
+        """The index of a named column, or a StudyError at the header naming the choices."""
+        if name in self.header:
+            return self.header.index(name)
+        raise StudyError(f"no column {name!r} (data.{key}) in the header; columns: "
+                         f"{', '.join(self.header)}{suggest(name, self.header)}",
+                         file=self.path, line=self.header_line, col=1)
+
+    def fail(self, line: int, col: int, message: str) -> StudyError:
+        return StudyError(message, file=self.path, line=line, col=col)
+
+
+def read_table(path: str | Path, sep: str = ",", *, check_separators: bool = True) -> Table:
+    """A CSV file (UTF-8, a byte-order mark allowed) read as a Table: blank lines and lines
+    starting with # are skipped, the first line left is the header."""
+    path = str(path)
+    if Path(path).exists() and not Path(path).is_file():  # a pipe or device would never end
+        raise StudyError("not a regular file (a folder, pipe or device); name a CSV file",
+                         file=path, line=1, col=1)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise StudyError("file not found", file=path, line=1, col=1) from None
+    except OSError as exc:
+        raise StudyError(f"cannot read the file: {exc.strerror or exc}", file=path, line=1,
+                         col=1) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(raw, exc.start)
+        raise StudyError(f"not UTF-8 text: the byte {raw[exc.start]:#04x} cannot start or "
+                         "continue a character here; save the file as UTF-8", file=path,
+                         line=line, col=col) from None
+    return parse_table(text, path, sep, check_separators=check_separators)
+
+
+def parse_table(text: str, path: str, sep: str = ",", *, check_separators: bool = True) -> Table:
+    """CSV text read as a Table (see read_table); `path` is the name its errors give."""
+    found = [(line, record) for line, record in records(text)
+             if record.strip() and not record.lstrip().startswith("#")]
+    if not found:
+        raise StudyError("the file is empty (no header line)", file=path, line=1, col=1)
+    rows = [(line, _split(path, line, record, sep)) for line, record in found]
+    header_line, header = rows.pop(0)
+    table = Table(path, [name.strip() for name, _ in header], header_line,
+                  [col for _, col in header], rows)
+    check_names(table.header, table.header_cols, path, header_line)
+    if check_separators:
+        _check_widths(table, dict(found), sep)
+    return table
+
+
+def records(text: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of each record, its line break left off: lines joined where a quoted field
+    holds a line break."""
+    line, end = 1, len(text)
+    for match in _RECORD.finditer(text):
+        start, stop = match.span()
+        if start == end:
+            return
+        record = match.group()
+        ending = 2 if record.endswith("\r\n") else 1 if record.endswith(("\r", "\n")) else 0
+        yield line, record[:len(record) - ending]
+        line += len(_BREAK.findall(record))
+        if stop == end:
+            return
+
+
+def cells(record: str, sep: str) -> list[tuple[str, int]]:
+    """The fields of one record with the 1-based column where each starts (quotes honoured)."""
+    if '"' not in record:  # what csv.reader gives a record without quotes, a hundred times faster
+        out, pos = [], 0
+        for value in record.split(sep):
+            out.append((value, pos + 1))
+            pos += len(value) + 1
+        return out
+    fields = next(csv.reader([record], delimiter=sep), [])
+    out, pos = [], 0
+    for value in fields:
+        out.append((value, pos + 1))
+        quoted = False
+        while pos < len(record):  # skip to just past the next separator outside quotes
+            ch = record[pos]
+            pos += 1
+            if ch == '"':
+                quoted = not quoted
+            elif ch == sep and not quoted:
+                break
+    return out
+
+
+def escape_text(text: str) -> str:
+    """A text cell as runs.csv writes it: a single quote before text a spreadsheet would run
+    (starting with = + - @ tab or CR, after any quotes of its own, so that reading is exact)."""
+    return "'" + text if text.lstrip("'").startswith(FORMULA) else text
+
+
+def unescape_text(text: str) -> str:
+    """A text cell of runs.csv as it was before `escape_text`."""
+    return text[1:] if text.startswith("'") and text.lstrip("'").startswith(FORMULA) else text
+
+
+def _split(path: str, line: int, record: str, sep: str) -> list[tuple[str, int]]:
+    """The cells of one record, or a StudyError at it (a field beyond the csv module's limit)."""
+    try:
+        return cells(record, sep)
+    except csv.Error as exc:
+        raise StudyError(f"cannot read this line as CSV: {exc} (is a quote left open?)",
+                         file=path, line=line, col=1) from None
+
+
+def check_names(names: list[str], cols: list[int], path: str, line: int) -> None:
+    """Each column named once: with two columns of one name, which one a reader takes is a
+    guess."""
+    seen: dict[str, int] = {}
+    for name, col in zip(names, cols):
+        if name in seen:
+            raise StudyError(f"the column {name!r} is named twice (also at column {seen[name]}); "
+                             "name each column once", file=path, line=line, col=col)
+        seen[name] = col
+
+
+def _check_widths(table: Table, text: dict[int, str], sep: str) -> None:
+    """A line with more cells than the header, or split by another separator than `sep`
+    (a ';' or tab file read as ',', or a mix), is an error naming what it found."""
+    width = len(table.header)
+    other = other_separator(text[table.header_line], sep)
+    if other:
+        where = "header" if width == 1 else "mixed"
+        raise table.fail(table.header_line, 1, separator_message(other, sep, where))
+    for number, row in table.rows:
+        if len(row) > width:
+            raise table.fail(number, row[width][1], f"this line has {len(row)} cells, the "
+                             f"header {width}; quote a value holding {sep!r}, or remove the "
+                             "extra cells")
+        other = other_separator(text[number], sep) if len(row) < width else None
+        if other:
+            raise table.fail(number, 1, separator_message(other, sep, "line"))
+
+
+def other_separator(line: str, sep: str) -> str | None:
+    """A separator other than `sep` found outside quotes in the line, if any."""
+    outside = "".join(line.split('"')[::2])
+    return next((s for s in SEPARATORS if s != sep and s in outside), None)
+
+
+def separator_message(found: str, sep: str, where: str) -> str:
+    """What a header or line split by `found` rather than `sep` means, and the fix."""
+    found_name, sep_name = SEPARATORS[found], SEPARATORS.get(sep, repr(sep))
+    fix = f"set sep: {json.dumps(found)} in the data block, or use one separator throughout the file"
+    if where == "header":
+        return f"the header is separated by {found_name}, not {sep_name}; {fix}"
+    if where == "line":
+        return f"this line holds {found_name} where the header uses {sep_name}; {fix}"
+    return (f"the header mixes separators ({sep_name} and {found_name}); use one throughout, "
+            "and set sep: to it")
+
+
+def _line_col(raw: bytes, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of a byte offset."""
+    start = raw.rfind(b"\n", 0, offset) + 1
+    return raw.count(b"\n", 0, offset) + 1, offset - start + 1

@@ -1,0 +1,154 @@
+"""runs.csv: every recorded run of a plan, one row each, formatted column by column.
+
+Column by column rather than row by row, so that a study of a million runs costs numpy
+operations, not a million Python tuples. Text cells a spreadsheet would run as a formula get a
+single quote before them (csv_table.escape_text); numbers are written as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from studyrun.core.csv_table import escape_text
+from studyrun.core.isolated import IsolatedExecutor
+from studyrun.core.runtable import CSV_FIXED, RunTable
+from studyrun.results.outputs import PARTIAL, replacing
+from studyrun.store.run_store import RunStore
+
+CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): runs of a
+# thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)
+CSV_FORMAT = 2  # the layout of runs.csv: a file written by another layout is written again
+# (2: text cells a spreadsheet would run start with a quote)
+
+
+def write_csv(path: Path, parameters: list[str], quantities: list[str],
+              tables: Iterable[tuple[int, RunTable]]) -> None:
+    """runs.csv: one row per recorded run, `run` being its position in the plan; written
+    whole or not at all."""
+    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
+        handle.write(header(parameters, quantities))
+        for start, table in tables:
+            write_rows(handle, start, table)
+
+
+def header(parameters: list[str], quantities: list[str]) -> str:
+    return ",".join(csv_field(c) for c in (*CSV_FIXED, *parameters, *quantities)) + "\r\n"
+
+
+def write_rows(handle, start: int, table: RunTable) -> None:
+    """The lines of a table's recorded runs, the first at plan position `start`."""
+    rows = max(1, CSV_CELLS // (len(CSV_FIXED) + table.inputs.shape[1] + table.values.shape[1]))
+    for part in range(0, len(table), rows):
+        kept = part + np.flatnonzero(table.found[part:part + rows])
+        if len(kept):
+            handle.write(csv_text(start, table, kept))
+
+
+def write_part(store: Path, start: int, seqs: np.ndarray, path: str) -> None:
+    """The lines of the runs recorded at `seqs` (plan positions start, start + 1, ...), read
+    from the store at `store`, into the file `path` (in a helper process)."""
+    with RunStore.open_readonly(store, check=False) as reader:
+        table = reader.read_seqs(seqs)
+    with open(path, "w", newline="") as handle:
+        write_rows(handle, start, table)
+
+
+class WritingInParallel:
+    """runs.csv of a plan of several chunks, each chunk's lines written by one of a few helper
+    processes (IsolatedExecutor) while this process goes on (the analysis), then joined in
+    order; whole or not at all, like write_csv."""
+
+    def __init__(self, path: Path, store: Path, parameters: list[str], quantities: list[str],
+                 parts: list[tuple[int, np.ndarray]], processes: int) -> None:
+        self.path, self.store, self.head = Path(path), Path(store), header(parameters, quantities)
+        self.files = [self.path.with_name(f".{self.path.name}.{os.getpid()}.{i}{PARTIAL}")
+                      for i in range(len(parts))]
+        self.pending = list(zip(parts, self.files))
+        self.lock, self.errors = threading.Lock(), []
+        self.executors = [IsolatedExecutor() for _ in range(min(processes, len(parts)))]
+        self.threads = [threading.Thread(target=self.work, args=(e,), daemon=True)
+                        for e in self.executors]
+
+    def __enter__(self) -> "WritingInParallel":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def work(self, executor: IsolatedExecutor) -> None:
+        try:
+            while True:
+                with self.lock:
+                    if not self.pending or self.errors:
+                        return
+                    (start, seqs), file = self.pending.pop(0)
+                executor.submit(write_part, self.store, start, seqs, str(file)).result()
+        except BaseException as error:
+            self.errors.append(error)
+        finally:
+            executor.close()
+
+    def __exit__(self, kind, value, tb) -> None:
+        try:
+            if kind is not None:  # the block failed: the helpers stop at once
+                self.pending = []
+                for executor in self.executors:
+                    executor.stop(grace=0)
+            for thread in self.threads:
+                thread.join()
+            if kind is None and self.errors:
+                raise self.errors[0]
+            if kind is None:
+                with replacing(self.path) as temporary, open(temporary, "wb") as handle:
+                    handle.write(self.head.encode())
+                    for file in self.files:
+                        with open(file, "rb") as part:
+                            shutil.copyfileobj(part, handle, 1 << 24)
+        finally:
+            for file in self.files:
+                file.unlink(missing_ok=True)
+
+
+def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
+    """The CSV lines of some rows of a table."""
+    columns = [
+        list(map(str, (kept + start).tolist())),
+        list(map(str, table.ids[kept].tolist())),
+        ["ok" if ok else "failed" for ok in table.ok[kept].tolist()],
+        [csv_field(escape_text(e)) if e is not None else "" for e in table.errors[kept].tolist()],
+        few_values(table.duration[kept], float_text),
+        few_values(table.worker[kept], lambda w: "" if w is None else csv_field(escape_text(str(w)))),
+        *(float_column(column) for column in table.inputs[kept].T),
+        *(float_column(column) for column in table.values[kept].T),
+    ]
+    return "\r\n".join(map(",".join, zip(*columns))) + "\r\n"
+
+
+def float_column(values: np.ndarray) -> list[str]:
+    """Floats as Python writes them (shortest round-trip form); NaN as an empty field."""
+    text = list(map(float.__repr__, values.tolist()))
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        text[i] = ""
+    return text
+
+
+def float_text(value: float) -> str:
+    return "" if value != value else repr(float(value))
+
+
+def few_values(values: np.ndarray, text) -> list[str]:
+    """A column with few distinct values (a batch's duration or worker): each formatted once."""
+    cache: dict = {}
+    return [cache[v] if v in cache else cache.setdefault(v, text(v)) for v in values.tolist()]
+
+
+def csv_field(text: str) -> str:
+    """One CSV field, quoted as Python's csv module does when it holds a comma, quote or newline."""
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text

@@ -1,0 +1,77 @@
+"""The load step's result: the `Study` model and its unions (`execution` holds the execution
+block, `checks` the checks that span sections).
+
+The registry of model and analysis types is the discriminated unions below; a new type adds its
+class here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Union
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
+
+from studyrun.analyses.calibrate import Calibrate
+from studyrun.analyses.delta import Delta
+from studyrun.analyses.dgsm import Dgsm
+from studyrun.analyses.doe import Doe
+from studyrun.analyses.fast import Fast
+from studyrun.analyses.gradient import Gradient
+from studyrun.analyses.local import Local
+from studyrun.analyses.montecarlo import Montecarlo
+from studyrun.analyses.morris import Morris
+from studyrun.analyses.optimize import Optimize
+from studyrun.analyses.pawn import Pawn
+from studyrun.analyses.rbd_fast import RbdFast
+from studyrun.analyses.sobol import Sobol
+from studyrun.analyses.surrogate import Surrogate
+from studyrun.analyses.sweep import Sweep
+from studyrun.blocks.params import ParameterSpec
+from studyrun.models.absent import NoModel
+from studyrun.models.base import ModelSpec
+from studyrun.models.command import Command
+from studyrun.models.ode import Ode
+from studyrun.models.pysd import Pysd
+from studyrun.models.python import Python
+from studyrun.models.stockflow import Stockflow
+from studyrun.study.spec.execution import Execution
+
+ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
+AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
+                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize],
+                          Field(discriminator="type")]
+
+
+
+class Study(BaseModel):
+    """A whole study file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=200,
+                      description="identifier; results go to results/<name>/")
+    description: str = ""
+    seed: NonNegativeInt = Field(0, description="every random choice derives from this")
+    model: ModelUnion | None = Field(
+        None, description="what makes the runs; may be left out when analysis.from gives them")
+    parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
+    quantities: dict[str, str] | None = Field(
+        None, description="name -> expression; without it every scalar output is a quantity")
+    correlation: list[tuple[str, str, Annotated[float, Field(allow_inf_nan=False)]]] = Field(
+        default_factory=list, description="[a, b, r] triples: the correlation r of parameters a "
+        "and b's normal scores (a Gaussian copula); unlisted pairs are independent")
+    analysis: AnalysisUnion
+    execution: Execution = Field(default_factory=Execution)
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model, or the stand-in of a study whose runs are all given."""
+        return self.model if self.model is not None else NoModel()
+
+    @field_validator("quantities", mode="before")
+    @classmethod
+    def _quantities_as_text(cls, value):
+        if isinstance(value, dict):
+            return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                    for k, v in value.items()}
+        return value
