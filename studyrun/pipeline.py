@@ -40,6 +40,7 @@ from .quantities import Quantities
 from .report.build import write_report
 from .runs_csv import write_csv
 from .spec import Study
+from .spec.registry import registry
 from .store import RunStore
 
 
@@ -86,7 +87,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     copy = study_copy(loaded)
     with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:  # held until all is written
         store.check(parameters, quantities)  # before anything in the folder changes
-        outputs.claim(folder, copy, fresh=fresh)
+        outputs.claim(folder, copy, fresh=fresh, files=registry().results_files())
         store.record_identity(identity_record(loaded))
         store.set_meta(iterative=loaded.study.analysis.iterative)  # for `studyrun status`
         if quantities is not None:

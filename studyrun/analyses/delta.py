@@ -42,6 +42,7 @@ class Delta(GivenDataAnalysis):
     """`analysis: {type: delta}`: delta moment-independent and first-order indices."""
 
     type: Literal["delta"]
+    tutorial = "Delta"
     method: Literal["all", "delta", "sobol"] = Field(
         "all", description="SALib's choice: delta indices, first-order S1, or both")
     confidence: Confidence = 0.95

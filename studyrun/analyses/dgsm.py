@@ -61,6 +61,7 @@ class Dgsm(SalibAnalysis):
     """`analysis: {type: dgsm}`: derivative-based measures; runs = samples x (parameters + 1)."""
 
     type: Literal["dgsm"]
+    tutorial = "DGSM"
     samples: int = Field(1024, ge=MIN_BLOCKS, description="base points N")
     delta: float = Field(0.01, gt=0, lt=0.5, description="finite-difference step as a fraction of "
                          "each parameter's box (its bounds, or 0.1% to 99.9% quantiles)")

@@ -33,6 +33,7 @@ class Fast(SalibAnalysis):
     """`analysis: {type: fast}`: eFAST S1 and ST; runs = samples x number of parameters."""
 
     type: Literal["fast"]
+    tutorial = "eFAST"
     samples: int = Field(1024, description="runs per parameter's search curve (> 4 M^2)")
     M: int = Field(4, ge=1, description="interference factor (harmonics)")
     confidence: Confidence = 0.95

@@ -23,7 +23,7 @@ from ..core.runtable import RESERVED
 from ..core.text import suggest
 from ..csv_table import MISSING, read_table, unescape_text
 from ..outputs import Finished, read_finished
-from .base import AnalysisSpec, StudyContext
+from .base import FixedDesignAnalysis, StudyContext
 from .calibrate.data import file_stamp
 
 WHERE = "from"
@@ -83,7 +83,7 @@ class GivenRows:
         return given | (self.finished.provenance() if self.finished is not None else {})
 
 
-class ReadsGiven(AnalysisSpec):
+class ReadsGiven(FixedDesignAnalysis):
     """An analysis that may read runs that exist (`from:`) instead of running the model."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

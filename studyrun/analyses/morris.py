@@ -40,7 +40,7 @@ from ..core.errors import Problem, StudyError
 from ..core.sizes import Footprint
 from ..report.markdown import escape
 from ..report.wide import shown, top_note
-from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, run_bytes, runs_footprint
+from .base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes, runs_footprint
 from .precision import Round, doublings, grow
 from .precision_report import reached_line, widths_plot
 from .salib import (
@@ -90,12 +90,13 @@ class Trajectories(BaseModel):
         return doublings(self.start, self.max)
 
 
-class Morris(AnalysisSpec):
+class Morris(FixedDesignAnalysis):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
 
     without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
+    tutorial = "Morris"
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

@@ -27,7 +27,7 @@ Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -48,7 +48,7 @@ from ..core.sizes import Footprint
 from ..core.text import suggest
 from ..params import sample_unit
 from ..report.markdown import escape, table
-from .base import SEARCH_RUN_BYTES, AnalysisSpec, search_footprint, search_runs
+from .base import SEARCH_RUN_BYTES, IterativeAnalysis, search_footprint, search_runs
 from .search.fit import make_box
 
 
@@ -75,11 +75,11 @@ SORTING_BYTES = 18  # pymoo's sorting of a generation: bytes x population^2 (ben
 Count = Annotated[int, WithJsonSchema({"type": "integer", "exclusiveMinimum": 0})]
 
 
-class Optimize(AnalysisSpec):
+class Optimize(IterativeAnalysis):
     """Minimise a sum of quantity terms over the varied parameters' box."""
 
     type: Literal["optimize"]
-    iterative: ClassVar[bool] = True
+    tutorial = "Optimisation"
 
     minimize: list[str] = Field(default_factory=list, description="quantities to make small")
     maximize: list[str] = Field(default_factory=list, description="quantities to make large")

@@ -22,6 +22,7 @@ class Pawn(GivenDataAnalysis):
     """`analysis: {type: pawn}`: KS-distance sensitivity summaries per parameter."""
 
     type: Literal["pawn"]
+    tutorial = "PAWN"
     S: int = Field(10, ge=2, description="slices of each input's range (conditioning intervals)")
 
     without_correlation = None  # its sample is drawn correlated

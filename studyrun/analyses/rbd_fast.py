@@ -21,6 +21,7 @@ class RbdFast(GivenDataAnalysis):
     """`analysis: {type: rbd_fast}`: first-order indices from one sample of `samples` runs."""
 
     type: Literal["rbd_fast"]
+    tutorial = "RBD-FAST"
     M: int = Field(10, ge=1, description="harmonics summed (interference factor)")
     confidence: Confidence = 0.95
     resamples: Resamples = 100

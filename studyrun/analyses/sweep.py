@@ -15,13 +15,14 @@ from ..core.design import Design, Outcome
 from ..core.numbers import finite_or_none
 from ..params import Real, Whole
 from ..report.markdown import table
-from .base import AnalysisSpec
+from .base import FixedDesignAnalysis
 
 
-class Sweep(AnalysisSpec):
+class Sweep(FixedDesignAnalysis):
     """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
 
     type: Literal["sweep"]
+    tutorial = "Sweeps"
     levels: PositiveInt | dict[str, PositiveInt | list[Whole | Real]] = Field(
         5, description="points per parameter across its bounds, or explicit values per parameter "
         "(integers stay whole numbers)")

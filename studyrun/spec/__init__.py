@@ -1,8 +1,7 @@
 """The load step's result: the `Study` model and its unions (`execution` holds the execution
 block, `checks` the checks that span sections).
 
-The registry of model and analysis types is the discriminated unions below; a new type adds its
-class here and nowhere else.
+The unions are the registry's types (`registry.py`): a new type is found there, not added here.
 """
 
 from __future__ import annotations
@@ -11,36 +10,16 @@ from typing import Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
-from ..analyses.calibrate import Calibrate
-from ..analyses.delta import Delta
-from ..analyses.dgsm import Dgsm
-from ..analyses.doe import Doe
-from ..analyses.fast import Fast
-from ..analyses.gradient import Gradient
-from ..analyses.local import Local
-from ..analyses.montecarlo import Montecarlo
-from ..analyses.morris import Morris
-from ..analyses.optimize import Optimize
-from ..analyses.pawn import Pawn
-from ..analyses.rbd_fast import RbdFast
-from ..analyses.sobol import Sobol
-from ..analyses.surrogate import Surrogate
-from ..analyses.sweep import Sweep
 from ..models.absent import NoModel
 from ..models.base import ModelSpec
-from ..models.command import Command
-from ..models.ode import Ode
-from ..models.pysd import Pysd
-from ..models.python import Python
-from ..models.stockflow import Stockflow
 from ..params import ParameterSpec
 from .execution import Execution
+from .registry import registry
 
-ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
-AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize],
+ModelUnion = Annotated[Union[tuple(registry().models.values())],  # type: ignore[valid-type]
+                       Field(discriminator="type")]
+AnalysisUnion = Annotated[Union[tuple(registry().analyses.values())],  # type: ignore[valid-type]
                           Field(discriminator="type")]
-
 
 
 class Study(BaseModel):

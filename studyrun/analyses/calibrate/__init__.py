@@ -55,7 +55,7 @@ from pydantic import (
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ...core.sizes import Footprint
-from ..base import SEARCH_RUN_BYTES, AnalysisSpec, StudyContext, search_footprint, search_runs
+from ..base import SEARCH_RUN_BYTES, IterativeAnalysis, StudyContext, search_footprint, search_runs
 from .data import (
     DataBlock,
     Observations,
@@ -105,11 +105,12 @@ class Mcmc(BaseModel):
         return self
 
 
-class Calibrate(AnalysisSpec):
+class Calibrate(IterativeAnalysis):
     """Fit the varied parameters to observed data; see the module doc for the results keys."""
 
     type: Literal["calibrate"]
-    iterative: ClassVar[bool] = True
+    tutorial = "Calibration"
+    results_files = ("residuals.csv", "fitted.csv", "mcmc-samples.csv")
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 
     data: DataBlock | list[DataBlock] = Field(

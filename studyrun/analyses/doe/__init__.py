@@ -59,6 +59,8 @@ class Doe(ReadsGiven):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
+    tutorial = "Designed experiments"
+    predicts = "studyrun.analyses.doe.surface:predict"
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
                               frozen=True)
 

@@ -29,7 +29,7 @@ from pydantic import Field, PositiveFloat, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
 from ...core.numbers import finite_or_none
-from ..base import AnalysisSpec, StudyContext
+from ..base import FixedDesignAnalysis, StudyContext
 from ..local import exact_status, tighten
 from ..local.agreement import rank
 from ..local.sensitivity import difference_rows, perturbation_steps
@@ -42,10 +42,11 @@ if TYPE_CHECKING:
 Method = Literal["auto", "adjoint", "forward", "fd"]
 
 
-class Gradient(AnalysisSpec):
+class Gradient(FixedDesignAnalysis):
     """`analysis: {type: gradient}`: dJ/dp at the nominal point; see the module doc."""
 
     type: Literal["gradient"]
+    tutorial = "Gradients"
     objective: str = Field(description="J: " + " | ".join(f"{k}(x)" for k in REDUCTIONS)
                            + " of a model output x; a window (x, T0, T1) but for final and at "
                              "(at(x, T))")

@@ -38,7 +38,7 @@ from pydantic import (
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
-from ..base import AnalysisSpec, StudyContext
+from ..base import FixedDesignAnalysis, StudyContext
 from .collinearity import MAX_SUBSETS, subset_count
 from .sensitivity import difference_rows, perturbation_steps
 
@@ -68,10 +68,11 @@ class PartitionSpec(BaseModel):
                                 "df/dp_j as the dissertation writes it")
 
 
-class Local(AnalysisSpec):
+class Local(FixedDesignAnalysis):
     """`analysis: {type: local}`: sensitivity functions, their summaries and identifiability."""
 
     type: Literal["local"]
+    tutorial = "Local sensitivity"
     outputs: list[str] = Field(min_length=1, description="the model's time series to study")
     method: Method = Field("central", description="central | forward differences, or exact "
                            "(forward sensitivity equations; ode and stockflow models)")

@@ -37,6 +37,7 @@ class Montecarlo(ReadsGiven):
     quantity's distribution."""
 
     type: Literal["montecarlo"]
+    tutorial = "Monte Carlo"
     samples: PositiveInt | Samples = Field(
         1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
                           "max}: runs double until the 95% interval of every mean and "

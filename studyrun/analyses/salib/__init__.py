@@ -31,7 +31,7 @@ from ...core.design import Design
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
 from ...core.sizes import Footprint
-from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, runs_footprint
+from ..base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, runs_footprint
 from ..given import ReadsGiven, not_with_from
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def constant_output(values: np.ndarray) -> bool:
         1.0, float(np.max(np.abs(values))))
 
 
-class SalibAnalysis(AnalysisSpec):
+class SalibAnalysis(FixedDesignAnalysis):
     """Base of the SALib methods analysed one quantity at a time with one SALib call, whose
     per-parameter arrays become maps (FAST, RBD-FAST, delta, PAWN).
 

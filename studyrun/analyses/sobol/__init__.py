@@ -33,7 +33,7 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
 from ...core.sizes import Footprint
-from ..base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, run_bytes
+from ..base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes
 from ..precision import PowerOfTwoSamples, Round, grow, reached
 from ..salib import (
     MIN_BLOCKS,
@@ -65,13 +65,14 @@ BOOTSTRAP_BYTES = 64  # SALib's bootstrap: bytes x base samples x resamples (ben
 SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 
 
-class Sobol(AnalysisSpec):
+class Sobol(FixedDesignAnalysis):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
 
     without_correlation = INDEPENDENT_INPUTS
     reads_series_quantities = True  # S1 and ST at every time of a series() quantity
 
     type: Literal["sobol"]
+    tutorial = "Sobol'"
     samples: int | PowerOfTwoSamples = Field(
         1024, description="base samples N (a power of 2); runs = N (D + 2), or N (2D + 2) with "
                           "second_order; or {start, until: {ci}, max}: N doubles until every "

@@ -31,7 +31,7 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.sizes import Footprint
 from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
-from ..base import AnalysisSpec, StudyContext
+from ..base import IterativeAnalysis, StudyContext
 from ..given import given_problems, read_given
 from ..salib import Confidence, Resamples
 from .sizes import gp_footprint, pce_footprint
@@ -56,14 +56,15 @@ class Until(BaseModel):
                                                         "the initial samples)")
 
 
-class Surrogate(AnalysisSpec):
+class Surrogate(IterativeAnalysis):
     """`analysis: {type: surrogate}`: a PCE or GP surrogate, validated, and its indices."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    iterative = True
     without_correlation = None  # training runs drawn correlated; moments over correlated draws
 
     type: Literal["surrogate"]
+    tutorial = "Surrogates"
+    predicts = "studyrun.analyses.surrogate.predict:predict"
     method: Literal["pce", "gp"] = "pce"
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")
