@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import Field
 
 from ..core.errors import Problem
+from ..core.plugin import Example
 from .base import StudyContext
 from .salib import (
     Confidence,
@@ -43,6 +44,8 @@ class Delta(GivenDataAnalysis):
 
     type: Literal["delta"]
     tutorial = "Delta"
+    example = Example({"analysis": {"type": "delta", "samples": 160, "resamples": 2}},
+                      failing={})
     method: Literal["all", "delta", "sobol"] = Field(
         "all", description="SALib's choice: delta indices, first-order S1, or both")
     confidence: Confidence = 0.95

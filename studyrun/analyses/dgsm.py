@@ -32,6 +32,7 @@ from pydantic import Field
 
 from ..core.design import Design
 from ..core.errors import Problem
+from ..core.plugin import Example
 from ..core.sizes import Footprint
 from .base import run_bytes
 from .salib import (
@@ -62,6 +63,8 @@ class Dgsm(SalibAnalysis):
 
     type: Literal["dgsm"]
     tutorial = "DGSM"
+    example = Example({"analysis": {"type": "dgsm", "samples": 16, "resamples": 10}},
+                      failing={"parameters": {"a": {"bounds": [0.1, 0.95]}}})
     samples: int = Field(1024, ge=MIN_BLOCKS, description="base points N")
     delta: float = Field(0.01, gt=0, lt=0.5, description="finite-difference step as a fraction of "
                          "each parameter's box (its bounds, or 0.1% to 99.9% quantiles)")

@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..core.design import Design
+from ..core.plugin import Example
 from .salib import (
     Confidence,
     Resamples,
@@ -34,6 +35,9 @@ class Fast(SalibAnalysis):
 
     type: Literal["fast"]
     tutorial = "eFAST"
+    example = Example({"analysis": {"type": "fast", "samples": 24, "M": 2, "resamples": 10}},
+                      failing={},
+                      failures="refuses")
     samples: int = Field(1024, description="runs per parameter's search curve (> 4 M^2)")
     M: int = Field(4, ge=1, description="interference factor (harmonics)")
     confidence: Confidence = 0.95

@@ -37,6 +37,7 @@ from pydantic import (
 
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
+from ..core.plugin import Example
 from ..core.sizes import Footprint
 from ..report.markdown import escape
 from ..report.wide import shown, top_note
@@ -97,6 +98,9 @@ class Morris(FixedDesignAnalysis):
 
     type: Literal["morris"]
     tutorial = "Morris"
+    example = Example({"analysis": {"type": "morris", "trajectories": 12, "resamples": 10}},
+                      failing={"parameters": {"a": {"bounds": [0.1, 0.95]},
+                                                   "b": {"bounds": [0.1, 0.9]}}})
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

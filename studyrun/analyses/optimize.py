@@ -44,6 +44,7 @@ from pydantic import (
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from ..core.numbers import finite_or_none
+from ..core.plugin import Example
 from ..core.sizes import Footprint
 from ..core.text import suggest
 from ..params import sample_unit
@@ -80,6 +81,10 @@ class Optimize(IterativeAnalysis):
 
     type: Literal["optimize"]
     tutorial = "Optimisation"
+    example = Example({"analysis": {"type": "optimize", "target": {"final": 0.5},
+                                   "max_evaluations": 30}},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="steers")
 
     minimize: list[str] = Field(default_factory=list, description="quantities to make small")
     maximize: list[str] = Field(default_factory=list, description="quantities to make large")

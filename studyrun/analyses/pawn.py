@@ -15,6 +15,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
+from ..core.plugin import Example
 from .salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
 
 
@@ -23,6 +24,8 @@ class Pawn(GivenDataAnalysis):
 
     type: Literal["pawn"]
     tutorial = "PAWN"
+    example = Example({"analysis": {"type": "pawn", "samples": 32, "S": 3}},
+                      failing={})
     S: int = Field(10, ge=2, description="slices of each input's range (conditioning intervals)")
 
     without_correlation = None  # its sample is drawn correlated

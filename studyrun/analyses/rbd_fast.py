@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
+from ..core.plugin import Example
 from .salib import Confidence, GivenDataAnalysis, Resamples
 
 
@@ -22,6 +23,8 @@ class RbdFast(GivenDataAnalysis):
 
     type: Literal["rbd_fast"]
     tutorial = "RBD-FAST"
+    example = Example({"analysis": {"type": "rbd_fast", "samples": 32, "M": 2, "resamples": 10}},
+                      failing={})
     M: int = Field(10, ge=1, description="harmonics summed (interference factor)")
     confidence: Confidence = 0.95
     resamples: Resamples = 100

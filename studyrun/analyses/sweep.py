@@ -13,6 +13,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from ..core.design import Design, Outcome
 from ..core.numbers import finite_or_none
+from ..core.plugin import Example
 from ..params import Real, Whole
 from ..report.markdown import table
 from .base import FixedDesignAnalysis
@@ -23,6 +24,9 @@ class Sweep(FixedDesignAnalysis):
 
     type: Literal["sweep"]
     tutorial = "Sweeps"
+    example = Example({"analysis": {"type": "sweep", "levels": 4}},
+                      failing={},
+                      failures="nulls")
     levels: PositiveInt | dict[str, PositiveInt | list[Whole | Real]] = Field(
         5, description="points per parameter across its bounds, or explicit values per parameter "
         "(integers stay whole numbers)")

@@ -29,6 +29,7 @@ from pydantic import Field, field_validator
 
 from ..core.batch import Evaluator, ModelOutput, RunContext
 from ..core.errors import Problem, describe
+from ..core.plugin import Example
 from ..core.prints import escaped_prints
 from ..core.seeds import run_seed, run_seed_sequence
 from ..dependencies import file_digest, text_digest
@@ -91,6 +92,8 @@ class Python(ModelSpec):
     """A Python function as the model."""
 
     type: Literal["python"]
+    example = Example({"model": {"type": "python", "function": "toy:toy"},
+                       "quantities": {"final": "final", "peak": "max(y)"}})
     function: str = Field(description="package.module:callable, importable from the study's folder")
     vectorized: bool = Field(False, description="called once per batch with arrays")
     constants: dict[str, Whole | float] = Field(

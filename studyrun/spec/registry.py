@@ -119,7 +119,8 @@ def loaded(point: EntryPoint, group: str) -> type:
                           f"{one_line(str(error))}); fix or uninstall that package") from None
     bases = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in BASES[group])
     if not (isinstance(cls, type) and issubclass(cls, BASES[group])):
-        raise PluginError(f"{named(point)}: {cls!r} is not a subclass of {bases}")
+        what = f"{cls.__module__}.{cls.__qualname__}" if isinstance(cls, type) else "it"
+        raise PluginError(f"{named(point)}: {what} is not a subclass of {bases}")
     tag = type_tag(cls)
     if tag is None:
         raise PluginError(f"{named(point)}: {cls.__qualname__} has no `type: Literal[...]` "

@@ -54,6 +54,7 @@ from pydantic import (
 
 from ...core.design import Design
 from ...core.errors import Problem, StudyError
+from ...core.plugin import Example
 from ...core.sizes import Footprint
 from ..base import SEARCH_RUN_BYTES, IterativeAnalysis, StudyContext, search_footprint, search_runs
 from .data import (
@@ -110,6 +111,12 @@ class Calibrate(IterativeAnalysis):
 
     type: Literal["calibrate"]
     tutorial = "Calibration"
+    example = Example({"analysis": {"type": "calibrate", "data": {"file": "observed.csv"},
+                                   "max_evaluations": 60}},
+                      files={"observed.csv": "name,time,value\ny,0,0.8\ny,0.5,0.730353988213\ny,1,0.670409110341\n"
+                                     "y,1.5,0.618814075811\ny,2,0.574405818047\n"},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="steers")
     results_files = ("residuals.csv", "fitted.csv", "mcmc-samples.csv")
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 

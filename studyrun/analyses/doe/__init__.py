@@ -27,6 +27,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
+from ...core.plugin import Example
 from ...core.sizes import Footprint
 from ..base import StudyContext, run_bytes
 from ..given import ReadsGiven, read_given
@@ -60,6 +61,8 @@ class Doe(ReadsGiven):
 
     type: Literal["doe"]
     tutorial = "Designed experiments"
+    example = Example({"analysis": {"type": "doe", "design": "full", "levels": 3}},
+                      failing={})
     predicts = "studyrun.analyses.doe.surface:predict"
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
                               frozen=True)

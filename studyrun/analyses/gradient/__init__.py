@@ -29,6 +29,7 @@ from pydantic import Field, PositiveFloat, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
 from ...core.numbers import finite_or_none
+from ...core.plugin import Example
 from ..base import FixedDesignAnalysis, StudyContext
 from ..local import exact_status, tighten
 from ..local.agreement import rank
@@ -47,6 +48,9 @@ class Gradient(FixedDesignAnalysis):
 
     type: Literal["gradient"]
     tutorial = "Gradients"
+    example = Example({"analysis": {"type": "gradient", "objective": "integral(y)"}},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="names")
     objective: str = Field(description="J: " + " | ".join(f"{k}(x)" for k in REDUCTIONS)
                            + " of a model output x; a window (x, T0, T1) but for final and at "
                              "(at(x, T))")

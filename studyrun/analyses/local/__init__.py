@@ -38,6 +38,7 @@ from pydantic import (
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem
+from ...core.plugin import Example
 from ..base import FixedDesignAnalysis, StudyContext
 from .collinearity import MAX_SUBSETS, subset_count
 from .sensitivity import difference_rows, perturbation_steps
@@ -73,6 +74,9 @@ class Local(FixedDesignAnalysis):
 
     type: Literal["local"]
     tutorial = "Local sensitivity"
+    example = Example({"analysis": {"type": "local", "outputs": ["y"]}},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="names")
     outputs: list[str] = Field(min_length=1, description="the model's time series to study")
     method: Method = Field("central", description="central | forward differences, or exact "
                            "(forward sensitivity equations; ode and stockflow models)")

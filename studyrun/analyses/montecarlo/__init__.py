@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
+from ...core.plugin import Example
 from ...params import (
     correlate_unit,
     design_facts,
@@ -38,6 +39,8 @@ class Montecarlo(ReadsGiven):
 
     type: Literal["montecarlo"]
     tutorial = "Monte Carlo"
+    example = Example({"analysis": {"type": "montecarlo", "samples": 24}, "quantities": None},
+                      failing={})
     samples: PositiveInt | Samples = Field(
         1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
                           "max}: runs double until the 95% interval of every mean and "

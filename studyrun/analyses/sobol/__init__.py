@@ -32,6 +32,7 @@ from pydantic import Field, field_validator
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
 from ...core.numbers import finite_or_none
+from ...core.plugin import Example
 from ...core.sizes import Footprint
 from ..base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes
 from ..precision import PowerOfTwoSamples, Round, grow, reached
@@ -73,6 +74,8 @@ class Sobol(FixedDesignAnalysis):
 
     type: Literal["sobol"]
     tutorial = "Sobol'"
+    example = Example({"analysis": {"type": "sobol", "samples": 16, "resamples": 10}},
+                      failing={"parameters": {"a": {"bounds": [0.1, 0.95]}}})
     samples: int | PowerOfTwoSamples = Field(
         1024, description="base samples N (a power of 2); runs = N (D + 2), or N (2D + 2) with "
                           "second_order; or {start, until: {ci}, max}: N doubles until every "

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from ...core.design import Design, Outcome
 from ...core.errors import Problem, StudyError
+from ...core.plugin import Example
 from ...core.sizes import Footprint
 from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from ..base import IterativeAnalysis, StudyContext
@@ -64,6 +65,9 @@ class Surrogate(IterativeAnalysis):
 
     type: Literal["surrogate"]
     tutorial = "Surrogates"
+    example = Example({"analysis": {"type": "surrogate", "samples": 24, "resamples": 10,
+                                   "validation": 4}},
+                      failing={})
     predicts = "studyrun.analyses.surrogate.predict:predict"
     method: Literal["pce", "gp"] = "pce"
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
