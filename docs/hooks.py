@@ -2,7 +2,8 @@
 
 - reference/study-format.md from the study file's JSON Schema (`studyrun schema`),
 - reference/cli.md from the command line's own parser,
-- tutorials/NAME.md, one per analysis type, from the example studies in studies/ that use it
+- tutorials/NAME.md, one per analysis type of the registry (its Tutorials navigation too, set
+  in on_config), from the example studies in studies/ that use it
   and the analysis module's own description. The example that getting-started.md shows leads
   its tutorial and the others follow by file name, except that a study starting `from` another's
   results comes after it; an example on a cluster is only named at the end (the cookbook
@@ -24,12 +25,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 GROUPS = {
-    "Models": ("Python", "Command", "Template", "Ode", "OdeTime", "Stockflow", "StockflowTime",
-               "Stock", "LookupSpec", "Pysd", "PysdTime"),
     "Parameters": ("Uniform", "Normal", "LogNormal", "TruncNormal", "Triangular", "LogUniform",
                    "Beta", "Gamma", "Discrete", "Bounds", "Fixed"),
     "Execution": ("Execution", "Cluster"),
 }
+
+
+def on_config(config):
+    """The Tutorials section of the navigation: one page per analysis type, in the registry's
+    order, after the Guide."""
+    from studyrun.spec.registry import registry
+
+    pages = [{cls.tutorial or kind: f"tutorials/{kind.replace('_', '-')}.md"}
+             for kind, cls in registry().analyses.items()]
+    nav = [item for item in config["nav"] if "Tutorials" not in item]
+    at = next(i for i, item in enumerate(nav) if "Guide" in item) + 1
+    config["nav"] = [*nav[:at], {"Tutorials": pages}, *nav[at:]]
+    return config
 
 
 def on_files(files, config):
@@ -43,6 +55,7 @@ def on_files(files, config):
 
 def study_format() -> str:
     from studyrun.schema import study_schema
+    from studyrun.spec.registry import registry
 
     schema = study_schema()
     defs = schema["$defs"]
@@ -52,10 +65,8 @@ def study_format() -> str:
              "read JSON Schema complete and check study files with the first line "
              "`# yaml-language-server: $schema=../schemas/study.schema.json`.", "",
              "## Top level", "", keys_table(schema, defs), ""]
-    analyses = sorted(name for name, d in defs.items()
-                      if "type" in d.get("properties", {}) and "const" in d["properties"]["type"]
-                      and name not in sum(GROUPS.values(), ()))
-    grouped = {**GROUPS, "Analyses": tuple(analyses)}
+    grouped = {"Models": model_definitions(defs), **GROUPS,
+               "Analyses": tuple(sorted(cls.__name__ for cls in registry().analyses.values()))}
     shown = set()
     for title, names in grouped.items():
         lines += [f"## {title}", ""]
@@ -69,6 +80,27 @@ def study_format() -> str:
         for name in rest:
             lines += definition(name, defs[name], defs)
     return "\n".join(lines)
+
+
+def model_definitions(defs: dict) -> tuple[str, ...]:
+    """The registry's model types and the parts of their blocks that no other block uses."""
+    from studyrun.spec.registry import registry
+
+    def reached(name: str) -> set[str]:
+        found, stack = set(), [name]
+        while stack:
+            for ref in re.findall(r'"#/\$defs/([^"]+)"', json.dumps(defs.get(stack.pop(), {}))):
+                if ref not in found:
+                    found.add(ref)
+                    stack.append(ref)
+        return found
+
+    models = [cls.__name__ for cls in registry().models.values()]
+    parts = set().union(*(reached(name) for name in models))
+    others = set().union(*(reached(name) for name in defs if name not in parts | set(models)
+                           and name != "Study"))
+    return tuple(dict.fromkeys(name for model in models
+                               for name in (model, *sorted(reached(model) - others))))
 
 
 def definition(name: str, schema: dict, defs: dict) -> list[str]:
@@ -128,9 +160,9 @@ def command_line() -> str:
 
 def tutorials() -> dict[str, str]:
     """One page per analysis type: its example studies, how to run them, what they compute."""
-    from studyrun.spec import Study
+    from studyrun.spec.registry import registry
 
-    kinds = analysis_classes(Study)
+    kinds = registry().analyses
     started = re.findall(r'--8<-- "studies/([^"]+)"',
                          (ROOT / "docs" / "getting-started.md").read_text())
     studies: dict[str, list[tuple[Path, dict]]] = {}
@@ -215,21 +247,3 @@ def results_section(reference: str, kind: str) -> str:
         if kind in heading.replace(" and ", " ").split(" (")[0].split():
             return f"*{heading.strip()}*: " + body.strip()
     return ""
-
-
-def analysis_classes(study) -> dict[str, type]:
-    """analysis type -> its spec class, from the Study model's analysis union."""
-    from typing import get_args
-
-    field = study.model_fields["analysis"].annotation
-    found = {}
-    stack = [field]
-    while stack:
-        item = stack.pop()
-        args = get_args(item)
-        if args:
-            stack.extend(args)
-        elif inspect.isclass(item) and "type" in getattr(item, "model_fields", {}):
-            for value in get_args(item.model_fields["type"].annotation):
-                found[value] = item
-    return found
