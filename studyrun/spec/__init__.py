@@ -6,20 +6,24 @@ The unions are the registry's types (`registry.py`): a new type is found there, 
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
+from ..analyses.base import AnalysisSpec
 from ..models.absent import NoModel
 from ..models.base import ModelSpec
 from ..params import ParameterSpec
 from .execution import Execution
 from .registry import registry
 
-ModelUnion = Annotated[Union[tuple(registry().models.values())],  # type: ignore[valid-type]
-                       Field(discriminator="type")]
-AnalysisUnion = Annotated[Union[tuple(registry().analyses.values())],  # type: ignore[valid-type]
-                          Field(discriminator="type")]
+if TYPE_CHECKING:  # what a checker knows of a member: its base
+    ModelUnion = ModelSpec
+    AnalysisUnion = AnalysisSpec
+else:
+    ModelUnion = Annotated[Union[tuple(registry().models.values())], Field(discriminator="type")]
+    AnalysisUnion = Annotated[Union[tuple(registry().analyses.values())],
+                              Field(discriminator="type")]
 
 
 class Study(BaseModel):

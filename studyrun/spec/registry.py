@@ -75,7 +75,7 @@ def registry() -> Registry:
 
 def gathered(group: str) -> dict[str, Any]:
     """A group's types: studyrun's own in ORDER, then the outside ones by name."""
-    own = {type_tag(cls): cls for cls in own_types(group)}
+    own = {str(type_tag(cls)): cls for cls in own_types(group)}
     order = ORDER[group]
     found = dict(sorted(own.items(), key=lambda item: (
         order.index(item[0]) if item[0] in order else len(order), item[0])))

@@ -127,7 +127,7 @@ def check_declaration(cls: type, folder: Path) -> None:
     loaded = load_study(example.write(folder))
     block = loaded.study.analysis if group == "analyses" else loaded.study.model
     assert type(block) is cls, f"the example's {group[:-2]} is a {type(block).__qualname__}"
-    if group == "analyses":
+    if issubclass(cls, AnalysisSpec):
         for name in cls.results_files:
             assert name == Path(name).name and not name.startswith("."), name
         if cls.predicts is not None:
