@@ -100,7 +100,7 @@ class Morris(FixedDesignAnalysis):
     tutorial = "Morris"
     example = Example({"analysis": {"type": "morris", "trajectories": 12, "resamples": 10}},
                       failing={"parameters": {"a": {"bounds": [0.1, 0.95]},
-                                                   "b": {"bounds": [0.1, 0.9]}}})
+                                              "b": {"bounds": [0.1, 0.9]}}})
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

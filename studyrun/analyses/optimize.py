@@ -82,7 +82,7 @@ class Optimize(IterativeAnalysis):
     type: Literal["optimize"]
     tutorial = "Optimisation"
     example = Example({"analysis": {"type": "optimize", "target": {"final": 0.5},
-                                   "max_evaluations": 30}},
+                                    "max_evaluations": 30}},
                       failing={"parameters": {"a": {"nominal": 0.9}}},
                       failures="steers")
 

@@ -75,6 +75,11 @@ MCMC_RUN_BYTES = 4500  # bytes a run of MCMC (benchmarks/bench_memory.py)
 FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
 
 
+# The example's data (studyrun.testing): the toy model's y at a = 0.5, b = 0.3.
+OBSERVED = ("name,time,value\ny,0,0.8\ny,0.5,0.730353988213\ny,1,0.670409110341\n"
+            "y,1.5,0.618814075811\ny,2,0.574405818047\n")
+
+
 class Mcmc(BaseModel):
     """`method: mcmc`: adaptive Metropolis with delayed rejection, started from a fit."""
 
@@ -112,11 +117,9 @@ class Calibrate(IterativeAnalysis):
     type: Literal["calibrate"]
     tutorial = "Calibration"
     example = Example({"analysis": {"type": "calibrate", "data": {"file": "observed.csv"},
-                                   "max_evaluations": 60}},
-                      files={"observed.csv": "name,time,value\ny,0,0.8\ny,0.5,0.730353988213\ny,1,0.670409110341\n"
-                                     "y,1.5,0.618814075811\ny,2,0.574405818047\n"},
-                      failing={"parameters": {"a": {"nominal": 0.9}}},
-                      failures="steers")
+                                    "max_evaluations": 60}},
+                      files={"observed.csv": OBSERVED},
+                      failing={"parameters": {"a": {"nominal": 0.9}}}, failures="steers")
     results_files = ("residuals.csv", "fitted.csv", "mcmc-samples.csv")
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 

@@ -66,7 +66,7 @@ class Surrogate(IterativeAnalysis):
     type: Literal["surrogate"]
     tutorial = "Surrogates"
     example = Example({"analysis": {"type": "surrogate", "samples": 24, "resamples": 10,
-                                   "validation": 4}},
+                                    "validation": 4}},
                       failing={})
     predicts = "studyrun.analyses.surrogate.predict:predict"
     method: Literal["pce", "gp"] = "pce"
