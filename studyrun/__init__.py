@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .core.errors import StudyError, StudyrunError
-from .results import Results, open_results
+from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.results import Results, open_results
 
 __version__ = "0.1.0"
 __all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunError", "__version__"]
@@ -17,7 +17,7 @@ __all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunErro
 
 def load(path: str | Path):
     """The validated `Study` of a study file (raises StudyError listing every problem)."""
-    from .loading import load_study
+    from studyrun.loading import load_study
 
     return load_study(path).study
 
@@ -25,7 +25,7 @@ def load(path: str | Path):
 def run(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
         workers: int | None = None, fresh: bool = False, quiet: bool = True) -> Results:
     """Run a study file as `studyrun run` does; return its Results (analysis dict, runs frame)."""
-    from .pipeline import run_study
+    from studyrun.pipeline import run_study
 
     analysis = run_study(path, out, scheduler=scheduler, workers=workers, fresh=fresh, quiet=quiet)
     folder = Path(out) if out else Path("results") / analysis["study"]

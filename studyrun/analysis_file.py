@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .core.errors import StudyError
-from .core.text import one_line, shorten
+from studyrun.core.errors import StudyError
+from studyrun.core.text import one_line, shorten
 
 MAX_BYTES = 256 * 2**20  # a study's analysis.json is kilobytes to a few megabytes
 MAX_DEPTH = 64  # studyrun nests a dozen levels at most; json and the readers recurse

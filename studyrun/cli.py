@@ -12,9 +12,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .core.errors import ExecutionError, StudyError, StudyrunError, named_only
-from .core.text import cut_values, one_line, terminal_safe
-from .interrupts import Terminated
+from studyrun.core.errors import ExecutionError, StudyError, StudyrunError, named_only
+from studyrun.core.text import cut_values, one_line, terminal_safe
+from studyrun.interrupts import Terminated
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 WARNINGS_SHOWN = 10  # of analysis.json's warnings, in the closing summary of `run`
@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_validate(args) -> int:
-    from .loading import load_study
+    from studyrun.loading import load_study
 
     problems = []
     for path in args.studies:
@@ -181,10 +181,10 @@ def command_validate(args) -> int:
 
 
 def command_plan(args) -> int:
-    from .executors import scheduler_name
-    from .loading import load_study
-    from .pipeline import settings_for
-    from .plan.describe import (
+    from studyrun.executors import scheduler_name
+    from studyrun.loading import load_study
+    from studyrun.pipeline import settings_for
+    from studyrun.plan.describe import (
         describe_adoption,
         describe_dependencies,
         describe_iterative,
@@ -192,7 +192,7 @@ def command_plan(args) -> int:
         describe_reuse,
         write_design_csv,
     )
-    from .plan.study import identity_record, plan_study
+    from studyrun.plan.study import identity_record, plan_study
 
     loaded = load_study(args.study)
     folder = args.out or Path("results") / loaded.study.name
@@ -215,8 +215,8 @@ def command_plan(args) -> int:
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
-    from .clusters import job_name, job_script
-    from .spec.execution import Cluster
+    from studyrun.clusters import job_name, job_script
+    from studyrun.spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
     if isinstance(scheduler, Cluster):
@@ -234,8 +234,8 @@ def cluster_override(scheduler, kind: str | None):
     """The cluster block `--cluster KIND` asks for; None when there is no such flag."""
     if kind is None or kind == "study":
         return None
-    from .clusters import with_kind
-    from .spec.execution import KINDS
+    from studyrun.clusters import with_kind
+    from studyrun.spec.execution import KINDS
 
     if kind not in KINDS:
         raise StudyError(f"--cluster: unknown batch system {kind!r}; allowed: {', '.join(KINDS)}")
@@ -243,19 +243,19 @@ def cluster_override(scheduler, kind: str | None):
 
 
 def command_run(args) -> int:
-    from .pipeline import run_study
+    from studyrun.pipeline import run_study
 
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
     scheduler = args.scheduler
     if scheduler:
-        from .spec.execution import scheduler_problem
+        from studyrun.spec.execution import scheduler_problem
 
         problem = scheduler_problem(scheduler)
         if problem:
             raise StudyError(f"--scheduler: {problem}")
     if args.cluster:
-        from .loading import load_study
+        from studyrun.loading import load_study
 
         if scheduler:
             raise StudyError("give --scheduler or --cluster, not both")
@@ -295,8 +295,8 @@ def describe_runs_done(runs: dict) -> str:
 
 
 def command_check(args) -> int:
-    from .loading import load_study
-    from .stepcheck import LIMIT, check_step
+    from studyrun.loading import load_study
+    from studyrun.stepcheck import LIMIT, check_step
 
     loaded = load_study(args.study)
     result = check_step(loaded.context)
@@ -310,14 +310,14 @@ def command_check(args) -> int:
 
 
 def command_status(args) -> int:
-    from .status import describe_status
+    from studyrun.status import describe_status
 
     print(terminal_safe(describe_status(args.folder)))  # it shows the last models' errors
     return 0
 
 
 def command_diff(args) -> int:
-    from .diff import diff_folders, diff_revision
+    from studyrun.diff import diff_folders, diff_revision
 
     if args.results is not None and args.rev is None:
         raise StudyError("--results goes with --rev: studyrun diff STUDY.yaml --rev REV "
@@ -344,7 +344,7 @@ def command_diff(args) -> int:
 
 
 def command_runs(args) -> int:
-    from .status import describe_runs
+    from studyrun.status import describe_runs
 
     print(terminal_safe(describe_runs(args.folder, failed_only=args.failed, limit=args.limit)))
     return 0
@@ -382,8 +382,8 @@ def parse_point(texts: list[str]) -> dict[str, float]:
 
 
 def command_predict(args) -> int:
-    from .report.markdown import format_number
-    from .results import open_results
+    from studyrun.report.markdown import format_number
+    from studyrun.results import open_results
 
     results = open_results(args.folder)
     point = parse_point(args.at)
@@ -408,7 +408,7 @@ def command_predict(args) -> int:
 
 
 def command_report(args) -> int:
-    from .results import rebuild_report
+    from studyrun.results import rebuild_report
 
     report = rebuild_report(args.folder, args.out)
     print(f"wrote {report}, {report.with_suffix('.html').name} and {report.parent / 'figures'}/")
@@ -416,7 +416,7 @@ def command_report(args) -> int:
 
 
 def command_schema(args) -> int:
-    from .schema import study_schema
+    from studyrun.schema import study_schema
 
     print(json.dumps(study_schema(), indent=2))
     return 0

@@ -22,8 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .core.errors import ExecutionError
-from .spec.execution import Cluster
+from studyrun.core.errors import ExecutionError
+from studyrun.spec.execution import Cluster
 
 CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}

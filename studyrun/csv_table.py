@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .core.errors import StudyError
-from .core.text import suggest
+from studyrun.core.errors import StudyError
+from studyrun.core.text import suggest
 
 MISSING = {"", "na", "nan", "null", "n/a", "none"}  # a cell holding no value
 FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet runs when a cell starts with it

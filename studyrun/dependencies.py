@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from .core.errors import Problem, StudyrunError
+from studyrun.core.errors import Problem, StudyrunError
 
 _BLOCK = 1 << 20
 

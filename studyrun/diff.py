@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .core.errors import StudyrunError
+from studyrun.core.errors import StudyrunError
 
 BLOCKS = ("name", "seed", "model", "parameters", "quantities", "correlation", "analysis",
           "execution")
@@ -165,7 +165,7 @@ def show(value: Any) -> str:
 
 def diff_folders(a: Path, b: Path) -> Difference:
     """Two results folders: their study.yaml, stores and analysis.json."""
-    from .outputs import read_analysis
+    from studyrun.outputs import read_analysis
 
     first, second = read_analysis(Path(a)), read_analysis(Path(b))
     found = Difference(str(a), str(b))
@@ -181,7 +181,7 @@ def diff_folders(a: Path, b: Path) -> Difference:
 def folder_study(folder: Path) -> dict[str, Any]:
     """A results folder's study.yaml through the study reader (bounded nesting and aliases:
     the folder may come from elsewhere); empty when the folder has none."""
-    from .source import read_yaml as read_source
+    from studyrun.source import read_yaml as read_source
 
     if not (folder / "study.yaml").is_file():
         return {}
@@ -196,7 +196,7 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
     the revision's results too: its study is run into a temporary folder seeded with that
     folder's runs (those of the same identity are reused), and every result that moved is
     listed. The results folder is only read."""
-    from .revision import check_out
+    from studyrun.revision import check_out
 
     study = Path(study).resolve()
     with tempfile.TemporaryDirectory(prefix="studyrun-diff-") as folder:
@@ -216,7 +216,7 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
                                "results too: the revision's study (its model's code) is then run "
                                "beside it")
             return found
-        from .outputs import read_analysis
+        from studyrun.outputs import read_analysis
 
         current = read_analysis(Path(results))
         earlier = run_revision(old, Path(results), Path(folder) / "revision-results")
@@ -246,8 +246,8 @@ NOT_RUN = ("the model was not imported or translated, as that runs its code: a p
 
 def planned(path: Path, label: str) -> Planned:
     """The study's runs and files, found without running any of its code."""
-    from .loading import load_study
-    from .plan.study import plan_study
+    from studyrun.loading import load_study
+    from studyrun.plan.study import plan_study
 
     try:
         loaded = load_study(path, run_code=False)
@@ -266,8 +266,8 @@ def planned(path: Path, label: str) -> Planned:
 
 def resolved_source(path: Path) -> dict[str, Any]:
     """The study as a run's study.yaml keeps it: the model file it names inlined."""
-    from .loading import include_files
-    from .source import read_yaml as read_source
+    from studyrun.loading import include_files
+    from studyrun.source import read_yaml as read_source
 
     try:
         data = include_files(read_source(path)).data
@@ -402,7 +402,7 @@ def conf(values: dict[str, float | None], key: str) -> float | None:
 
 def stored_context(path: Path) -> tuple[list[int], dict[str, str] | None]:
     """A store's recorded run identities and the files its latest runs depended on."""
-    from .store import RunStore, latest_identity
+    from studyrun.store import RunStore, latest_identity
 
     with RunStore.open_readonly(path) as store:
         context = latest_identity(store.db)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .clusters import cancel_leftovers, job_name
-from .core.batch import Evaluator, ModelOutput, RunContext
-from .core.errors import ExecutionError, describe
-from .executors import (
+from studyrun.clusters import cancel_leftovers, job_name
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.core.errors import ExecutionError, describe
+from studyrun.executors import (
     SyncExecutor,
     give_back_memory,
     planned_workers,
@@ -30,14 +30,14 @@ from .executors import (
     start_executor,
     starts_a_cluster,
 )
-from .interrupts import fails_the_run, noting_interrupts
-from .isolated import IsolatedExecutor, Loss
-from .plan import Plan
-from .progress import Progress
-from .quantities import Quantities
-from .series_store import pack
-from .spec.execution import Cluster, scheduler_problem
-from .store import Batch, RunStore
+from studyrun.interrupts import fails_the_run, noting_interrupts
+from studyrun.isolated import IsolatedExecutor, Loss
+from studyrun.plan import Plan
+from studyrun.progress import Progress
+from studyrun.quantities import Quantities
+from studyrun.series_store import pack
+from studyrun.spec.execution import Cluster, scheduler_problem
+from studyrun.store import Batch, RunStore
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here

@@ -17,9 +17,9 @@ import struct
 import sys
 from typing import Any, Callable
 
-from .core.errors import ExecutionError
-from .isolated import Loss
-from .spec.execution import ADDRESS, Cluster
+from studyrun.core.errors import ExecutionError
+from studyrun.isolated import Loss
+from studyrun.spec.execution import ADDRESS, Cluster
 
 
 class SyncExecutor:
@@ -303,7 +303,7 @@ def start_executor(scheduler, workers: int | None, job_name: str = "studyrun"):
     import dask
     from distributed import Client, LocalCluster  # first: dask's config has its defaults then
 
-    from .clusters import start_cluster
+    from studyrun.clusters import start_cluster
 
     with dask.config.set(MESSAGES_KEPT):  # for the streams made as the client and workers connect
         if isinstance(scheduler, Cluster):

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .core.text import suggest
+from studyrun.core.text import suggest
 
 # CPython 3.11 keeps ast.parse's recursion count in module state: two threads parsing at once (the
 # threads scheduler, a worker's task beside the driver's) fail with "AST constructor recursion

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .core.errors import StudyrunError
-from .core.text import quote
-from .csv_table import read_table
-from .store import RunStore
+from studyrun.core.errors import StudyrunError
+from studyrun.core.text import quote
+from studyrun.csv_table import read_table
+from studyrun.store import RunStore
 
 _INTEGER = re.compile(r"[-+]?[0-9]{1,19}")
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from .core.errors import StudyrunError
+from studyrun.core.errors import StudyrunError
 
 TIMEOUT = 5  # seconds for each git call of provenance
 READ_TIMEOUT = 60  # ... and for each read of a revision's files (a large tree, a large file)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core.design import Outcome
+from studyrun.core.design import Outcome
 
 SHOWN = 5  # run ids a note names before "and N more"
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from .analyses.base import StudyContext
-from .core.errors import StudyError, named_only
-from .dependencies import dependency_digests
-from .params import varied
-from .params.correlation import correlation_matrix
-from .source import VALUE, Source, describe, format_path, format_problems, read_yaml
-from .spec import Study
-from .spec.checks import check_study
-from .validation import error_paths, problems_from
+from studyrun.analyses.base import StudyContext
+from studyrun.core.errors import StudyError, named_only
+from studyrun.dependencies import dependency_digests
+from studyrun.params import varied
+from studyrun.params.correlation import correlation_matrix
+from studyrun.source import VALUE, Source, describe, format_path, format_problems, read_yaml
+from studyrun.spec import Study
+from studyrun.spec.checks import check_study
+from studyrun.validation import error_paths, problems_from
 
 YAML_SUFFIXES = (".yaml", ".yml")
 __all__ = ["VALUE", "Loaded", "Source", "format_path", "format_problems", "include_files",

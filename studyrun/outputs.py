@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .core.errors import StudyrunError
+from studyrun.core.errors import StudyrunError
 
 # What every run writes next to runs.sqlite; an analysis type declares its own files
 # (`results_files`), which `claim` is given.
@@ -128,7 +128,7 @@ def read_analysis(folder: Path) -> dict:
 
 def _read(folder: Path) -> tuple[dict, str]:
     """analysis.json as read_analysis gives it, and the sha256 of the bytes read."""
-    from .analysis_file import parse
+    from studyrun.analysis_file import parse
 
     folder = Path(folder)
     path = folder / "analysis.json"

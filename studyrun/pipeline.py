@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 import yaml
 
-from . import outputs
-from .analyses.base import gathered_warnings
-from .core.design import Design, Outcome
-from .core.errors import StudyError
-from .core.numbers import finite_or_none
-from .core.text import terminal_safe
-from .dependencies import code_digest
-from .execute import Job, Runner, Settings, record_given
-from .loading import Loaded, load_study
-from .models.base import HasEquations
-from .plan import make_plan, plan_slices
-from .plan.runs import (
+from studyrun import outputs
+from studyrun.analyses.base import gathered_warnings
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import StudyError
+from studyrun.core.numbers import finite_or_none
+from studyrun.core.text import terminal_safe
+from studyrun.dependencies import code_digest
+from studyrun.execute import Job, Runner, Settings, record_given
+from studyrun.loading import Loaded, load_study
+from studyrun.models.base import HasEquations
+from studyrun.plan import make_plan, plan_slices
+from studyrun.plan.runs import (
     CHUNK_ROWS,
     PlannedRuns,
     read_outcome,
@@ -34,14 +34,14 @@ from .plan.runs import (
     series_wanted,
     write_parquets,
 )
-from .plan.study import given_plan, identity_context, identity_record
-from .provenance import collect, now
-from .quantities import Quantities
-from .report.build import write_report
-from .runs_csv import write_csv
-from .spec import Study
-from .spec.registry import registry
-from .store import RunStore
+from studyrun.plan.study import given_plan, identity_context, identity_record
+from studyrun.provenance import collect, now
+from studyrun.quantities import Quantities
+from studyrun.report.build import write_report
+from studyrun.runs_csv import write_csv
+from studyrun.spec import Study
+from studyrun.spec.registry import registry
+from studyrun.store import RunStore
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,
@@ -109,7 +109,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
 def study_warnings(loaded: Loaded) -> list[str]:
     """Warnings about the study itself (an integration step too coarse) and how its analysis
     reads it, also sent to stderr."""
-    from .stepcheck import LIMIT, check_step
+    from studyrun.stepcheck import LIMIT, check_step
 
     warnings = []
     if isinstance(loaded.study.model, HasEquations):

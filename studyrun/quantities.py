@@ -18,9 +18,9 @@ from typing import Mapping
 
 import numpy as np
 
-from .core.batch import ModelOutput, SeriesGroup
-from .core.runtable import RESERVED
-from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
+from studyrun.core.batch import ModelOutput, SeriesGroup
+from studyrun.core.runtable import RESERVED
+from studyrun.expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

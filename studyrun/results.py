@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .analysis_file import Malformed, not_results
-from .core.errors import StudyError, StudyrunError
-from .csv_table import check_names, unescape_text
-from .outputs import read_analysis
+from studyrun.analysis_file import Malformed, not_results
+from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.csv_table import check_names, unescape_text
+from studyrun.outputs import read_analysis
 
 
 @dataclass
@@ -79,7 +79,7 @@ class Results:
             raise not_results(self.folder, f"analysis.json: {error}") from None
 
     def _predictor(self):
-        from .spec.registry import registry
+        from studyrun.spec.registry import registry
 
         kind = self.analysis.get("analysis")
         predict = registry().predictor(kind)
@@ -102,12 +102,12 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     the folder (holding its lock) or into `out`; returns the report's path. The runs are those of
     the files the store last recorded; an iterative analysis's report reads analysis.json only,
     as when it ran."""
-    from .loading import load_study
-    from .plan.runs import read_outcome
-    from .plan.study import plan_study
-    from .quantities import Quantities
-    from .report.build import write_report
-    from .store import RunStore, acquire_lock, latest_identity, release_lock
+    from studyrun.loading import load_study
+    from studyrun.plan.runs import read_outcome
+    from studyrun.plan.study import plan_study
+    from studyrun.quantities import Quantities
+    from studyrun.report.build import write_report
+    from studyrun.store import RunStore, acquire_lock, latest_identity, release_lock
 
     folder = Path(folder)
     results = open_results(folder)

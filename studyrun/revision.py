@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.errors import StudyError, StudyrunError
-from .core.text import shorten
-from .git import Entry, entries, names_under, present, resolve, save_blob, toplevel
+from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.core.text import shorten
+from studyrun.git import Entry, entries, names_under, present, resolve, save_blob, toplevel
 
 MAX_FILE = 100 * 2**20  # bytes of one file (GitHub refuses larger ones)
 MAX_TOTAL = 2**30  # bytes of all the files read from a revision
@@ -61,8 +61,8 @@ def check_out(study: Path, revision: str, into: Path) -> Checkout:
 
 def fetch_named(reader: Reader, study: Path, relative: str) -> None:
     """The files the study (written out at `study`, `relative` in the repository) names."""
-    from .loading import include_files
-    from .source import read_yaml
+    from studyrun.loading import include_files
+    from studyrun.source import read_yaml
 
     here = posixpath.dirname(relative)
     try:
@@ -199,7 +199,7 @@ class Reader:
     def fetch_modules(self, here: str, module: str) -> None:
         """A python model's module and the modules its import statements name, in turn, as far as
         the revision holds them in the study's folder; read, never imported."""
-        from .models.imports import source_files
+        from studyrun.models.imports import source_files
 
         if not all(part.isidentifier() for part in module.split(".")):
             return

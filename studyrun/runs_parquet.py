@@ -14,8 +14,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .core.runtable import CSV_FIXED, RunTable
-from .outputs import replacing
+from studyrun.core.runtable import CSV_FIXED, RunTable
+from studyrun.outputs import replacing
 
 PARQUET_FORMAT = 1  # the layout of runs.parquet: a file written by another layout is written again
 

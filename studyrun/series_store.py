@@ -19,8 +19,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .core.batch import ModelOutput
-from .core.errors import StoreError
+from studyrun.core.batch import ModelOutput
+from studyrun.core.errors import StoreError
 
 CODEC = "d2-shuffle-deflate"
 BLOCK_BYTES = 8 << 20  # raw bytes of one output's array in a block, at most (one run at least)

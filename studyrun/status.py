@@ -11,9 +11,9 @@ import os
 import time
 from pathlib import Path
 
-from .clusters import slurm_jobs
-from .outputs import read_analysis
-from .store_view import StoreView, run_name
+from studyrun.clusters import slurm_jobs
+from studyrun.outputs import read_analysis
+from studyrun.store_view import StoreView, run_name
 
 
 def driver_state(view: StoreView) -> str:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .models.base import HasEquations
-from .models.equations import FIXED_METHODS, normalize_method
+from studyrun.models.base import HasEquations
+from studyrun.models.equations import FIXED_METHODS, normalize_method
 
 LIMIT = 0.01  # the largest relative difference `studyrun run` accepts without a warning
 

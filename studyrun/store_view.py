@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .core.errors import StoreError
-from .store import RunStore
+from studyrun.core.errors import StoreError
+from studyrun.store import RunStore
 
 MASK = 2**64 - 1
 

@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 
-from .core.errors import Problem
-from .core.text import closest
-from .source import ABSENT, VALUE, Source, describe, one_line, sort_key
+from studyrun.core.errors import Problem
+from studyrun.core.text import closest
+from studyrun.source import ABSENT, VALUE, Source, describe, one_line, sort_key
 
 
 @dataclass

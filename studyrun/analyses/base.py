@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
-from ..core.plugin import Example, check_complete
-from ..core.sizes import Footprint, memory_problem
+from studyrun.core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
+from studyrun.core.plugin import Example, check_complete
+from studyrun.core.sizes import Footprint, memory_problem
 
 if TYPE_CHECKING:
-    from ..core.errors import Problem
-    from ..models.base import ModelSpec
-    from ..params import ParameterBase, ParameterSpec
-    from ..report.figures import Figures
-    from .given import GivenRows
+    from studyrun.analyses.given import GivenRows
+    from studyrun.core.errors import Problem
+    from studyrun.models.base import ModelSpec
+    from studyrun.params import ParameterBase, ParameterSpec
+    from studyrun.report.figures import Figures
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ class AnalysisSpec(BaseModel):
     def check_size(self, context: StudyContext) -> list["Problem"]:
         """A design beyond MAX_RUNS, or sizes whose footprint cannot fit in memory, are refused
         at their key, before anything is allocated."""
-        from ..core.errors import Problem
+        from studyrun.core.errors import Problem
 
         count = self.run_count(context)
         if count is None or count[0] <= MAX_RUNS:

@@ -18,16 +18,16 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field
 
-from ..core.errors import Problem
-from ..core.plugin import Example
-from .base import StudyContext
-from .salib import (
+from studyrun.analyses.base import StudyContext
+from studyrun.analyses.salib import (
     Confidence,
     GivenDataAnalysis,
     Resamples,
     salib_side_effects_contained,
     with_notes,
 )
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 
 # SALib's delta (balanced and step modes) splits a parameter's range into equal bins (10; 5 for
 # the step's positive side), merges neighbours holding fewer than 10 runs (5), and draws

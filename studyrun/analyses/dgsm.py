@@ -30,12 +30,8 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field
 
-from ..core.design import Design
-from ..core.errors import Problem
-from ..core.plugin import Example
-from ..core.sizes import Footprint
-from .base import run_bytes
-from .salib import (
+from studyrun.analyses.base import run_bytes
+from studyrun.analyses.salib import (
     MIN_BLOCKS,
     Confidence,
     Resamples,
@@ -52,6 +48,10 @@ from .salib import (
     unit_problem,
     with_notes,
 )
+from studyrun.core.design import Design
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
 
 BOOTSTRAP_BYTES = 16  # SALib's bootstrap: bytes x base points x resamples (bench_memory.py)
 LOG_CONCAVE = "uniform, bounds, normal, truncnormal, triangular, beta with alpha and beta >= 1, " \

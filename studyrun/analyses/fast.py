@@ -16,9 +16,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..core.design import Design
-from ..core.plugin import Example
-from .salib import (
+from studyrun.analyses.salib import (
     Confidence,
     Resamples,
     SalibAnalysis,
@@ -28,6 +26,8 @@ from .salib import (
     unit_problem,
     with_notes,
 )
+from studyrun.core.design import Design
+from studyrun.core.plugin import Example
 
 
 class Fast(SalibAnalysis):

@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from ..core.design import Design
-from ..core.errors import Problem, StudyError, StudyrunError
-from ..core.runtable import RESERVED
-from ..core.text import suggest
-from ..csv_table import MISSING, read_table, unescape_text
-from ..outputs import Finished, read_finished
-from .base import FixedDesignAnalysis, StudyContext
-from .calibrate.data import file_stamp
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
+from studyrun.analyses.calibrate.data import file_stamp
+from studyrun.core.design import Design
+from studyrun.core.errors import Problem, StudyError, StudyrunError
+from studyrun.core.runtable import RESERVED
+from studyrun.core.text import suggest
+from studyrun.csv_table import MISSING, read_table, unescape_text
+from studyrun.outputs import Finished, read_finished
 
 WHERE = "from"
 SHOWN = 20  # problems listed per file; the rest are counted
@@ -56,8 +56,8 @@ class GivenRows:
         """The study's quantities and each row's error (None: it succeeded): a quantity named
         as a column is that column, any other is computed from the columns by its expression, as
         from a model's outputs; without a quantities block, every output column."""
-        from ..core.batch import ModelOutput
-        from ..quantities import Quantities
+        from studyrun.core.batch import ModelOutput
+        from studyrun.quantities import Quantities
 
         out = ModelOutput(n=self.size, scalars=dict(self.outputs), errors=list(self.errors))
         inputs = {name: self.inputs[:, j] for j, name in enumerate(self.names)}
@@ -250,7 +250,7 @@ def header_problems(header: list[str], context: StudyContext) -> list[tuple[int,
 
 def needed_outputs(context: StudyContext, header: set[str]) -> list[str]:
     """The names the quantities read that are neither a column nor a parameter."""
-    from ..quantities import parse_quantity
+    from studyrun.quantities import parse_quantity
 
     wanted: list[str] = []
     for name, text in (context.quantities or {}).items():

@@ -35,16 +35,16 @@ from pydantic import (
     model_validator,
 )
 
-from ..core.design import Design, Outcome
-from ..core.errors import Problem, StudyError
-from ..core.plugin import Example
-from ..core.sizes import Footprint
-from ..report.markdown import escape
-from ..report.wide import shown, top_note
-from .base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes, runs_footprint
-from .precision import Round, doublings, grow
-from .precision_report import reached_line, widths_plot
-from .salib import (
+from studyrun.analyses.base import (
+    INDEPENDENT_INPUTS,
+    FixedDesignAnalysis,
+    StudyContext,
+    run_bytes,
+    runs_footprint,
+)
+from studyrun.analyses.precision import Round, doublings, grow
+from studyrun.analyses.precision_report import reached_line, widths_plot
+from studyrun.analyses.salib import (
     MIN_BLOCKS,
     Confidence,
     Resamples,
@@ -59,10 +59,16 @@ from .salib import (
     rows_kept,
     unit_problem,
 )
-from .salib.report import facts_line, figure_name, index_table, nan, warnings_block
+from studyrun.analyses.salib.report import facts_line, figure_name, index_table, nan, warnings_block
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
+from studyrun.report.markdown import escape
+from studyrun.report.wide import shown, top_note
 
 if TYPE_CHECKING:
-    from ..report.figures import Figures
+    from studyrun.report.figures import Figures
 
 KEYS = ("mu", "mu_star", "sigma", "mu_star_conf")
 STABLE_ROUNDS = 3  # the same ranking at N, 2N and 4N: stable over two doublings

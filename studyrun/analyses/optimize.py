@@ -41,16 +41,21 @@ from pydantic import (
     model_validator,
 )
 
-from ..core.design import Design, Outcome
-from ..core.errors import Problem, StudyError
-from ..core.numbers import finite_or_none
-from ..core.plugin import Example
-from ..core.sizes import Footprint
-from ..core.text import suggest
-from ..params import sample_unit
-from ..report.markdown import escape, table
-from .base import SEARCH_RUN_BYTES, IterativeAnalysis, search_footprint, search_runs
-from .search.fit import make_box
+from studyrun.analyses.base import (
+    SEARCH_RUN_BYTES,
+    IterativeAnalysis,
+    search_footprint,
+    search_runs,
+)
+from studyrun.analyses.search.fit import make_box
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
+from studyrun.core.text import suggest
+from studyrun.params import sample_unit
+from studyrun.report.markdown import escape, table
 
 
 class Objectives(BaseModel):
@@ -206,7 +211,7 @@ class Optimize(IterativeAnalysis):
             problems.append(Problem(f"must be at least 1, got {self.generations}: the search's "
                                     "generations (default 100)", "generations"))
         if self.method in MULTI_OBJECTIVE:
-            from .pareto.check import check_multi_objective
+            from studyrun.analyses.pareto.check import check_multi_objective
 
             return problems + check_multi_objective(self, context)
         if self.population is not None and self.population < 1:
@@ -231,7 +236,7 @@ class Optimize(IterativeAnalysis):
 
     def describe_design(self, design: Design, context) -> str:
         if self.method in MULTI_OBJECTIVE:
-            from .pareto.report import describe_search
+            from studyrun.analyses.pareto.report import describe_search
 
             return describe_search(self)
         start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
@@ -240,11 +245,11 @@ class Optimize(IterativeAnalysis):
 
     def iterate(self, evaluate, context, seed) -> dict[str, Any]:
         if self.method in MULTI_OBJECTIVE:
-            from .pareto.search import search
+            from studyrun.analyses.pareto.search import search
 
             return search(self, evaluate, context, seed)
-        from .search.batching import Evaluations, lockstep
-        from .search.fit import Settings, fit
+        from studyrun.analyses.search.batching import Evaluations, lockstep
+        from studyrun.analyses.search.fit import Settings, fit
 
         box = make_box(context.varied, context.defaults)
         names = [q for _, q, _ in self.terms()]
@@ -308,8 +313,8 @@ class Optimize(IterativeAnalysis):
         model output (docs/methods.md, "Adjoint gradients"); the objective is then a weighted
         sum of outputs on the grid, w_q q for minimize, -w_q q for maximize and
         2 w_q (q - target) q at the current point for target."""
-        from .gradient.objective import parse_objective
-        from .search.gradients import model_gradient
+        from studyrun.analyses.gradient.objective import parse_objective
+        from studyrun.analyses.search.gradients import model_gradient
 
         objectives, notes = {}, []
         for _, q, _ in self.terms():
@@ -353,7 +358,7 @@ class Optimize(IterativeAnalysis):
 
     def report(self, analysis, outcome, figures) -> str:
         if self.method in MULTI_OBJECTIVE:
-            from .pareto.report import report
+            from studyrun.analyses.pareto.report import report
 
             return report(analysis["results"], figures)
         r = analysis["results"]
@@ -391,7 +396,7 @@ def describe_objective(spec: Optimize) -> str:
 def minimise_with_gradients(ask, start, box, settings):
     """L-BFGS-B in the unit box with the model's own gradient (`settings.gradient`), or with
     central-difference gradients, 2m + 1 runs per batch."""
-    from .search.fit import Recording, minimise_lbfgsb, model_gradient, steps
+    from studyrun.analyses.search.fit import Recording, minimise_lbfgsb, model_gradient, steps
 
     record = Recording(ask)
     m = len(start)

@@ -15,8 +15,8 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..core.plugin import Example
-from .salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
+from studyrun.analyses.salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
+from studyrun.core.plugin import Example
 
 
 class Pawn(GivenDataAnalysis):

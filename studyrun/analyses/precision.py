@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..core.design import Design, Evaluate, Outcome
+from studyrun.core.design import Design, Evaluate, Outcome
 
 
 class Until(BaseModel):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..report.markdown import escape
-from .salib.report import figure_name, nan
+from studyrun.analyses.salib.report import figure_name, nan
+from studyrun.report.markdown import escape
 
 if TYPE_CHECKING:
-    from ..report.figures import Figures
+    from studyrun.report.figures import Figures
 
 
 def reached_line(entry: dict[str, Any], unit: str) -> str:

@@ -14,8 +14,8 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..core.plugin import Example
-from .salib import Confidence, GivenDataAnalysis, Resamples
+from studyrun.analyses.salib import Confidence, GivenDataAnalysis, Resamples
+from studyrun.core.plugin import Example
 
 
 class RbdFast(GivenDataAnalysis):

@@ -11,12 +11,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
-from ..core.design import Design, Outcome
-from ..core.numbers import finite_or_none
-from ..core.plugin import Example
-from ..params import Real, Whole
-from ..report.markdown import table
-from .base import FixedDesignAnalysis
+from studyrun.analyses.base import FixedDesignAnalysis
+from studyrun.core.design import Design, Outcome
+from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
+from studyrun.params import Real, Whole
+from studyrun.report.markdown import table
 
 
 class Sweep(FixedDesignAnalysis):

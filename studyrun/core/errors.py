@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .text import cut_values
+from studyrun.core.text import cut_values
 
 
 @dataclass(frozen=True)

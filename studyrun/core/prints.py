@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, TextIO
 
-from .text import terminal_safe
+from studyrun.core.text import terminal_safe
 
 _INSIDE = threading.local()  # .depth: how many escaped_prints blocks this thread is in
 _LOCK = threading.Lock()

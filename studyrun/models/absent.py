@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from ..core.batch import Evaluator, ModelOutput, RunContext
-from .base import ModelSpec
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.models.base import ModelSpec
 
 NO_MODEL = ("the study has no model: its runs are given (analysis.from); add a model: block to "
             "make new runs")

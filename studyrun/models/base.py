@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..core.batch import Evaluator
-from ..core.errors import Problem
-from ..core.plugin import Example, check_complete
+from studyrun.core.batch import Evaluator
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example, check_complete
 
 if TYPE_CHECKING:
-    from .equations.system import EquationSystem
+    from studyrun.models.equations.system import EquationSystem
 
 
 class ModelSpec(BaseModel):

@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..core.errors import Problem
-from ..core.plugin import Example
-from ..core.text import suggest
-from .equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
+from studyrun.core.text import suggest
+from studyrun.models.equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
 
 
 class OdeTime(TimeSpan):

@@ -36,12 +36,12 @@ from typing import Any, Iterator, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.batch import Evaluator, ModelOutput, RunContext
-from ..core.errors import Problem, StudyError, outside
-from ..core.plugin import Example
-from ..core.seeds import run_seed_sequence
-from ..dependencies import file_name
-from .base import ModelSpec
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.core.errors import Problem, StudyError, outside
+from studyrun.core.plugin import Example
+from studyrun.core.seeds import run_seed_sequence
+from studyrun.dependencies import file_name
+from studyrun.models.base import ModelSpec
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",
              ".stmx": "read_xmile", ".py": None}

@@ -27,17 +27,17 @@ from typing import Any, Callable, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..core.batch import Evaluator, ModelOutput, RunContext
-from ..core.errors import Problem, describe
-from ..core.plugin import Example
-from ..core.prints import escaped_prints
-from ..core.seeds import run_seed, run_seed_sequence
-from ..dependencies import file_digest, text_digest
-from ..interrupts import fails_the_run
-from ..params import Whole
-from .base import ModelSpec
-from .imports import imported_files, installed_folders, locate_module, source_files
-from .sources import compiled_from_source
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.core.errors import Problem, describe
+from studyrun.core.plugin import Example
+from studyrun.core.prints import escaped_prints
+from studyrun.core.seeds import run_seed, run_seed_sequence
+from studyrun.dependencies import file_digest, text_digest
+from studyrun.interrupts import fails_the_run
+from studyrun.models.base import ModelSpec
+from studyrun.models.imports import imported_files, installed_folders, locate_module, source_files
+from studyrun.models.sources import compiled_from_source
+from studyrun.params import Whole
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)

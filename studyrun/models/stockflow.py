@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..core.errors import Problem
-from ..core.plugin import Example
-from ..core.text import suggest
-from .equations import (
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
+from studyrun.core.text import suggest
+from studyrun.models.equations import (
     EquationModel,
     EquationSystem,
     Expression,

@@ -11,22 +11,31 @@ has them (uniform, bounds, truncnormal, triangular, loguniform, beta, discrete),
 side).
 """
 
-from .base import DISTRIBUTIONS, TAGS, TAIL, ParameterBase, Positive, Real, Whole, stats
-from .continuous import (
-    Beta,
-    Gamma,
-    LogNormal,
-    LogUniform,
-    Normal,
-    Triangular,
-    TruncNormal,
-    Uniform,
+from studyrun.params.base import (
+           DISTRIBUTIONS,
+           TAGS,
+           TAIL,
+           ParameterBase,
+           Positive,
+           Real,
+           Whole,
+           stats,
 )
-from .correlation import correlate_unit, design_facts
-from .mapping import map_unit, varied
-from .sampling import sample_unit, sample_unit_chunks, sample_unit_range
-from .union import ParameterSpec
-from .values import Bounds, Discrete, Fixed
+from studyrun.params.continuous import (
+           Beta,
+           Gamma,
+           LogNormal,
+           LogUniform,
+           Normal,
+           Triangular,
+           TruncNormal,
+           Uniform,
+)
+from studyrun.params.correlation import correlate_unit, design_facts
+from studyrun.params.mapping import map_unit, varied
+from studyrun.params.sampling import sample_unit, sample_unit_chunks, sample_unit_range
+from studyrun.params.union import ParameterSpec
+from studyrun.params.values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",

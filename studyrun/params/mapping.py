@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .base import ParameterBase
-from .union import ParameterSpec
-from .values import Fixed
+from studyrun.params.base import ParameterBase
+from studyrun.params.union import ParameterSpec
+from studyrun.params.values import Fixed
 
 
 def map_unit(parameters: Mapping[str, ParameterBase], u: np.ndarray) -> np.ndarray:

@@ -9,9 +9,9 @@ from typing import Annotated, Any, TypeAlias, Union
 
 from pydantic import BeforeValidator, Discriminator, Tag
 
-from ..core.text import closest
-from .base import DISTRIBUTIONS, ParameterBase
-from .continuous import (
+from studyrun.core.text import closest
+from studyrun.params.base import DISTRIBUTIONS, ParameterBase
+from studyrun.params.continuous import (
     Beta,
     Gamma,
     LogNormal,
@@ -21,7 +21,7 @@ from .continuous import (
     TruncNormal,
     Uniform,
 )
-from .values import Bounds, Discrete, Fixed
+from studyrun.params.values import Bounds, Discrete, Fixed
 
 _KINDS: dict[str, type[ParameterBase]] = {
     c.kind: c for c in (Uniform, Normal, LogNormal, TruncNormal, Triangular, LogUniform, Beta,

@@ -9,7 +9,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .base import ParameterBase, Real, Whole, as_number, stats, uniform_ppf, uniform_support
+from studyrun.params.base import (
+    ParameterBase,
+    Real,
+    Whole,
+    as_number,
+    stats,
+    uniform_ppf,
+    uniform_support,
+)
 
 
 class Discrete(ParameterBase):

@@ -11,8 +11,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..core.design import Design
-from .identity import Occurrences, context_bytes, hash_rows
+from studyrun.core.design import Design
+from studyrun.plan.identity import Occurrences, context_bytes, hash_rows
 
 
 @dataclass

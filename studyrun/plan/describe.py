@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dependencies import describe_changes
-from ..params import Fixed
-from . import Plan
+from studyrun.dependencies import describe_changes
+from studyrun.params import Fixed
+from studyrun.plan import Plan
 
 SHOWN_FILES = 8
 
@@ -62,7 +62,7 @@ def describe_iterative(loaded) -> str:
 
 def memory(loaded) -> list[str]:
     """The line saying what the analysis's sizes take in memory, and what it may use here."""
-    from ..core.sizes import human, memory_limit
+    from studyrun.core.sizes import human, memory_limit
 
     footprint = loaded.study.analysis.footprint(loaded.context)
     if footprint is None:
@@ -133,8 +133,8 @@ def describe_adoption(earlier: Path, run_ids: np.ndarray) -> str:
 
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """The ids of succeeded and failed runs in a results folder, and its latest run context."""
-    from ..store import latest_identity, unreadable
-    from ..store_view import StoreView
+    from studyrun.store import latest_identity, unreadable
+    from studyrun.store_view import StoreView
 
     view = StoreView(folder)
     try:

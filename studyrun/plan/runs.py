@@ -19,13 +19,13 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.design import Design, Outcome
-from ..core.runtable import RunTable
-from ..grids import CommonGrid, common_grid, put_on_grid, put_on_one_grid
-from ..quantities import Quantities, series_output
-from ..runs_csv import CSV_FORMAT, WritingInParallel, write_csv
-from ..store import RunStore
-from . import Plan
+from studyrun.core.design import Design, Outcome
+from studyrun.core.runtable import RunTable
+from studyrun.grids import CommonGrid, common_grid, put_on_grid, put_on_one_grid
+from studyrun.plan import Plan
+from studyrun.quantities import Quantities, series_output
+from studyrun.runs_csv import CSV_FORMAT, WritingInParallel, write_csv
+from studyrun.store import RunStore
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
 SERIES_CHUNK_BYTES = 64 << 20  # series read back at once, at most, when read in chunks
@@ -197,7 +197,7 @@ def write_parquets(folder: Path, names: list[str], store: RunStore, tables,
                    records: bytes) -> None:
     """runs.parquet, and series.parquet when the store keeps series, each kept as it is when
     written from these very records (its stamp in the store)."""
-    from ..runs_parquet import PARQUET_FORMAT, write_parquet, write_series_parquet
+    from studyrun.runs_parquet import PARQUET_FORMAT, write_parquet, write_series_parquet
 
     stamp = records_stamp(records, PARQUET_FORMAT, names, store.quantities)
     path = Path(folder) / "runs.parquet"

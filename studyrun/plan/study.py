@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.design import Design
-from ..dependencies import code_digest, identity_parts
-from ..loading import Loaded
-from ..quantities import meaning
-from . import Plan, make_plan
+from studyrun.core.design import Design
+from studyrun.dependencies import code_digest, identity_parts
+from studyrun.loading import Loaded
+from studyrun.plan import Plan, make_plan
+from studyrun.quantities import meaning
 
 if TYPE_CHECKING:
-    from ..analyses.given import GivenRows
+    from studyrun.analyses.given import GivenRows
 
 
 def plan_study(loaded: Loaded) -> Plan:

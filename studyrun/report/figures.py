@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.text import one_line
-from . import wide
-from .markdown import escape
+from studyrun.core.text import one_line
+from studyrun.report import wide
+from studyrun.report.markdown import escape
 
 # Most points a scatter shows; a denser cloud reads the same and only costs drawing time.
 SCATTER_POINTS = 5000
@@ -87,7 +87,7 @@ class Figures:
         and figures/<name>.svg (inlined in report.html) and return a Markdown image line."""
         import matplotlib
 
-        from ..outputs import replacing
+        from studyrun.outputs import replacing
 
         name = self.unique(name)
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from ..core.text import one_line, terminal_safe
+from studyrun.core.text import one_line, terminal_safe
 
 
 class Markdown(str):

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
-from ..analyses.base import AnalysisSpec
-from ..models.absent import NoModel
-from ..models.base import ModelSpec
-from ..params import ParameterSpec
-from .execution import Execution
-from .registry import registry
+from studyrun.analyses.base import AnalysisSpec
+from studyrun.models.absent import NoModel
+from studyrun.models.base import ModelSpec
+from studyrun.params import ParameterSpec
+from studyrun.spec.execution import Execution
+from studyrun.spec.registry import registry
 
 if TYPE_CHECKING:  # what a checker knows of a member: its base
     ModelUnion = ModelSpec

@@ -7,14 +7,14 @@ import re
 
 import numpy as np
 
-from ..analyses.base import StudyContext
-from ..core.runtable import RESERVED
-from ..core.text import suggest
-from ..dependencies import check_depends_on
-from ..expr import ExprError
-from ..quantities import parse_quantity, shape_problem
-from . import Study
-from .registry import registry
+from studyrun.analyses.base import StudyContext
+from studyrun.core.runtable import RESERVED
+from studyrun.core.text import suggest
+from studyrun.dependencies import check_depends_on
+from studyrun.expr import ExprError
+from studyrun.quantities import parse_quantity, shape_problem
+from studyrun.spec import Study
+from studyrun.spec.registry import registry
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

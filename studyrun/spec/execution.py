@@ -76,7 +76,7 @@ class Cluster(BaseModel):
     @classmethod
     def _size(cls, value):
         if value is not None:
-            from ..core.sizes import parse_bytes
+            from studyrun.core.sizes import parse_bytes
 
             try:
                 parse_bytes(value)

@@ -15,11 +15,11 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable
 
-from ..analyses.base import AnalysisSpec, FixedDesignAnalysis, IterativeAnalysis
-from ..core.errors import StudyrunError
-from ..core.plugin import type_tag
-from ..core.text import one_line
-from ..models.base import ModelSpec
+from studyrun.analyses.base import AnalysisSpec, FixedDesignAnalysis, IterativeAnalysis
+from studyrun.core.errors import StudyrunError
+from studyrun.core.plugin import type_tag
+from studyrun.core.text import one_line
+from studyrun.models.base import ModelSpec
 
 # The order users meet studyrun's own types in (the docs, the `one of:` of an error, the schema);
 # a type not named here follows them by name, and other packages' types follow studyrun's.

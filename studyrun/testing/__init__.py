@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import yaml
 
-from ..core.plugin import Example, type_tag
+from studyrun.core.plugin import Example, type_tag
 
 # The toy model every example runs unless it gives its own. `fail=1` makes a run raise where
 # a > 0.9 and gives a NaN `final` where b > 0.9 (which fails the run too).
@@ -113,10 +113,10 @@ def example_study(cls: type, name: str | None = None) -> ExampleStudy:
 def check_declaration(cls: type, folder: Path) -> None:
     """The type is a registered kind's subclass with a `type` tag, its capabilities are well
     formed and its example validates (and its analysis or model is this type)."""
-    from ..analyses.base import AnalysisSpec
-    from ..core.plugin import FAILURES
-    from ..loading import load_study
-    from ..spec.registry import BASES
+    from studyrun.analyses.base import AnalysisSpec
+    from studyrun.core.plugin import FAILURES
+    from studyrun.loading import load_study
+    from studyrun.spec.registry import BASES
 
     group = "analyses" if issubclass(cls, AnalysisSpec) else "models"
     assert issubclass(cls, BASES[group]), f"{cls.__qualname__}: derive from {BASES[group]}"
@@ -131,7 +131,7 @@ def check_declaration(cls: type, folder: Path) -> None:
         for name in cls.results_files:
             assert name == Path(name).name and not name.startswith("."), name
         if cls.predicts is not None:
-            from ..spec.registry import registry
+            from studyrun.spec.registry import registry
 
             assert callable(registry().predictor(tag)), cls.predicts
 
@@ -139,11 +139,11 @@ def check_declaration(cls: type, folder: Path) -> None:
 def check_design(cls: type, folder: Path) -> None:
     """A design is the same for the same seed, its chunks make it whole, and the plan, the
     description and the spec agree with it."""
-    from ..analyses.base import AnalysisSpec
-    from ..loading import include_files, load_study, read_yaml, validate
-    from ..plan.study import plan_study
-    from ..spec import Study
-    from ..spec.checks import check_study
+    from studyrun.analyses.base import AnalysisSpec
+    from studyrun.loading import include_files, load_study, read_yaml, validate
+    from studyrun.plan.study import plan_study
+    from studyrun.spec import Study
+    from studyrun.spec.checks import check_study
 
     path = example_study(cls).write(folder)
     loaded = load_study(path)
@@ -172,7 +172,7 @@ def check_design(cls: type, folder: Path) -> None:
 def check_footprint(cls: type, folder: Path) -> None:
     """Its footprint (None: small by construction) grows with the size at its key, and one byte
     less memory than it needs is a problem at that key."""
-    from ..loading import load_study
+    from studyrun.loading import load_study
 
     loaded = load_study(example_study(cls).write(folder))
     analysis, context = loaded.study.analysis, loaded.context
@@ -198,9 +198,9 @@ def check_runs(cls: type, folder: Path) -> None:
     """Run in batches as they come and in batches of one on two threads: the same results and
     runs; the spec unchanged by the run; the report rebuilt from analysis.json and the store
     alone is the same."""
-    from ..loading import include_files, read_yaml, validate
-    from ..results import rebuild_report
-    from ..spec import Study
+    from studyrun.loading import include_files, read_yaml, validate
+    from studyrun.results import rebuild_report
+    from studyrun.spec import Study
 
     example = example_study(cls)
     first = run(example, folder / "sync", "sync", None, "auto")
@@ -246,9 +246,9 @@ def check_failed_runs(cls: type, folder: Path) -> None:
 
 def check_evaluator_pickles(cls: type, folder: Path) -> None:
     """The evaluator pickles and gives the same output after a round trip."""
-    from ..core.batch import RunContext
-    from ..loading import load_study
-    from ..plan.study import plan_study
+    from studyrun.core.batch import RunContext
+    from studyrun.loading import load_study
+    from studyrun.plan.study import plan_study
 
     loaded = load_study(example_study(cls).write(folder / "study"))
     evaluator = loaded.context.model.build(loaded.path.parent)
@@ -267,8 +267,8 @@ def run(example: ExampleStudy, folder: Path, scheduler: str, workers: int | None
     from one execution to another), its folder and its spec after the run."""
     from unittest.mock import patch
 
-    from .. import pipeline
-    from ..loading import load_study
+    from studyrun import pipeline
+    from studyrun.loading import load_study
 
     study = example.write(folder, batch_size=batch_size)
     out = folder / "out"
@@ -300,7 +300,7 @@ QUICK = (check_declaration, check_design, check_footprint, check_evaluator_pickl
 def checks(cls: type, *, runs: bool = True) -> list[Callable[[Path], None]]:
     """The checks of a type, each called with an empty folder; without `runs`, only those that
     run no study (a second each at most)."""
-    from ..analyses.base import AnalysisSpec
+    from studyrun.analyses.base import AnalysisSpec
 
     chosen = ANALYSIS_CHECKS if issubclass(cls, AnalysisSpec) else MODEL_CHECKS
     return [_named(check, cls) for check in chosen if runs or check in QUICK]

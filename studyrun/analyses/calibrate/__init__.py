@@ -52,22 +52,28 @@ from pydantic import (
     model_validator,
 )
 
-from ...core.design import Design
-from ...core.errors import Problem, StudyError
-from ...core.plugin import Example
-from ...core.sizes import Footprint
-from ..base import SEARCH_RUN_BYTES, IterativeAnalysis, StudyContext, search_footprint, search_runs
-from .data import (
+from studyrun.analyses.base import (
+    SEARCH_RUN_BYTES,
+    IterativeAnalysis,
+    StudyContext,
+    search_footprint,
+    search_runs,
+)
+from studyrun.analyses.calibrate.data import (
     DataBlock,
     Observations,
     check_against_model,
     outputs_needed,
     read_blocks,
 )
-from .sequential import Start
+from studyrun.analyses.calibrate.sequential import Start
+from studyrun.core.design import Design
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from ...report.figures import Figures
+    from studyrun.report.figures import Figures
 
 __all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 
@@ -179,7 +185,7 @@ class Calibrate(IterativeAnalysis):
     def observations(self, context: StudyContext) -> list[Observations]:
         """The data blocks read, their files relative to the study's folder (read again only
         when a file changed), then the pseudo-data block of a sequential fit."""
-        from .sequential import pseudo_observations
+        from studyrun.analyses.calibrate.sequential import pseudo_observations
 
         data = read_blocks(self.blocks, context.folder)
         return data + pseudo_observations(self, context, len(data))
@@ -226,7 +232,7 @@ class Calibrate(IterativeAnalysis):
         if missing:
             return problems + missing
         if self.start is not None or self.pseudo_data:
-            from .sequential import start_problems
+            from studyrun.analyses.calibrate.sequential import start_problems
 
             started = start_problems(self, context)
             if started:
@@ -241,8 +247,8 @@ class Calibrate(IterativeAnalysis):
     def gradient_problems(self, context: StudyContext) -> list[Problem]:
         """Gradient matching reads an equation model's right-hand side, and takes the parameters
         that only set initial states from the data at the model's start."""
-        from ...models.base import HasEquations
-        from .gradient import initial_state_problems
+        from studyrun.analyses.calibrate.gradient import initial_state_problems
+        from studyrun.models.base import HasEquations
 
         if not isinstance(context.model, HasEquations):
             return [Problem("gradient matching evaluates the model's right-hand side: it needs an "
@@ -255,7 +261,7 @@ class Calibrate(IterativeAnalysis):
 
     def design(self, context: StudyContext, seed) -> Design:
         """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
-        from .sequential import start_box
+        from studyrun.analyses.calibrate.sequential import start_box
 
         box, _ = start_box(self, context)
         return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
@@ -270,18 +276,18 @@ class Calibrate(IterativeAnalysis):
                 f"{start}; {n} observations of {names} in {len(data)} data file(s)")
 
     def iterate(self, evaluate, context: StudyContext, seed) -> dict[str, Any]:
-        from .calibration import calibrate
+        from studyrun.analyses.calibrate.calibration import calibrate
 
         return calibrate(self, evaluate, context, seed)
 
     def provenance(self, context: StudyContext) -> dict[str, Any]:
         """`builds_on`: the earlier calibration this one started from, and its own chain."""
-        from .sequential import read_earlier
+        from studyrun.analyses.calibrate.sequential import read_earlier
 
         return {} if self.start is None else {
             "builds_on": read_earlier(self.start, context).provenance()}
 
     def report(self, analysis: dict[str, Any], outcome, figures: "Figures") -> str:
-        from .report import report
+        from studyrun.analyses.calibrate.report import report
 
         return report(self, analysis, figures)

@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ...core.design import Outcome
-from ...core.errors import StudyError
-from ...params import sample_unit
-from ..search.batching import Evaluations, lockstep
-from ..search.fit import Box, FitResult, Settings, fit, jacobian, statistics
-from .cost import FAILED_RESIDUAL, CostFunction
-from .data import Observations, check_against_model
-from .sequential import fitted_series, start_box
+from studyrun.analyses.calibrate.cost import FAILED_RESIDUAL, CostFunction
+from studyrun.analyses.calibrate.data import Observations, check_against_model
+from studyrun.analyses.calibrate.sequential import fitted_series, start_box
+from studyrun.analyses.search.batching import Evaluations, lockstep
+from studyrun.analyses.search.fit import Box, FitResult, Settings, fit, jacobian, statistics
+from studyrun.core.design import Outcome
+from studyrun.core.errors import StudyError
+from studyrun.params import sample_unit
 
 UNFITTED = ("every run the fit tried failed or gave no finite cost, the start's too: the "
             "estimate is no fit; start where the model runs (set the parameters' nominal values)")
@@ -36,18 +36,18 @@ def calibrate(spec, evaluate, context, seed: np.random.SeedSequence) -> dict[str
     settings = fit_settings(spec)
     notes = []
     if spec.jacobian == "exact":
-        from .exact import exact_jacobian
+        from studyrun.analyses.calibrate.exact import exact_jacobian
 
         settings.exact, note = exact_jacobian(context, costs, box)
         notes += [note] if note else []
     if spec.method == "lbfgsb":
-        from .exact import cost_gradient
+        from studyrun.analyses.calibrate.exact import cost_gradient
 
         settings.gradient, extra["gradient"], found = cost_gradient(spec.gradient, context, costs,
                                                                     box)
         notes += found
     if spec.method == "gradient-matching":
-        from .gradient import gradient_matching
+        from studyrun.analyses.calibrate.gradient import gradient_matching
 
         result, extra["gradient_matching"] = gradient_matching(spec, context, evaluate,
                                                                evaluations, data, box, settings)
@@ -61,7 +61,7 @@ def calibrate(spec, evaluate, context, seed: np.random.SeedSequence) -> dict[str
     J, r = jacobian(evaluations, result.estimate, box, settings)
     stats = statistics(J, r, result.estimate, box.names)
     if spec.method == "mcmc":
-        from .mcmc import run_mcmc
+        from studyrun.analyses.calibrate.mcmc import run_mcmc
 
         extra["mcmc"] = run_mcmc(spec.mcmc, evaluate, evaluations, costs, box, parameters,
                                  result.estimate, stats, mcmc_seed, data)

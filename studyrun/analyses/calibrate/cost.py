@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .data import Observations
+from studyrun.analyses.calibrate.data import Observations
 
 FAILED_RESIDUAL = 1e8  # weighted residual given to every point of a failed run, so fits avoid it
 

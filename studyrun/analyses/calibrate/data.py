@@ -18,9 +18,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ...core.errors import Problem, StudyError
-from ...core.text import suggest
-from ...csv_table import MISSING, Table, read_table
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.text import suggest
+from studyrun.csv_table import MISSING, Table, read_table
 
 
 class DataBlock(BaseModel):

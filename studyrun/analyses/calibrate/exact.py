@@ -16,14 +16,14 @@ from typing import Callable
 
 import numpy as np
 
-from ...models.base import HasEquations
-from ..search.fit import Box
-from .cost import CostFunction
+from studyrun.analyses.calibrate.cost import CostFunction
+from studyrun.analyses.search.fit import Box
+from studyrun.models.base import HasEquations
 
 
 def exact_jacobian(context, costs: CostFunction, box: Box) -> tuple[Callable | None, str | None]:
     """p -> J (N, m), or None and the reason when the model has no exact derivatives."""
-    from ..local.exact import NotDifferentiable, exact_functions, symbolic_model
+    from studyrun.analyses.local.exact import NotDifferentiable, exact_functions, symbolic_model
 
     model = context.model
     if not isinstance(model, HasEquations):
@@ -60,7 +60,7 @@ def cost_gradient(requested: str, context, costs: CostFunction, box: Box):
     cost = sum_i r_i^2 with r_i = c_i (the model at x_i - obs_i), c_i = sqrt(scale_i) / err_i,
     the model linearly interpolated between grid points: d cost/dp is the gradient of the
     weighted sum of outputs with 2 r_i c_i shared between the two grid points around x_i."""
-    from ..search.gradients import model_gradient
+    from studyrun.analyses.search.gradients import model_gradient
 
     factor = np.sqrt(costs.scales) / costs.err
 

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import Problem, StudyError
-from ...models.base import HasEquations
-from ..initial_states import initial_only
-from ..search.batching import Evaluations
-from ..search.fit import Box, FitResult, Settings, fit, steps
-from .data import Observations
+from studyrun.analyses.calibrate.data import Observations
+from studyrun.analyses.initial_states import initial_only
+from studyrun.analyses.search.batching import Evaluations
+from studyrun.analyses.search.fit import Box, FitResult, Settings, fit, steps
+from studyrun.core.errors import Problem, StudyError
+from studyrun.models.base import HasEquations
 
 MUS = [10.0 ** -k for k in range(2, 11)]  # barrier weights, decreasing
 EDGE = 1e-12  # unit-box coordinates stay in [EDGE, 1 - EDGE]
@@ -54,7 +54,7 @@ class DirectionField:
     """The mismatch between the model's right-hand side and the slopes of the smoothed data."""
 
     def __init__(self, context, data: list[Observations], box: Box) -> None:
-        from ...models.equations import CompiledSystem
+        from studyrun.models.equations import CompiledSystem
 
         model = context.model
         if not isinstance(model, HasEquations):
@@ -271,7 +271,7 @@ def smooth(x: np.ndarray, y: np.ndarray, err: np.ndarray | None):
 def initial_state_problems(system, names: list[str], data: list[Observations]) -> list[Problem]:
     """Parameters that only set initial states are taken from the smoothed data at the model's
     start: each that sets an observed state needs that state's data to begin there."""
-    from ...models.equations import CompiledSystem
+    from studyrun.models.equations import CompiledSystem
 
     compiled = CompiledSystem(system)
     merged = merge_by_state(data, compiled.state_names)

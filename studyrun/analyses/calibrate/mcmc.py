@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..search.batching import Evaluations
-from ..search.fit import Box
-from .cost import CostFunction
+from studyrun.analyses.calibrate.cost import CostFunction
+from studyrun.analyses.search.batching import Evaluations
+from studyrun.analyses.search.fit import Box
 
 SD = 2.4 ** 2  # Gelman, Roberts & Gilks' scale, divided by m below
 EPS = 1e-10  # added to the adapted covariance's diagonal (relative), as Haario et al.

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...core.errors import Problem, StudyError, StudyrunError
-from ...core.text import suggest
-from ...outputs import read_finished
-from ..base import StudyContext
-from ..search.fit import Box, make_box
-from .data import DataBlock, Observations, Variable
+from studyrun.analyses.base import StudyContext
+from studyrun.analyses.calibrate.data import DataBlock, Observations, Variable
+from studyrun.analyses.search.fit import Box, make_box
+from studyrun.core.errors import Problem, StudyError, StudyrunError
+from studyrun.core.text import suggest
+from studyrun.outputs import read_finished
 
 
 class Start(BaseModel):
@@ -164,7 +164,7 @@ def start_problems(spec, context: StudyContext) -> list[Problem]:
 
 def pseudo_problems(spec, context: StudyContext, earlier: Earlier) -> list[Problem]:
     """Each pseudo-data series exists in the earlier fit, is an output here and is not observed."""
-    from .data import read_blocks
+    from studyrun.analyses.calibrate.data import read_blocks
 
     if not spec.pseudo_data:
         return []

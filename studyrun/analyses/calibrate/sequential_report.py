@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import csv
 
-from ...outputs import replacing
-from ...report.markdown import escape, table
+from studyrun.outputs import replacing
+from studyrun.report.markdown import escape, table
 
 
 def write_fitted(path, fitted: dict) -> None:

@@ -25,26 +25,26 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from ...core.design import Design, Outcome
-from ...core.errors import Problem, StudyError
-from ...core.plugin import Example
-from ...core.sizes import Footprint
-from ..base import StudyContext, run_bytes
-from ..given import ReadsGiven, read_given
-from .augment import earlier_folder, earlier_problems, grow, read_earlier
-from .designs import build_design, coded_matrix, describe_design
-from .interpret import (
+from studyrun.analyses.base import StudyContext, run_bytes
+from studyrun.analyses.doe.augment import earlier_folder, earlier_problems, grow, read_earlier
+from studyrun.analyses.doe.designs import build_design, coded_matrix, describe_design
+from studyrun.analyses.doe.interpret import (
     build_pareto,
     compute_interactions,
     compute_main_effects,
     rank_factors,
 )
-from .surface import find_stationary_point, fit_surface, predict
-from .terms import read_coding, select_terms, to_coded
+from studyrun.analyses.doe.surface import find_stationary_point, fit_surface, predict
+from studyrun.analyses.doe.terms import read_coding, select_terms, to_coded
+from studyrun.analyses.given import ReadsGiven, read_given
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from ...report.figures import Figures
-    from ..given import GivenRows
+    from studyrun.analyses.given import GivenRows
+    from studyrun.report.figures import Figures
 
 __all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
 
@@ -313,7 +313,7 @@ class Doe(ReadsGiven):
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
         """Coefficient and ANOVA tables, effect plots, a contour of the surface and the Pareto front."""
-        from .report import write_report
+        from studyrun.analyses.doe.report import write_report
 
         return write_report(analysis, outcome, figures)
 

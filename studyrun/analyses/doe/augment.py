@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ...core.design import Design
-from ...core.errors import Problem, StudyError, StudyrunError
-from ...finished_runs import FinishedRuns, read_finished_runs
-from ...outputs import Finished, read_finished
-from ..base import StudyContext
-from .designs import describe_factors
-from .fractions import describe_fraction
-from .terms import read_coding, to_coded, to_natural
+from studyrun.analyses.base import StudyContext
+from studyrun.analyses.doe.designs import describe_factors
+from studyrun.analyses.doe.fractions import describe_fraction
+from studyrun.analyses.doe.terms import read_coding, to_coded, to_natural
+from studyrun.core.design import Design
+from studyrun.core.errors import Problem, StudyError, StudyrunError
+from studyrun.finished_runs import FinishedRuns, read_finished_runs
+from studyrun.outputs import Finished, read_finished
 
 WHERE = "from"
 CANDIDATES = 200  # random fillings of the empty strata an lhs augmentation chooses among

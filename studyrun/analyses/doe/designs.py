@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ...core.design import Design
-from ...core.errors import StudyError
-from .fractions import LETTERS, describe_fraction
-from .terms import read_coding, to_coded, to_natural
+from studyrun.analyses.doe.fractions import LETTERS, describe_fraction
+from studyrun.analyses.doe.terms import read_coding, to_coded, to_natural
+from studyrun.core.design import Design
+from studyrun.core.errors import StudyError
 
 _OPT_SEARCH_LIMIT = 5000  # generator combinations fracfact_opt may try for minimum aberration
 
@@ -210,7 +210,7 @@ def axial_distance(alpha: str, k: int, cube_runs: int, blocks: tuple[int, int]) 
 def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
     """A user's design from CSV: one column per varied parameter (natural units), one row per
     run; every mistake located in the file."""
-    from ...csv_table import read_table
+    from studyrun.csv_table import read_table
 
     table = read_table(file or "")
     missing = [n for n in names if n not in table.header]
@@ -237,7 +237,7 @@ def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
 
 def describe_design(design: Design, limit: int = 40) -> str:
     """The design for `studyrun plan`: coded and natural units, and a fraction's aliases."""
-    from ...report.markdown import Markdown, table
+    from studyrun.report.markdown import Markdown, table
 
     info = design.info
     coded = coded_matrix(design)

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ...report.figures import shown_rows
-from ...report.markdown import code, escape, format_number, table
-from .interpret import rank_factors
-from .surface import parse_term
-from .terms import build_matrix
+from studyrun.analyses.doe.interpret import rank_factors
+from studyrun.analyses.doe.surface import parse_term
+from studyrun.analyses.doe.terms import build_matrix
+from studyrun.report.figures import shown_rows
+from studyrun.report.markdown import code, escape, format_number, table
 
 
 def blank(rows: list[list[Any]]) -> list[list[Any]]:

@@ -17,9 +17,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core.errors import StudyError
-from ...core.numbers import finite_or_none
-from .terms import Term, build_matrix, find_estimable, name_term, order_of
+from studyrun.analyses.doe.terms import Term, build_matrix, find_estimable, name_term, order_of
+from studyrun.core.errors import StudyError
+from studyrun.core.numbers import finite_or_none
 
 NO_DF_NOTE = ("no residual degrees of freedom: the surface passes through every run, so "
               "standard errors, t and p are undefined (add runs or use a smaller response)")
@@ -221,7 +221,7 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
     """
     from scipy import stats
 
-    from .stored import check
+    from studyrun.analyses.doe.stored import check
 
     results = analysis_results.get("results", analysis_results)
     if not isinstance(results.get(quantity), dict) or "coefficients" not in results[quantity]:

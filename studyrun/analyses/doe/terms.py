@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core.errors import StudyError
+from studyrun.core.errors import StudyError
 
 Term = tuple[int, ...]
 

@@ -26,19 +26,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, PositiveFloat, field_validator
 
-from ...core.design import Design, Outcome
-from ...core.errors import Problem
-from ...core.numbers import finite_or_none
-from ...core.plugin import Example
-from ..base import FixedDesignAnalysis, StudyContext
-from ..local import exact_status, tighten
-from ..local.agreement import rank
-from ..local.sensitivity import difference_rows, perturbation_steps
-from .objective import REDUCTIONS, parse_objective
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
+from studyrun.analyses.gradient.objective import REDUCTIONS, parse_objective
+from studyrun.analyses.local import exact_status, tighten
+from studyrun.analyses.local.agreement import rank
+from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem
+from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
 
 if TYPE_CHECKING:
-    from ...report.figures import Figures
-    from ..local.exact import SymbolicModel
+    from studyrun.analyses.local.exact import SymbolicModel
+    from studyrun.report.figures import Figures
 
 Method = Literal["auto", "adjoint", "forward", "fd"]
 
@@ -73,8 +73,8 @@ class Gradient(FixedDesignAnalysis):
         return model, [note] if note else []
 
     def check(self, context: StudyContext) -> list[Problem]:
-        from ...core.text import suggest
-        from ...models.base import HasEquations
+        from studyrun.core.text import suggest
+        from studyrun.models.base import HasEquations
 
         if not context.varied:
             return [Problem("gradient needs at least one varied parameter; give it a "
@@ -161,7 +161,7 @@ class Gradient(FixedDesignAnalysis):
             "cost": {"runs": len(outcome.ok), **cost}, "notes": notes}
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
-        from .report import write_report
+        from studyrun.analyses.gradient.report import write_report
 
         return write_report(analysis, figures)
 
@@ -170,7 +170,7 @@ def resolve(requested: str, model: Any, names: list[str], outputs: list[str]
             ) -> tuple[str, list[str], "SymbolicModel | None"]:
     """The method used for `requested` (auto, adjoint, forward or fd), the notes that say why
     it is another, and the differentiated model for adjoint and forward."""
-    from ...models.equations import FIXED_METHODS
+    from studyrun.models.equations import FIXED_METHODS
 
     if requested == "fd":
         return "fd", [], None
@@ -196,7 +196,7 @@ def in_process(method: str, objective: Any, context: StudyContext, nominal: dict
                notes: list[str]) -> tuple[str, np.ndarray, dict[str, Any]]:
     """(method used, dJ/dp, cost) by the adjoint or forward sensitivities at the nominal point;
     an adjoint that fails is followed by forward sensitivities, with a note."""
-    from .equations import adjoint_gradient, forward_gradient
+    from studyrun.analyses.gradient.equations import adjoint_gradient, forward_gradient
 
     model, names = context.model, list(nominal)
     system = model.to_system()

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...models.equations import FIXED_METHODS, EquationSystem
-from ..local.exact import SymbolicModel, constant_values, exact_functions
+from studyrun.analyses.local.exact import SymbolicModel, constant_values, exact_functions
+from studyrun.models.equations import FIXED_METHODS, EquationSystem
 
 Weigh = Callable[[np.ndarray, dict[str, np.ndarray]], dict[str, np.ndarray]]
 

@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...expr import ExprError
-from ...quantities import parse_quantity, window
+from studyrun.expr import ExprError
+from studyrun.quantities import parse_quantity, window
 
 REDUCTIONS = ("final", "initial", "at", "integral", "mean", "mean_points", "max", "min")
 EXTREMES = {"max": np.argmax, "min": np.argmin}

@@ -36,15 +36,15 @@ from pydantic import (
     field_validator,
 )
 
-from ...core.design import Design, Outcome
-from ...core.errors import Problem
-from ...core.plugin import Example
-from ..base import FixedDesignAnalysis, StudyContext
-from .collinearity import MAX_SUBSETS, subset_count
-from .sensitivity import difference_rows, perturbation_steps
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
+from studyrun.analyses.local.collinearity import MAX_SUBSETS, subset_count
+from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 
 if TYPE_CHECKING:
-    from ...report.figures import Figures
+    from studyrun.report.figures import Figures
 
 Method = Literal["central", "forward", "exact"]
 RESERVED = ("ranking", "collinearity", "partition", "agreement", "quantities", "notes")
@@ -126,7 +126,7 @@ class Local(FixedDesignAnalysis):
                 problems.append(Problem(f"an output cannot be called {name!r} here (the results "
                                         f"use {', '.join(RESERVED)})", f"outputs[{i}]"))
             elif known is not None and name not in known:
-                from ...core.text import suggest
+                from studyrun.core.text import suggest
 
                 problems.append(Problem(f"the model has no output {name!r}{suggest(name, known)}"
                                         f" (outputs: {', '.join(sorted(known))})", f"outputs[{i}]"))
@@ -170,7 +170,7 @@ class Local(FixedDesignAnalysis):
         return Design(names, matrix, info)
 
     def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
-        from .results import analyse_local
+        from studyrun.analyses.local.results import analyse_local
 
         names = outcome.design.names
         symbolic = exact_status(context.model, names, self.outputs)[2] \
@@ -179,15 +179,15 @@ class Local(FixedDesignAnalysis):
         return analyse_local(self, outcome, context.model, values, symbolic)
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
-        from .report import write_report
+        from studyrun.analyses.local.report import write_report
 
         return write_report(analysis, figures)
 
 
 def tighten(model: Any, delta: float, solver_rtol: float | str) -> tuple[Any, str | None]:
     """The model with an adaptive solver's tolerances fit for differences, and a note."""
-    from ...models.base import HasEquations
-    from ...models.equations import FIXED_METHODS
+    from studyrun.models.base import HasEquations
+    from studyrun.models.equations import FIXED_METHODS
 
     if not isinstance(model, HasEquations):
         return model, (f"differences of a {getattr(model, 'type', '')} model are only as "
@@ -226,12 +226,12 @@ def find_exact_status(model: Any, names: list[str], outputs: list[str]
                       ) -> tuple[bool, str, Any]:
     """(True, '', the differentiated model) when the model's equations can be differentiated
     exactly, else (False, the reason, None)."""
-    from ...models.base import HasEquations
+    from studyrun.models.base import HasEquations
 
     if not isinstance(model, HasEquations):
         kind = getattr(model, "type", "unknown")
         return False, f"they need an ode or stockflow model; this one is {kind}", None
-    from .exact import NotDifferentiable, symbolic_model
+    from studyrun.analyses.local.exact import NotDifferentiable, symbolic_model
 
     try:
         return True, "", symbolic_model(model.to_system(), names, outputs)

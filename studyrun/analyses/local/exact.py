@@ -25,13 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...expr import ExprError, parse, to_sympy
-from ...models.equations import (
-    FIXED_METHODS,
-    EquationSystem,
-    fixed_steps,
-    topological_order,
-)
+from studyrun.expr import ExprError, parse, to_sympy
+from studyrun.models.equations import FIXED_METHODS, EquationSystem, fixed_steps, topological_order
 
 
 class NotDifferentiable(Exception):

@@ -30,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ...models.equations import (
+from studyrun.analyses.initial_states import initial_only
+from studyrun.analyses.local.agreement import rank
+from studyrun.models.equations import (
     FIXED_METHODS,
     CompiledSystem,
     EquationEvaluator,
     EquationSystem,
 )
-from ..initial_states import initial_only
-from .agreement import rank
 
 TINY = 1e-12
 

@@ -10,17 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from ...core.design import Outcome
-from ...core.numbers import finite_or_none
-from .agreement import compare_rankings, rank
-from .collinearity import analyse_collinearity
-from .sensitivity import (
+from studyrun.analyses.local.agreement import compare_rankings, rank
+from studyrun.analyses.local.collinearity import analyse_collinearity
+from studyrun.analyses.local.sensitivity import (
     difference_quotients,
     normalise,
     overall_ranking,
     relative_difference,
     summarise,
 )
+from studyrun.core.design import Outcome
+from studyrun.core.numbers import finite_or_none
 
 Functions = dict[str, tuple[np.ndarray, np.ndarray]]  # output -> y (T,), dy/dp (T, m)
 
@@ -162,7 +162,7 @@ def functions_by(method: str, spec, outcome: Outcome, notes: list[str], model: A
 def exact_by(spec, design: Any, model: Any, values: dict[str, float], symbolic: Any
              ) -> tuple[np.ndarray, Functions]:
     """The forward sensitivity equations, integrated in-process at the nominal point."""
-    from .exact import NotDifferentiable, exact_functions
+    from studyrun.analyses.local.exact import NotDifferentiable, exact_functions
 
     system = model.to_system()
     values = {**values, **design.info["nominal"]}
@@ -201,11 +201,11 @@ def compare_methods(spec, computed: dict, scaled: dict, names: list[str]
 def partition_results(spec, names: list[str], notes: list[str], model: Any,
                       values: dict[str, float]) -> dict | None:
     """Coefficients on fewer trajectory points, for equation models when asked."""
-    from ...models.base import HasEquations
+    from studyrun.models.base import HasEquations
 
     if spec.partition is False or not isinstance(model, HasEquations):
         return None
-    from .partition import analyse_partition
+    from studyrun.analyses.local.partition import analyse_partition
 
     settings = spec.partition
     try:

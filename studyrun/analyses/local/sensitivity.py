@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .agreement import rank
+from studyrun.analyses.local.agreement import rank
 
 ZERO = 1e-12  # |y| at or below ZERO * max|y| counts as y = 0
 SCHEMES = ("central", "forward")

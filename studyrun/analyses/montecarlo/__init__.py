@@ -15,9 +15,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
-from ...core.design import Design, Outcome
-from ...core.plugin import Example
-from ...params import (
+from studyrun.analyses.given import ReadsGiven, not_with_from
+from studyrun.analyses.montecarlo.ranks import Ranks
+from studyrun.analyses.precision import Samples, grow, reached
+from studyrun.core.design import Design, Outcome
+from studyrun.core.plugin import Example
+from studyrun.params import (
     correlate_unit,
     design_facts,
     map_unit,
@@ -25,12 +28,9 @@ from ...params import (
     sample_unit_chunks,
     sample_unit_range,
 )
-from ...report.figures import shown_rows
-from ...report.markdown import escape, table
-from ...report.wide import TOP, shown, table_order, top_note
-from ..given import ReadsGiven, not_with_from
-from ..precision import Samples, grow, reached
-from .ranks import Ranks
+from studyrun.report.figures import shown_rows
+from studyrun.report.markdown import escape, table
+from studyrun.report.wide import TOP, shown, table_order, top_note
 
 
 class Montecarlo(ReadsGiven):
@@ -102,7 +102,7 @@ class Montecarlo(ReadsGiven):
 
     def iterate(self, evaluate, context, seed) -> dict[str, Any]:
         """Double the runs until every quantity's intervals meet the target."""
-        from .precision import rounds_table, target_met, with_intervals
+        from studyrun.analyses.montecarlo.precision import rounds_table, target_met, with_intervals
 
         assert isinstance(self.samples, Samples)
         until = self.samples.until
@@ -172,12 +172,12 @@ class Montecarlo(ReadsGiven):
         lines += correlation_table(analysis.get("design", {}))
         for q, r in results.items():
             if r.get("warnings"):
-                from ..salib.report import warnings_block
+                from studyrun.analyses.salib.report import warnings_block
 
                 lines += [f"Warnings for {q}:", "", warnings_block(r), ""]
         for q, r in results.items():
             if "convergence" in r:
-                from .precision import precision_section
+                from studyrun.analyses.montecarlo.precision import precision_section
 
                 lines += precision_section(q, r, figures)
         if outcome is not None:

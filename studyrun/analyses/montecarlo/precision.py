@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..precision import Round, Until
+from studyrun.analyses.precision import Round, Until
 
 BOOTSTRAP_RESAMPLES = 200
 LEVEL = 0.95
@@ -37,7 +37,7 @@ def half_widths(values: np.ndarray, percentiles: list[float],
 def with_intervals(entry: dict[str, Any], values: np.ndarray, percentiles: list[float],
                    seed: np.random.SeedSequence) -> dict[str, Any]:
     """A quantity's summary with `mean_ci` and `percentiles_ci` (95% half-widths) added."""
-    from . import label
+    from studyrun.analyses.montecarlo import label
 
     mean, widths = half_widths(values, percentiles, seed)
     return entry | {"mean_ci": mean,
@@ -66,8 +66,8 @@ def rounds_table(rounds: list[Round], name: str) -> dict[str, Any]:
 
 def precision_section(name: str, entry: dict[str, Any], figures: Any) -> list[str]:
     """Where the rounds stopped, and the half-widths (relative with rel_ci) against N."""
-    from ...report.markdown import escape
-    from ..precision_report import reached_line, widths_plot
+    from studyrun.analyses.precision_report import reached_line, widths_plot
+    from studyrun.report.markdown import escape
 
     heading = [f"### Precision: {escape(name)}", "", reached_line(entry, "runs"), ""]
     if not figures.draws(name):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...core.errors import Problem
-from ...core.text import suggest
-from ...expr import ExprError
-from .terms import constraint, statistic
+from studyrun.analyses.pareto.terms import constraint, statistic
+from studyrun.core.errors import Problem
+from studyrun.core.text import suggest
+from studyrun.expr import ExprError
 
 
 def check_multi_objective(spec: Any, context: Any) -> list[Problem]:

@@ -27,17 +27,22 @@ from typing import (
 import numpy as np
 from pydantic import AfterValidator, Field, model_validator
 
-from ...core.design import Design
-from ...core.errors import Problem, StudyError
-from ...core.numbers import finite_or_none
-from ...core.sizes import Footprint
-from ..base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, runs_footprint
-from ..given import ReadsGiven, not_with_from
+from studyrun.analyses.base import (
+    INDEPENDENT_INPUTS,
+    FixedDesignAnalysis,
+    StudyContext,
+    runs_footprint,
+)
+from studyrun.analyses.given import ReadsGiven, not_with_from
+from studyrun.core.design import Design
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.numbers import finite_or_none
+from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from ...core.design import Outcome
-    from ...params import ParameterSpec
-    from ...report.figures import Figures
+    from studyrun.core.design import Outcome
+    from studyrun.params import ParameterSpec
+    from studyrun.report.figures import Figures
 
 # Unit samples are clipped into [UNIT_MARGIN, 1 - UNIT_MARGIN] before the inverse CDF, so a
 # parameter without finite bounds (normal, lognormal...) never receives 0 or 1 and never gives
@@ -175,7 +180,7 @@ def unknown_outputs(outputs: list[str], model: Any) -> list[Problem]:
         return []
     if known is None:
         return []
-    from ...core.text import suggest
+    from studyrun.core.text import suggest
 
     return [Problem(f"the model has no output {name!r}{suggest(name, known)} (outputs: "
                     f"{', '.join(sorted(known))})", f"outputs[{i}]")
@@ -266,7 +271,7 @@ class SalibAnalysis(FixedDesignAnalysis):
         return MIN_RUNS
 
     def report(self, analysis: dict[str, Any], outcome: "Outcome | None", figures: "Figures") -> str:
-        from .report import generic_section
+        from studyrun.analyses.salib.report import generic_section
 
         return generic_section(self.title, analysis, figures, self.keys, self.bars)
 
@@ -292,7 +297,7 @@ class GivenDataAnalysis(SalibAnalysis, ReadsGiven):
         return None if self.from_ is not None else (self.samples, "samples")
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        from ...params import correlate_unit, design_facts, sample_unit
+        from studyrun.params import correlate_unit, design_facts, sample_unit
 
         parameters = context.varied
         names = list(parameters)

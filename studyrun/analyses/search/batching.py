@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core.design import Evaluate, Outcome
+from studyrun.core.design import Evaluate, Outcome
 
 Summarise = Callable[[Outcome], dict[str, np.ndarray]]  # outcome -> arrays with one row per run
 Ask = Callable[[np.ndarray], dict[str, np.ndarray]]

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .batching import Ask
+from studyrun.analyses.search.batching import Ask
 
 
 @dataclass

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..gradient import resolve
-from ..gradient.equations import adjoint_gradient, forward_gradient
+from studyrun.analyses.gradient import resolve
+from studyrun.analyses.gradient.equations import adjoint_gradient, forward_gradient
 
 # (times, outputs on the grid, the run's summary at p) -> output -> weights on the grid
 Weights = Callable[[np.ndarray, dict[str, np.ndarray], dict[str, Any]], dict[str, np.ndarray]]
@@ -60,7 +60,7 @@ def model_gradient(requested: str, context: Any, names: list[str], outputs: list
     notes that say why it is not the one asked for. `outputs` None: the objective is not a
     weighted sum of model outputs (the caller says why). `auto` is differences, silently, for a
     model that is not an equation model: that is its default there."""
-    from ...models.base import HasEquations
+    from studyrun.models.base import HasEquations
 
     if outputs is None or (requested == "auto" and not isinstance(context.model, HasEquations)):
         return None, "fd", []

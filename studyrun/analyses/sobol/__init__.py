@@ -29,14 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ...core.design import Design, Outcome
-from ...core.errors import Problem, StudyError
-from ...core.numbers import finite_or_none
-from ...core.plugin import Example
-from ...core.sizes import Footprint
-from ..base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes
-from ..precision import PowerOfTwoSamples, Round, grow, reached
-from ..salib import (
+from studyrun.analyses.base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes
+from studyrun.analyses.precision import PowerOfTwoSamples, Round, grow, reached
+from studyrun.analyses.salib import (
     MIN_BLOCKS,
     Confidence,
     Resamples,
@@ -55,11 +50,16 @@ from ..salib import (
     unit_problem,
     unknown_outputs,
 )
-from ..salib.saltelli import saltelli_unit
+from studyrun.analyses.salib.saltelli import saltelli_unit
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from ...params import ParameterSpec
-    from ...report.figures import Figures
+    from studyrun.params import ParameterSpec
+    from studyrun.report.figures import Figures
 
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
 BOOTSTRAP_BYTES = 64  # SALib's bootstrap: bytes x base samples x resamples (bench_memory.py)
@@ -202,7 +202,7 @@ class Sobol(FixedDesignAnalysis):
         at a time, their indices summed over the chunks (streamed.py)."""
         if not runs.series_in_chunks:
             return self.analyse(runs.whole(), context)
-        from .streamed import streamed_series
+        from studyrun.analyses.sobol.streamed import streamed_series
 
         outcome = runs.whole(series=False)
         results = self.model_copy(update={"outputs": []}).analyse(outcome, context)
@@ -277,7 +277,7 @@ class Sobol(FixedDesignAnalysis):
         return entry
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
-        from .report import write_report
+        from studyrun.analyses.sobol.report import write_report
 
         return write_report(analysis, figures)
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...report.markdown import escape, format_number, table
-from ...report.wide import shown, top_note
-from ..precision_report import reached_line, widths_plot
-from ..salib.report import (
+from studyrun.analyses.precision_report import reached_line, widths_plot
+from studyrun.analyses.salib.report import (
     bar_chart,
     facts_line,
     figure_name,
@@ -16,9 +14,11 @@ from ..salib.report import (
     nan,
     warnings_block,
 )
+from studyrun.report.markdown import escape, format_number, table
+from studyrun.report.wide import shown, top_note
 
 if TYPE_CHECKING:
-    from ...report.figures import Figures
+    from studyrun.report.figures import Figures
 
 INTRO = ("First-order indices S1 give the share of the output variance due to each parameter "
          "alone; total indices ST add every interaction it takes part in. Intervals are "

@@ -12,9 +12,15 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ...core.design import Outcome
-from ...core.numbers import finite_or_none
-from ..salib import MIN_BLOCKS, dropped_warning, error_entry, failed_rows, keep_whole_blocks
+from studyrun.analyses.salib import (
+    MIN_BLOCKS,
+    dropped_warning,
+    error_entry,
+    failed_rows,
+    keep_whole_blocks,
+)
+from studyrun.core.design import Outcome
+from studyrun.core.numbers import finite_or_none
 
 
 class StreamedIndices:

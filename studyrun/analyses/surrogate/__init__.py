@@ -27,20 +27,20 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-from ...core.design import Design, Outcome
-from ...core.errors import Problem, StudyError
-from ...core.plugin import Example
-from ...core.sizes import Footprint
-from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
-from ..base import IterativeAnalysis, StudyContext
-from ..given import given_problems, read_given
-from ..salib import Confidence, Resamples
-from .sizes import gp_footprint, pce_footprint
-from .training import Training, earlier_runs
+from studyrun.analyses.base import IterativeAnalysis, StudyContext
+from studyrun.analyses.given import given_problems, read_given
+from studyrun.analyses.salib import Confidence, Resamples
+from studyrun.analyses.surrogate.sizes import gp_footprint, pce_footprint
+from studyrun.analyses.surrogate.training import Training, earlier_runs
+from studyrun.core.design import Design, Outcome
+from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import Footprint
+from studyrun.params import correlate_unit, map_unit, sample_unit, sample_unit_range
 
 if TYPE_CHECKING:
-    from ..given import GivenRows
-    from .fitting import Fitted, Settings
+    from studyrun.analyses.given import GivenRows
+    from studyrun.analyses.surrogate.fitting import Fitted, Settings
 
 DEFAULT_SAMPLES = 400
 CANDIDATES = 2048  # Sobol' candidates a GP chooses each batch's runs from
@@ -108,7 +108,7 @@ class Surrogate(IterativeAnalysis):
         return self.samples or DEFAULT_SAMPLES
 
     def settings(self) -> "Settings":
-        from .fitting import Settings
+        from studyrun.analyses.surrogate.fitting import Settings
 
         return Settings(self.method, None if self.degree == "auto" else self.degree, self.q,
                         self.fit, None if self.validation == "loo" else self.validation,
@@ -161,7 +161,7 @@ class Surrogate(IterativeAnalysis):
 
     def iterate(self, evaluate, context: StudyContext, seed: np.random.SeedSequence) -> dict:
         """Train, validate, and (with `until:`) add batches of runs until Q2 is reached."""
-        from .fitting import Inputs, fit_quantity
+        from studyrun.analyses.surrogate.fitting import Inputs, fit_quantity
 
         inputs = Inputs(context.varied, context.correlation)
         design_seed, fit_seed, batch_seed = seed.spawn(3)
@@ -221,8 +221,8 @@ class Surrogate(IterativeAnalysis):
             start = training.size if self.from_ is None else training.size - training.earlier
             return self.sequence(context, design_seed if self.from_ is None else batch_seed,
                                  start, start + size)
-        from . import gp
-        from .fitting import Inputs
+        from studyrun.analyses.surrogate import gp
+        from studyrun.analyses.surrogate.fitting import Inputs
 
         worst = min(fitted, key=lambda name: fitted[name].q2)
         inputs = Inputs(context.varied)
@@ -257,6 +257,6 @@ class Surrogate(IterativeAnalysis):
         return results
 
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures) -> str:
-        from .report import surrogate_report
+        from studyrun.analyses.surrogate.report import surrogate_report
 
         return surrogate_report(analysis, figures)

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..salib.saltelli import saltelli_unit
-from . import gp, pce
-from .basis import Germ, design_matrix, germ_for
+from studyrun.analyses.salib.saltelli import saltelli_unit
+from studyrun.analyses.surrogate import gp, pce
+from studyrun.analyses.surrogate.basis import Germ, design_matrix, germ_for
 
 TRUSTED_Q2 = 0.9  # below this cross-validated Q2 the indices are flagged, not trusted
 TRUSTED_HALF_WIDTH = 0.02  # `trusted` also asks every S1 and ST interval to be this narrow
@@ -197,8 +197,8 @@ def of_correlated_inputs(results: dict[str, Any], surrogate, inputs: Inputs,
     """Correlated inputs: the mean and standard deviation of the surrogate over correlated draws
     (its own moments are those of independent inputs), and the Sobol' indices null, with a
     warning: they apportion variance among independent inputs only."""
-    from ...params import correlate_unit, sample_unit
-    from ...params.correlation import correlations
+    from studyrun.params import correlate_unit, sample_unit
+    from studyrun.params.correlation import correlations
 
     unit = sample_unit(CORRELATED_DRAWS, len(inputs.names), "sobol", np.random.SeedSequence(seed))
     values = surrogate(inputs.natural(correlate_unit(unit, inputs.correlation, "sobol")))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .basis import Germ, design_matrix, multi_indices
+from studyrun.analyses.surrogate.basis import Germ, design_matrix, multi_indices
 
 MAX_TERMS = 20_000  # candidate terms of one degree, beyond which higher degrees are not tried
 MAX_CELLS = 30_000_000  # points x candidate terms held at once (240 MB)

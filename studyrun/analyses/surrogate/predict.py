@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ...analysis_file import Malformed, first_error
-from ...core.errors import StudyError
-from .stored import check
+from studyrun.analyses.surrogate.stored import check
+from studyrun.analysis_file import Malformed, first_error
+from studyrun.core.errors import StudyError
 
 
 def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float],
@@ -21,8 +21,8 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
     from pydantic import TypeAdapter
     from scipy import stats
 
-    from ...params import ParameterSpec
-    from .basis import Germ, design_matrix
+    from studyrun.analyses.surrogate.basis import Germ, design_matrix
+    from studyrun.params import ParameterSpec
 
     results = analysis_results.get("results", analysis_results)
     fit = results.get(quantity)
@@ -66,7 +66,7 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
         out.setdefault("note", f"a PCE gives no predictive interval; its cross-validated RMSE "
                                f"is {rmse}")
         return finite(out)
-    from . import gp
+    from studyrun.analyses.surrogate import gp
 
     try:
         model = gp.from_json(fit["kernel"])

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.sizes import Footprint
-from ..base import StudyContext, run_bytes
-from .basis import term_count
-from .fitting import CORRELATED_DRAWS, GP_BASE, GP_DRAW_BASE
-from .pce import MAX_CELLS, MAX_TERMS
+from studyrun.analyses.base import StudyContext, run_bytes
+from studyrun.analyses.surrogate.basis import term_count
+from studyrun.analyses.surrogate.fitting import CORRELATED_DRAWS, GP_BASE, GP_DRAW_BASE
+from studyrun.analyses.surrogate.pce import MAX_CELLS, MAX_TERMS
+from studyrun.core.sizes import Footprint
 
 LIKELIHOOD_BYTES, PREDICT_BYTES, COVARIANCE_BYTES = 24, 48, 32
 TERM_BYTES, BASIS_BYTES = 64, 24

@@ -9,10 +9,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ...analysis_file import Malformed, first_error
-from .basis import FAMILIES, MAX_DEGREE
-from .gp import MAX_TRAINING
-from .pce import MAX_TERMS
+from studyrun.analyses.surrogate.basis import FAMILIES, MAX_DEGREE
+from studyrun.analyses.surrogate.gp import MAX_TRAINING
+from studyrun.analyses.surrogate.pce import MAX_TERMS
+from studyrun.analysis_file import Malformed, first_error
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core.design import Outcome
-from ..base import StudyContext
-from ..given import read_given
+from studyrun.analyses.base import StudyContext
+from studyrun.analyses.given import read_given
+from studyrun.core.design import Outcome
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,10 @@ docs/reference/command.md):
   file fails that run unread, so a runaway program cannot fill the driver's memory.
 """
 
-from ...core.sizes import MAX_BYTES, parse_bytes
-from .evaluator import CommandEvaluator
-from .placeholders import PLACEHOLDERS
-from .spec import Command, ParamsFile, Template
+from studyrun.core.sizes import MAX_BYTES, parse_bytes
+from studyrun.models.command.evaluator import CommandEvaluator
+from studyrun.models.command.placeholders import PLACEHOLDERS
+from studyrun.models.command.spec import Command, ParamsFile, Template
 
 __all__ = [
     "MAX_BYTES", "PLACEHOLDERS", "Command", "CommandEvaluator", "ParamsFile", "Template",

@@ -17,11 +17,11 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ...core.batch import Evaluator, ModelOutput, RunContext
-from ...core.seeds import run_seed
-from .placeholders import PLACEHOLDERS, Parts, fields, render, spec_problem
-from .processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
-from .results import RunFailed, assemble, read_results
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.core.seeds import run_seed
+from studyrun.models.command.placeholders import PLACEHOLDERS, Parts, fields, render, spec_problem
+from studyrun.models.command.processes import MARK, BatchProcesses, end_group, kill_marked, wait_for
+from studyrun.models.command.results import RunFailed, assemble, read_results
 
 _STDERR_LINES = 20
 LOGS = ("stdout.txt", "stderr.txt")

@@ -24,14 +24,14 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from ...core.errors import Problem, StudyError, outside
-from ...core.plugin import Example
-from ...core.sizes import parse_bytes
-from ...core.text import suggest
-from ...dependencies import file_name
-from ..base import ModelSpec
-from .evaluator import CommandEvaluator
-from .placeholders import (
+from studyrun.core.errors import Problem, StudyError, outside
+from studyrun.core.plugin import Example
+from studyrun.core.sizes import parse_bytes
+from studyrun.core.text import suggest
+from studyrun.dependencies import file_name
+from studyrun.models.base import ModelSpec
+from studyrun.models.command.evaluator import CommandEvaluator
+from studyrun.models.command.placeholders import (
     PLACEHOLDERS,
     FieldError,
     Parts,

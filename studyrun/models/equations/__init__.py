@@ -21,27 +21,27 @@ A member whose integration fails (overflow, NaN, solver failure) gets a message 
 Formulas, defaults and edge cases: docs/methods.md, "Equation models: integration methods".
 """
 
-from .compiled import BoundSystem, CompiledSystem
-from .evaluator import (
+from studyrun.models.equations.compiled import BoundSystem, CompiledSystem
+from studyrun.models.equations.evaluator import (
     EquationEvaluator,
     batch_constants,
     evaluate_variables,
     transposed_all,
 )
-from .fixed import fixed_steps, integrate_fixed, nonfinite_errors
-from .lookups import Lookup, LookupSpec
-from .methods import (
+from studyrun.models.equations.fixed import fixed_steps, integrate_fixed, nonfinite_errors
+from studyrun.models.equations.lookups import Lookup, LookupSpec
+from studyrun.models.equations.methods import (
     FIXED_METHODS,
     METHODS,
     PER_MEMBER_METHODS,
     Method,
     normalize_method,
 )
-from .model import EquationModel
-from .per_member import MAX_EVALUATIONS, integrate_each
-from .rk45 import MAX_STEPS, integrate_rk45
-from .system import RESERVED, EquationSystem, Expression, topological_order
-from .timegrid import TimeGrid, TimeSpan
+from studyrun.models.equations.model import EquationModel
+from studyrun.models.equations.per_member import MAX_EVALUATIONS, integrate_each
+from studyrun.models.equations.rk45 import MAX_STEPS, integrate_rk45
+from studyrun.models.equations.system import RESERVED, EquationSystem, Expression, topological_order
+from studyrun.models.equations.timegrid import TimeGrid, TimeSpan
 
 __all__ = [
     "BoundSystem", "CompiledSystem", "EquationEvaluator", "EquationModel", "EquationSystem",

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import StudyError
-from ...expr import parse
-from .system import EquationSystem, topological_order
+from studyrun.core.errors import StudyError
+from studyrun.expr import parse
+from studyrun.models.equations.system import EquationSystem, topological_order
 
 
 class CompiledSystem:

@@ -8,13 +8,18 @@ from typing import Any
 
 import numpy as np
 
-from ...core.batch import Evaluator, ModelOutput, RunContext
-from .compiled import CompiledSystem
-from .fixed import integrate_fixed, nonfinite_errors
-from .methods import FIXED_METHODS, METHODS, PER_MEMBER_METHODS, normalize_method
-from .per_member import integrate_each
-from .rk45 import integrate_rk45
-from .system import EquationSystem
+from studyrun.core.batch import Evaluator, ModelOutput, RunContext
+from studyrun.models.equations.compiled import CompiledSystem
+from studyrun.models.equations.fixed import integrate_fixed, nonfinite_errors
+from studyrun.models.equations.methods import (
+    FIXED_METHODS,
+    METHODS,
+    PER_MEMBER_METHODS,
+    normalize_method,
+)
+from studyrun.models.equations.per_member import integrate_each
+from studyrun.models.equations.rk45 import integrate_rk45
+from studyrun.models.equations.system import EquationSystem
 
 
 class EquationEvaluator(Evaluator):

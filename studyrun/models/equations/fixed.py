@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .compiled import CompiledSystem
-from .timegrid import TimeGrid
+from studyrun.models.equations.compiled import CompiledSystem
+from studyrun.models.equations.timegrid import TimeGrid
 
 
 def integrate_fixed(compiled: CompiledSystem, base: Mapping[str, Any], y0: np.ndarray,

@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from ...core.errors import Problem, StudyError
-from ..base import ModelSpec
-from .evaluator import EquationEvaluator
-from .lookups import LookupSpec
-from .methods import Method, normalize_method
-from .system import EquationSystem, Expression
+from studyrun.core.errors import Problem, StudyError
+from studyrun.models.base import ModelSpec
+from studyrun.models.equations.evaluator import EquationEvaluator
+from studyrun.models.equations.lookups import LookupSpec
+from studyrun.models.equations.methods import Method, normalize_method
+from studyrun.models.equations.system import EquationSystem, Expression
 
 
 class EquationModel(ModelSpec):

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ...expr import ExprError
-from .compiled import CompiledSystem, rhs_function
+from studyrun.expr import ExprError
+from studyrun.models.equations.compiled import CompiledSystem, rhs_function
 
 MAX_EVALUATIONS = 100_000  # rate evaluations per member for solve_ivp methods
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .compiled import CompiledSystem, rhs_function
+from studyrun.models.equations.compiled import CompiledSystem, rhs_function
 
 MAX_STEPS = 200_000  # accepted + rejected attempts per member for RK45
 

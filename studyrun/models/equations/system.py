@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.errors import Problem
-from ...core.text import suggest
-from ...expr import BUILTINS, ExprError, FunctionDef, parse
-from .lookups import Lookup
-from .timegrid import TimeGrid
+from studyrun.core.errors import Problem
+from studyrun.core.text import suggest
+from studyrun.expr import BUILTINS, ExprError, FunctionDef, parse
+from studyrun.models.equations.lookups import Lookup
+from studyrun.models.equations.timegrid import TimeGrid
 
 Expression = float | str  # a number or the text of an expression
 RESERVED = frozenset({"time"})

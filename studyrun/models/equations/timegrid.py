@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...core.errors import Problem
+from studyrun.core.errors import Problem
 
 
 class TimeSpan(BaseModel):
