@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from studyrun.commands.open_results import Results, open_results
 from studyrun.core.errors import StudyError, StudyrunError
-from studyrun.results import Results, open_results
 
 __version__ = "0.1.0"
 __all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunError", "__version__"]

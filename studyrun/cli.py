@@ -382,8 +382,8 @@ def parse_point(texts: list[str]) -> dict[str, float]:
 
 
 def command_predict(args) -> int:
+    from studyrun.commands.open_results import open_results
     from studyrun.report.markdown import format_number
-    from studyrun.results import open_results
 
     results = open_results(args.folder)
     point = parse_point(args.at)
@@ -408,7 +408,7 @@ def command_predict(args) -> int:
 
 
 def command_report(args) -> int:
-    from studyrun.results import rebuild_report
+    from studyrun.commands.open_results import rebuild_report
 
     report = rebuild_report(args.folder, args.out)
     print(f"wrote {report}, {report.with_suffix('.html').name} and {report.parent / 'figures'}/")

@@ -198,8 +198,8 @@ def check_runs(cls: type, folder: Path) -> None:
     """Run in batches as they come and in batches of one on two threads: the same results and
     runs; the spec unchanged by the run; the report rebuilt from analysis.json and the store
     alone is the same."""
+    from studyrun.commands.open_results import rebuild_report
     from studyrun.loading import include_files, read_yaml, validate
-    from studyrun.results import rebuild_report
     from studyrun.spec import Study
 
     example = example_study(cls)

@@ -32,11 +32,11 @@ from conformance_table import ALL, ANALYSES, Example, merged
 from hostile_html import PAYLOAD, live, text_of, views
 
 from studyrun import pipeline
+from studyrun.commands.open_results import rebuild_report
 from studyrun.core.batch import RunContext
 from studyrun.loading import include_files, load_study, read_yaml, validate
 from studyrun.pipeline import make_job, run_study
 from studyrun.plan.study import plan_study
-from studyrun.results import rebuild_report
 from studyrun.spec import Study
 from studyrun.spec.registry import registry
 from studyrun.testing import parametrize_with_checks
