@@ -56,10 +56,10 @@ def analysis_of(name: str) -> dict:
 
 def startup() -> None:
     """Interpreter + `import studyrun.cli` (what every command pays), and a LocalCluster start."""
-    done = best(3, python, "import time;t=time.perf_counter();import studyrun.cli, studyrun.pipeline;"
+    done = best(3, python, "import time;t=time.perf_counter();import studyrun.cli, studyrun.commands.pipeline;"
                   "print(f'import={time.perf_counter()-t}')")
     record("start-up: import studyrun (cli + pipeline)", "", last_float(done["stdout"], "import"),
-           "s", None, "python -c 'import studyrun.pipeline'")
+           "s", None, "python -c 'import studyrun.commands.pipeline'")
     done = best(3, python, "import time,logging;t=time.perf_counter();"
                   "from distributed import Client, LocalCluster;"
                   "c=LocalCluster(n_workers=2,threads_per_worker=1,processes=True,"

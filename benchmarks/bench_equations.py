@@ -68,14 +68,14 @@ MODEL_ONLY = """
 import sys, time
 from pathlib import Path
 import numpy as np
-from studyrun.pipeline import make_job
+from studyrun.commands.pipeline import make_job
 try:  # the layout since issue 15; the older one, to measure earlier commits too
     from studyrun.core.batch import RunContext
     from studyrun.loading import load_study
     from studyrun.plan.study import plan_study
 except ImportError:
     from studyrun.models.base import RunContext
-    from studyrun.pipeline import load_study, plan_study
+    from studyrun.commands.pipeline import load_study, plan_study
 loaded = load_study(sys.argv[1]); plan = plan_study(loaded)
 job = make_job(loaded, Path(sys.argv[2]))
 inputs = plan.inputs(np.arange(plan.size))

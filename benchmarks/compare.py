@@ -109,7 +109,7 @@ def cpu():
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 t0 = time.perf_counter()
-import studyrun, studyrun.pipeline, scipy.stats, matplotlib.pyplot
+import studyrun, studyrun.commands.pipeline, scipy.stats, matplotlib.pyplot
 from SALib.sample import sobol as _s
 from SALib.analyze import sobol as _a
 t1, c1 = time.perf_counter(), cpu()

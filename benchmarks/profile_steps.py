@@ -55,7 +55,7 @@ def timed(owner, name: str, label: str, totals: dict | None = None) -> None:
 
 
 def main(study: str, out: str) -> None:
-    import studyrun.pipeline as pipeline
+    import studyrun.commands.pipeline as pipeline
     import studyrun.plan.runs as planned
     from studyrun import plan
     from studyrun.execute import Runner

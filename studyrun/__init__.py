@@ -25,7 +25,7 @@ def load(path: str | Path):
 def run(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
         workers: int | None = None, fresh: bool = False, quiet: bool = True) -> Results:
     """Run a study file as `studyrun run` does; return its Results (analysis dict, runs frame)."""
-    from studyrun.pipeline import run_study
+    from studyrun.commands.pipeline import run_study
 
     analysis = run_study(path, out, scheduler=scheduler, workers=workers, fresh=fresh, quiet=quiet)
     folder = Path(out) if out else Path("results") / analysis["study"]

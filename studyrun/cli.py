@@ -181,9 +181,9 @@ def command_validate(args) -> int:
 
 
 def command_plan(args) -> int:
+    from studyrun.commands.pipeline import settings_for
     from studyrun.executors import scheduler_name
     from studyrun.loading import load_study
-    from studyrun.pipeline import settings_for
     from studyrun.plan.describe import (
         describe_adoption,
         describe_dependencies,
@@ -243,7 +243,7 @@ def cluster_override(scheduler, kind: str | None):
 
 
 def command_run(args) -> int:
-    from studyrun.pipeline import run_study
+    from studyrun.commands.pipeline import run_study
 
     if args.workers is not None and args.workers < 1:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")

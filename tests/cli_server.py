@@ -19,7 +19,7 @@ import threading
 
 PRELOADED = ("numpy", "scipy.stats", "pandas", "matplotlib", "matplotlib.figure",
              "matplotlib.backends.backend_agg", "statsmodels.regression.linear_model", "SALib",
-             "pydoe", "yaml", "pydantic", "dask.distributed", "studyrun.cli", "studyrun.pipeline")
+             "pydoe", "yaml", "pydantic", "dask.distributed", "studyrun.cli", "studyrun.commands.pipeline")
 
 
 def serve() -> dict:

@@ -7,7 +7,7 @@ import pytest
 from conftest import STUDIES
 from pydantic import BaseModel, ValidationError
 
-from studyrun import pipeline
+from studyrun.commands import pipeline
 from studyrun.loading import include_files, load_study, read_yaml, validate
 from studyrun.plan.describe import describe_plan
 from studyrun.plan.study import identity_record, plan_study

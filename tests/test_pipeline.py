@@ -263,14 +263,14 @@ def test_quantities_reduce_series(study_dir):
 
 @pytest.mark.slow
 def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypatch):
-    import studyrun.pipeline
+    import studyrun.commands.pipeline
     import studyrun.plan.runs
 
     text = LINEAR_MC.replace("20000", "5000").replace("sobol", "random")
     text = text.replace("c: 4", "c: {distribution: discrete, values: [0, 1, 2]}")  # ties in ranks
     path = write_study(study_dir, text)
     whole = studyrun.run(path, study_dir / "whole")
-    monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", 1024)
+    monkeypatch.setattr(studyrun.commands.pipeline, "CHUNK_ROWS", 1024)
     monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", 1024)
     chunked = studyrun.run(path, study_dir / "chunked")
     report = (study_dir / "chunked" / "report.md").read_text()

@@ -179,7 +179,7 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
     again from the same store rewritten as an older studyrun left it (a row and an npz per run),
     every run reused."""
     import studyrun.plan.runs as planned
-    from studyrun.pipeline import run_study
+    from studyrun.commands.pipeline import run_study
 
     (tmp_path / "curve.py").write_text(CURVE)
     path = write_study(tmp_path, CURVE_SOBOL)
@@ -220,8 +220,8 @@ def long(a):
 
 @pytest.mark.slow
 def test_runs_with_long_series_are_batched_by_their_bytes(tmp_path):
+    from studyrun.commands.pipeline import run_study
     from studyrun.execute import BATCH_BYTES
-    from studyrun.pipeline import run_study
 
     (tmp_path / "long.py").write_text(LONG)
     path = write_study(tmp_path, """
@@ -251,7 +251,7 @@ def two(a):
 
 @pytest.mark.slow
 def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_path):
-    from studyrun.pipeline import run_study
+    from studyrun.commands.pipeline import run_study
     from studyrun.store import RunStore
 
     (tmp_path / "two.py").write_text(TWO_SERIES)

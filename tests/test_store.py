@@ -72,11 +72,11 @@ def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp
 @pytest.mark.parametrize("chunk", [None, 70])
 def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
     """Written at once, or (a plan of several chunks) a chunk each by helper processes."""
-    import studyrun.pipeline
+    import studyrun.commands.pipeline
     import studyrun.plan.runs
 
     if chunk:
-        monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(studyrun.commands.pipeline, "CHUNK_ROWS", chunk)
         monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", chunk)
     (tmp_path / "broken").write_text("")
     result = studyrun.run(moody, tmp_path / "out", quiet=True)

@@ -267,7 +267,7 @@ def run(example: ExampleStudy, folder: Path, scheduler: str, workers: int | None
     from one execution to another), its folder and its spec after the run."""
     from unittest.mock import patch
 
-    from studyrun import pipeline
+    from studyrun.commands import pipeline
     from studyrun.loading import load_study
 
     study = example.write(folder, batch_size=batch_size)

@@ -34,13 +34,13 @@ execution: {scheduler: sync, on_failure: continue}
 def test_spearman_of_one_slice_and_of_many_match_scipy_with_ties_and_failed_runs(study_dir,
                                                                                 monkeypatch):
     import studyrun
-    import studyrun.pipeline
+    import studyrun.commands.pipeline
     import studyrun.plan.runs
 
     (study_dir / "ties.py").write_text(TIES_MODEL)
     path = write_study(study_dir, TIES_STUDY)
     whole = studyrun.run(path, study_dir / "whole")
-    monkeypatch.setattr(studyrun.pipeline, "CHUNK_ROWS", 700)
+    monkeypatch.setattr(studyrun.commands.pipeline, "CHUNK_ROWS", 700)
     monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", 700)  # ties run on across slices
     chunked = studyrun.run(path, study_dir / "chunked")
     assert "The figures show the first 700 runs" in (study_dir / "chunked" / "report.md").read_text()

@@ -31,11 +31,11 @@ import pytest
 from conformance_table import ALL, ANALYSES, Example, merged
 from hostile_html import PAYLOAD, live, text_of, views
 
-from studyrun import pipeline
+from studyrun.commands import pipeline
 from studyrun.commands.open_results import rebuild_report
+from studyrun.commands.pipeline import make_job, run_study
 from studyrun.core.batch import RunContext
 from studyrun.loading import include_files, load_study, read_yaml, validate
-from studyrun.pipeline import make_job, run_study
 from studyrun.plan.study import plan_study
 from studyrun.spec import Study
 from studyrun.spec.registry import registry

@@ -225,7 +225,7 @@ def test_ids_of_a_design_with_repeated_rows_are_the_same_whole_or_slice_by_slice
 
 def test_a_fresh_run_of_a_sliced_design_of_repeated_rows_runs_every_run(study_dir, monkeypatch):
     import studyrun
-    from studyrun import pipeline
+    from studyrun.commands import pipeline
 
     monkeypatch.setattr(pipeline, "CHUNK_ROWS", 64)  # a design of 200 runs in four slices
     study = write_study(study_dir, DESIGNED.replace(
