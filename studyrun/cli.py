@@ -310,7 +310,7 @@ def command_check(args) -> int:
 
 
 def command_status(args) -> int:
-    from studyrun.status import describe_status
+    from studyrun.commands.status import describe_status
 
     print(terminal_safe(describe_status(args.folder)))  # it shows the last models' errors
     return 0
@@ -344,7 +344,7 @@ def command_diff(args) -> int:
 
 
 def command_runs(args) -> int:
-    from studyrun.status import describe_runs
+    from studyrun.commands.status import describe_runs
 
     print(terminal_safe(describe_runs(args.folder, failed_only=args.failed, limit=args.limit)))
     return 0
