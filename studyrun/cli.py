@@ -317,7 +317,7 @@ def command_status(args) -> int:
 
 
 def command_diff(args) -> int:
-    from studyrun.diff import diff_folders, diff_revision
+    from studyrun.commands.diff import diff_folders, diff_revision
 
     if args.results is not None and args.rev is None:
         raise StudyError("--results goes with --rev: studyrun diff STUDY.yaml --rev REV "

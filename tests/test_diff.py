@@ -164,7 +164,7 @@ def test_a_revision_of_a_study_that_grows_an_untracked_results_folder(tmp_path):
 
 
 def test_many_changed_numbers_of_one_list_are_one_line_and_indices_sort_as_numbers():
-    from studyrun.diff import Difference, Moved, natural
+    from studyrun.commands.diff import Difference, Moved, natural
 
     keys = [f"hypervolume.{i}" for i in range(12)]
     assert sorted(keys, key=natural)[:3] == ["hypervolume.0", "hypervolume.1", "hypervolume.2"]

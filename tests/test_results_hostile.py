@@ -248,7 +248,7 @@ def test_diff_fail_above_treats_a_result_that_became_nan_as_moved(made, tmp_path
 
 
 def test_a_nan_in_both_folders_is_no_change():
-    from studyrun.diff import Moved, result_changes
+    from studyrun.commands.diff import Moved, result_changes
 
     moved, compared = result_changes({"y": {"m": math.nan, "s": 1.0}}, {"y": {"m": math.nan, "s": 1.0}})
     assert moved == [] and compared == 2
