@@ -54,7 +54,7 @@ def on_files(files, config):
 
 
 def study_format() -> str:
-    from studyrun.schema import study_schema
+    from studyrun.commands.schema import study_schema
     from studyrun.spec.registry import registry
 
     schema = study_schema()

@@ -416,7 +416,7 @@ def command_report(args) -> int:
 
 
 def command_schema(args) -> int:
-    from studyrun.schema import study_schema
+    from studyrun.commands.schema import study_schema
 
     print(json.dumps(study_schema(), indent=2))
     return 0

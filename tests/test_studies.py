@@ -109,7 +109,7 @@ def test_command_study_gives_the_simulators_exact_answers(tmp_path):
 
 
 def test_schema_file_is_current():
-    from studyrun.schema import study_schema
+    from studyrun.commands.schema import study_schema
 
     committed = json.loads((STUDIES.parent / "schemas" / "study.schema.json").read_text())
     assert committed == study_schema(), "regenerate: studyrun schema > schemas/study.schema.json"
