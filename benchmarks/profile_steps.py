@@ -58,7 +58,7 @@ def main(study: str, out: str) -> None:
     import studyrun.commands.pipeline as pipeline
     import studyrun.plan.runs as planned
     from studyrun import plan
-    from studyrun.execute import Runner
+    from studyrun.execution.execute import Runner
     from studyrun.store import RunStore
 
     store: dict = {}

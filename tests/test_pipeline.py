@@ -290,7 +290,7 @@ def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypa
 
 
 def test_batches_shrink_towards_the_end_so_workers_finish_together():
-    from studyrun.execute import split_batches
+    from studyrun.execution.execute import split_batches
 
     rows = np.arange(450)
     fixed = split_batches(rows, 25)

@@ -201,7 +201,7 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
 # --- batches bounded by bytes -------------------------------------------------------------------
 
 def test_a_batch_holds_at_most_batch_bytes_of_model_output():
-    from studyrun.execute import BATCH_BYTES, MAX_BATCH, choose_batch_size
+    from studyrun.execution.execute import BATCH_BYTES, MAX_BATCH, choose_batch_size
 
     assert choose_batch_size(1e-7, 10**7, 1) == MAX_BATCH  # cheap scalar runs: as before
     assert choose_batch_size(1e-7, 10**7, 1, output_bytes=80_000) == BATCH_BYTES // 80_000
@@ -221,7 +221,7 @@ def long(a):
 @pytest.mark.slow
 def test_runs_with_long_series_are_batched_by_their_bytes(tmp_path):
     from studyrun.commands.pipeline import run_study
-    from studyrun.execute import BATCH_BYTES
+    from studyrun.execution.execute import BATCH_BYTES
 
     (tmp_path / "long.py").write_text(LONG)
     path = write_study(tmp_path, """

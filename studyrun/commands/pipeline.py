@@ -21,7 +21,7 @@ from studyrun.core.errors import StudyError
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.text import terminal_safe
 from studyrun.dependencies import code_digest
-from studyrun.execute import Job, Runner, Settings, record_given
+from studyrun.execution.execute import Job, Runner, Settings, record_given
 from studyrun.loading import Loaded, load_study
 from studyrun.models.base import HasEquations
 from studyrun.plan import make_plan, plan_slices
