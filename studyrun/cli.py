@@ -182,7 +182,7 @@ def command_validate(args) -> int:
 
 def command_plan(args) -> int:
     from studyrun.commands.pipeline import settings_for
-    from studyrun.executors import scheduler_name
+    from studyrun.execution.executors import scheduler_name
     from studyrun.loading import load_study
     from studyrun.plan.describe import (
         describe_adoption,

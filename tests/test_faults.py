@@ -199,7 +199,7 @@ def test_a_lost_scheduler_is_a_clear_error_and_the_next_start_resumes(study_dir,
 def test_a_batch_longer_than_the_scheduler_check_is_waited_for(study_dir, dask_scheduler,
                                                                monkeypatch):
     """A live scheduler that is slow to finish a batch is asked, found alive, and waited for."""
-    from studyrun.executors import DaskExecutor
+    from studyrun.execution.executors import DaskExecutor
 
     monkeypatch.setattr(DaskExecutor, "POLL_SECONDS", 0.1)
     study = slow_study(study_dir, dask_scheduler, runs=40)

@@ -21,7 +21,7 @@ import numpy as np
 from studyrun.clusters import cancel_leftovers, job_name
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import ExecutionError, describe
-from studyrun.executors import (
+from studyrun.execution.executors import (
     SyncExecutor,
     give_back_memory,
     planned_workers,
