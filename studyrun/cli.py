@@ -215,7 +215,7 @@ def command_plan(args) -> int:
     if args.csv:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
-    from studyrun.clusters import job_name, job_script
+    from studyrun.execution.clusters import job_name, job_script
     from studyrun.spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
@@ -234,7 +234,7 @@ def cluster_override(scheduler, kind: str | None):
     """The cluster block `--cluster KIND` asks for; None when there is no such flag."""
     if kind is None or kind == "study":
         return None
-    from studyrun.clusters import with_kind
+    from studyrun.execution.clusters import with_kind
     from studyrun.spec.execution import KINDS
 
     if kind not in KINDS:

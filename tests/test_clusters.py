@@ -16,8 +16,8 @@ from conftest import count_runs, signals_as, write_study
 
 import studyrun
 from studyrun.cli import main
-from studyrun.clusters import job_name, job_script, walltime_for
 from studyrun.core.errors import StudyError
+from studyrun.execution.clusters import job_name, job_script, walltime_for
 from studyrun.spec.execution import Cluster
 
 # distributed is imported before any dask.config.set of these tests: a set made before its
@@ -278,7 +278,7 @@ def test_ctrl_c_stays_a_keyboard_interrupt_once_dask_jobqueue_is_imported():
     import subprocess
     import sys
 
-    code = ("import signal; from studyrun.clusters import cluster_class; cluster_class('slurm'); "
+    code = ("import signal; from studyrun.execution.clusters import cluster_class; cluster_class('slurm'); "
             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(Path(studyrun.__file__).parents[1])},

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from studyrun.clusters import slurm_jobs
+from studyrun.execution.clusters import slurm_jobs
 from studyrun.outputs import read_analysis
 from studyrun.store_view import StoreView, run_name
 

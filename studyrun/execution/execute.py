@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from studyrun.clusters import cancel_leftovers, job_name
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import ExecutionError, describe
+from studyrun.execution.clusters import cancel_leftovers, job_name
 from studyrun.execution.executors import (
     SyncExecutor,
     give_back_memory,

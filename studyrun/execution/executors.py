@@ -303,7 +303,7 @@ def start_executor(scheduler, workers: int | None, job_name: str = "studyrun"):
     import dask
     from distributed import Client, LocalCluster  # first: dask's config has its defaults then
 
-    from studyrun.clusters import start_cluster
+    from studyrun.execution.clusters import start_cluster
 
     with dask.config.set(MESSAGES_KEPT):  # for the streams made as the client and workers connect
         if isinstance(scheduler, Cluster):

@@ -1,7 +1,7 @@
 """The `execution:` block: scheduler (a name, an address or a batch-system cluster), workers,
 batch size, retries, failures, what to keep, and the files runs depend on.
 
-Validation only: starting executors is the execute step's (execution/executors.py, clusters.py), and
+Validation only: starting executors is the execute step's (execution/executors.py, execution/clusters.py), and
 nothing here imports Dask.
 """
 

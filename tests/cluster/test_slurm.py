@@ -24,7 +24,7 @@ import pytest
 from conftest import count_runs, signals_as, stored_runs, write_study
 
 import studyrun
-from studyrun.clusters import job_name, slurm_jobs
+from studyrun.execution.clusters import job_name, slurm_jobs
 
 # distributed is imported before any dask.config.set of these tests: a set made before its
 # defaults load would take them all away when it ends (KeyError: 'comm' in the next cluster).
