@@ -30,10 +30,10 @@ from studyrun.execution.executors import (
     start_executor,
     starts_a_cluster,
 )
+from studyrun.execution.progress import Progress
 from studyrun.interrupts import fails_the_run, noting_interrupts
 from studyrun.isolated import IsolatedExecutor, Loss
 from studyrun.plan import Plan
-from studyrun.progress import Progress
 from studyrun.quantities import Quantities
 from studyrun.series_store import pack
 from studyrun.spec.execution import Cluster, scheduler_problem
