@@ -295,8 +295,8 @@ def describe_runs_done(runs: dict) -> str:
 
 
 def command_check(args) -> int:
+    from studyrun.execution.stepcheck import LIMIT, check_step
     from studyrun.loading import load_study
-    from studyrun.stepcheck import LIMIT, check_step
 
     loaded = load_study(args.study)
     result = check_step(loaded.context)

@@ -109,7 +109,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
 def study_warnings(loaded: Loaded) -> list[str]:
     """Warnings about the study itself (an integration step too coarse) and how its analysis
     reads it, also sent to stderr."""
-    from studyrun.stepcheck import LIMIT, check_step
+    from studyrun.execution.stepcheck import LIMIT, check_step
 
     warnings = []
     if isinstance(loaded.study.model, HasEquations):
