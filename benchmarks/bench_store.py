@@ -25,7 +25,7 @@ import numpy as np
 
 from studyrun.core.runtable import RunTable
 from studyrun.runs_csv import write_csv
-from studyrun.store import Batch, RunStore
+from studyrun.store.run_store import Batch, RunStore
 
 BATCH = 50_000
 

@@ -59,7 +59,7 @@ def main(study: str, out: str) -> None:
     import studyrun.plan.runs as planned
     from studyrun import plan
     from studyrun.execution.execute import Runner
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     store: dict = {}
     timed(plan, "make_plan", "plan")

@@ -13,7 +13,7 @@ import numpy as np
 from studyrun.core.errors import StudyrunError
 from studyrun.core.text import quote
 from studyrun.csv_table import read_table
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 _INTEGER = re.compile(r"[-+]?[0-9]{1,19}")
 

@@ -19,7 +19,7 @@ from studyrun.core.runtable import CSV_FIXED, RunTable
 from studyrun.csv_table import escape_text
 from studyrun.isolated import IsolatedExecutor
 from studyrun.outputs import PARTIAL, replacing
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): runs of a
 # thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)

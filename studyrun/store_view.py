@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from studyrun.core.errors import StoreError
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 MASK = 2**64 - 1
 

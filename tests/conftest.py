@@ -224,7 +224,7 @@ def as_rows(path: Path, layout: str) -> None:
     import sqlite3
     from contextlib import closing
 
-    from studyrun.store import RunStore, column_names, quote
+    from studyrun.store.run_store import RunStore, column_names, quote
 
     with RunStore.open(path) as store:
         records, names = store.latest_records(), store.parameters + store.quantities
@@ -249,7 +249,7 @@ def stored_runs(folder: Path):
     import numpy as np
     import pandas
 
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with RunStore.open_readonly(Path(folder) / "runs.sqlite") as store:
         table, names = store.latest_records(), store.parameters + store.quantities

@@ -356,7 +356,7 @@ def test_reading_a_folder_leaves_it_as_its_run_left_it(folder):
         assert sorted(p.name for p in out.iterdir()) == left, args
     assert len(studyrun.open_results(out).runs) == 200
     assert sorted(p.name for p in out.iterdir()) == left
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with closing(sqlite3.connect(out / "runs.sqlite")) as writer:
         writer.execute("CREATE TABLE scratch (x)")  # a writer in WAL mode: its journal exists

@@ -12,7 +12,7 @@ import pytest
 from conftest import STUDIES, run_cli, write_study
 
 import studyrun
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 LOGISTIC = (STUDIES / "logistic-montecarlo.yaml").read_text().replace(
     "models/logistic.yaml", str(STUDIES / "models" / "logistic.yaml")).replace(

@@ -173,7 +173,7 @@ def test_abort_stops_cleanly_with_the_failed_run(study_dir):
 
 def test_second_process_on_the_same_folder_gets_a_clear_error(study_dir):
     from studyrun.core.errors import StoreError
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     path = write_study(study_dir, LINEAR_MC.replace("20000", "10"))
     with RunStore.open(study_dir / "out" / "runs.sqlite"):

@@ -92,7 +92,7 @@ def npz(**arrays) -> bytes:
 def to_old_format(path) -> int:
     """Rewrite a store's series as the studyrun before blocks kept them: an npz per run it
     holds, empty where the run has none (a failed run); returns how many runs have some."""
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with RunStore.open_readonly(path) as store:
         ids = store.recorded()[0]
@@ -110,7 +110,7 @@ def to_old_format(path) -> int:
 def test_an_old_store_reads_and_its_runs_are_adopted_as_blocks(tmp_path):
     from test_store import batch, prepared
 
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     t = np.linspace(0, 1, 11)
     with prepared(tmp_path / "old.sqlite") as store:
@@ -252,7 +252,7 @@ def two(a):
 @pytest.mark.slow
 def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_path):
     from studyrun.commands.pipeline import run_study
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     (tmp_path / "two.py").write_text(TWO_SERIES)
     text = """

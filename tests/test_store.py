@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, as_rows, count_runs, write_study
 
 import studyrun
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 MOODY = '''
 import pathlib
@@ -125,7 +125,7 @@ def test_a_store_of_a_row_per_run_is_upgraded_and_its_runs_reused(moody, tmp_pat
 
 @pytest.mark.slow
 def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
-    from studyrun.store import Batch, RunStore
+    from studyrun.store.run_store import Batch, RunStore
 
     n = 70_000  # more than one slice of rows read at a time
     ids = np.random.default_rng(1).integers(-2**63, 2**63 - 1, n)
@@ -149,7 +149,7 @@ def test_runs_recorded_in_one_session_are_found_in_the_next(tmp_path):
 def batch(ids, *, ok=None, errors=None, inputs=None, values=None, duration=0.5, worker="w1",
           series=None):
     """A Batch of runs over parameters (a, b) and quantities (y, z), derived from the ids."""
-    from studyrun.store import Batch
+    from studyrun.store.run_store import Batch
 
     ids = np.asarray(ids, dtype=np.int64)
     ok = np.ones(len(ids), bool) if ok is None else np.asarray(ok, dtype=bool)
@@ -165,7 +165,7 @@ def batch(ids, *, ok=None, errors=None, inputs=None, values=None, duration=0.5, 
 
 def prepared(path):
     """A store of parameters (a, b) and quantities (y, z), open."""
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     store = RunStore.open(path)
     store.prepare(["a", "b"], ["y", "z"])
@@ -173,7 +173,7 @@ def prepared(path):
 
 
 def test_open_creates_the_store_and_holds_its_lock_until_closed(tmp_path):
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     path = tmp_path / "deep" / "folder" / "runs.sqlite"
     store = RunStore.open(path)
@@ -187,7 +187,7 @@ def test_open_creates_the_store_and_holds_its_lock_until_closed(tmp_path):
 
 
 def test_open_where_the_folder_cannot_be_made_is_a_store_error(tmp_path):
-    from studyrun.store import RunStore, StoreError
+    from studyrun.store.run_store import RunStore, StoreError
 
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(StoreError, match="cannot write the results folder"):
@@ -196,7 +196,7 @@ def test_open_where_the_folder_cannot_be_made_is_a_store_error(tmp_path):
 
 HOLDER = """
 import sys
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 store = RunStore.open(sys.argv[1])
 print("holding", flush=True)
@@ -214,7 +214,7 @@ def start_python(script: str, *args) -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_a_store_open_in_another_process_is_refused_until_that_process_ends(tmp_path):
-    from studyrun.store import RunStore, StoreError
+    from studyrun.store.run_store import RunStore, StoreError
 
     path = tmp_path / "runs.sqlite"
     holder = start_python(HOLDER, path)
@@ -236,7 +236,7 @@ def test_a_store_open_in_another_process_is_refused_until_that_process_ends(tmp_
 def test_a_store_held_here_is_refused_to_another_process(tmp_path):
     path = tmp_path / "runs.sqlite"
     prepared(path).close()
-    script = ("import sys\nfrom studyrun.store import RunStore, StoreError\n"
+    script = ("import sys\nfrom studyrun.store.run_store import RunStore, StoreError\n"
               "try:\n    RunStore.open(sys.argv[1])\nexcept StoreError as e:\n    print(e)\n"
               "else:\n    print('opened')\n")
     with prepared(path):
@@ -248,7 +248,7 @@ def test_a_store_held_here_is_refused_to_another_process(tmp_path):
 
 
 def test_fresh_deletes_the_runs_of_before(tmp_path):
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with prepared(tmp_path / "runs.sqlite") as store:
         store.write(batch([1, 2, 3]))
@@ -259,7 +259,7 @@ def test_fresh_deletes_the_runs_of_before(tmp_path):
 
 
 def test_prepare_records_the_columns_and_check_refuses_another_study(tmp_path):
-    from studyrun.store import RunStore, StoreError
+    from studyrun.store.run_store import RunStore, StoreError
 
     path = tmp_path / "runs.sqlite"
     with RunStore.open(path) as store:
@@ -283,14 +283,14 @@ def test_prepare_records_the_columns_and_check_refuses_another_study(tmp_path):
 
 
 def test_column_names_tell_apart_names_sqlite_confuses():
-    from studyrun.store import column_names
+    from studyrun.store.run_store import column_names
 
     assert column_names(["a", "Duration", "k", "K", "seq", "SEQ"]) == [
         "a", "Duration:2", "k", "K:2", "seq:2", "SEQ:3"]
 
 
 def test_names_that_clash_in_sqlite_are_written_and_read_back_apart(tmp_path):
-    from studyrun.store import Batch, RunStore
+    from studyrun.store.run_store import Batch, RunStore
 
     path = tmp_path / "runs.sqlite"
     with RunStore.open(path) as store:
@@ -410,10 +410,10 @@ def test_runs_are_read_by_their_records_in_the_order_asked(tmp_path):
 
 
 def test_runs_of_many_parameters_are_recorded_in_records_of_bounded_size(tmp_path, monkeypatch):
-    import studyrun.store
-    from studyrun.store import Batch, RunStore
+    import studyrun.store.run_store
+    from studyrun.store.run_store import Batch, RunStore
 
-    monkeypatch.setattr(studyrun.store, "RECORD_BYTES", 8 * 1000 * 7)  # 7 runs per record
+    monkeypatch.setattr(studyrun.store.run_store, "RECORD_BYTES", 8 * 1000 * 7)  # 7 runs per record
     rng = np.random.default_rng(3)
     ids, inputs = np.arange(50, dtype=np.int64), rng.normal(size=(50, 999))
     with RunStore.open(tmp_path / "runs.sqlite") as store:
@@ -430,7 +430,7 @@ def test_runs_of_many_parameters_are_recorded_in_records_of_bounded_size(tmp_pat
 
 
 def test_the_latest_identity_is_the_last_recorded(tmp_path):
-    from studyrun.store import RunStore, connect_readonly, latest_identity
+    from studyrun.store.run_store import RunStore, connect_readonly, latest_identity
 
     path = tmp_path / "runs.sqlite"
     with RunStore.open(path) as store:
@@ -446,7 +446,7 @@ def test_the_latest_identity_is_the_last_recorded(tmp_path):
 
 
 def test_a_read_only_connection_sees_committed_runs_while_the_store_is_held(tmp_path):
-    from studyrun.store import RunStore, StoreError, connect_readonly
+    from studyrun.store.run_store import RunStore, StoreError, connect_readonly
 
     path = tmp_path / "runs.sqlite"
     with pytest.raises(StoreError, match="no runs.sqlite here"):
@@ -472,7 +472,7 @@ def test_a_read_only_connection_sees_committed_runs_while_the_store_is_held(tmp_
 
 
 def test_a_file_that_is_no_store_is_refused(tmp_path):
-    from studyrun.store import RunStore, StoreError
+    from studyrun.store.run_store import RunStore, StoreError
 
     path = tmp_path / "runs.sqlite"
     path.write_bytes(b"this is not an SQLite database, " * 200)
@@ -486,7 +486,7 @@ def test_a_file_that_is_no_store_is_refused(tmp_path):
 WRITER = """
 import sys
 import numpy as np
-from studyrun.store import Batch, RunStore
+from studyrun.store.run_store import Batch, RunStore
 
 store = RunStore.open(sys.argv[1])
 store.prepare(["a", "b"], ["y"])
@@ -506,7 +506,7 @@ for k in range(100000):
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.0, 0.013, 0.037])
 def test_every_batch_committed_before_a_sigkill_is_there_after_a_reopen(tmp_path, delay):
-    from studyrun.store import Batch, RunStore
+    from studyrun.store.run_store import Batch, RunStore
 
     path, size = tmp_path / "runs.sqlite", 20_000
     writer = start_python(WRITER, path, size)
@@ -546,7 +546,7 @@ def test_every_batch_committed_before_a_sigkill_is_there_after_a_reopen(tmp_path
 
 
 def test_adopt_copies_only_the_succeeded_runs_asked_for_exactly(tmp_path):
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with prepared(tmp_path / "earlier.sqlite") as earlier:
         earlier.write(batch([1, 2, 3, 4], ok=[True, True, False, True], duration=0.25,
@@ -568,7 +568,7 @@ def test_adopt_copies_only_the_succeeded_runs_asked_for_exactly(tmp_path):
 
 
 def test_adopt_copies_nothing_into_a_store_of_other_quantities(tmp_path):
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     with prepared(tmp_path / "earlier.sqlite") as earlier:
         earlier.write(batch([1, 2]))

@@ -402,7 +402,7 @@ def conf(values: dict[str, float | None], key: str) -> float | None:
 
 def stored_context(path: Path) -> tuple[list[int], dict[str, str] | None]:
     """A store's recorded run identities and the files its latest runs depended on."""
-    from studyrun.store import RunStore, latest_identity
+    from studyrun.store.run_store import RunStore, latest_identity
 
     with RunStore.open_readonly(path) as store:
         context = latest_identity(store.db)

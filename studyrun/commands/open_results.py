@@ -107,7 +107,7 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     from studyrun.plan.study import plan_study
     from studyrun.quantities import Quantities
     from studyrun.report.build import write_report
-    from studyrun.store import RunStore, acquire_lock, latest_identity, release_lock
+    from studyrun.store.run_store import RunStore, acquire_lock, latest_identity, release_lock
 
     folder = Path(folder)
     results = open_results(folder)

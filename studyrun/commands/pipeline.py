@@ -41,7 +41,7 @@ from studyrun.report.build import write_report
 from studyrun.runs_csv import write_csv
 from studyrun.spec import Study
 from studyrun.spec.registry import registry
-from studyrun.store import RunStore
+from studyrun.store.run_store import RunStore
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,

@@ -37,7 +37,7 @@ from studyrun.plan import Plan
 from studyrun.quantities import Quantities
 from studyrun.series_store import pack
 from studyrun.spec.execution import Cluster, scheduler_problem
-from studyrun.store import Batch, RunStore
+from studyrun.store.run_store import Batch, RunStore
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here

@@ -274,7 +274,7 @@ def test_earlier_runs_are_read_in_plan_order_with_their_latest_record(tmp_path):
     """The store holds runs in the order they finished and a failure replaced by a success;
     runs.csv gives the plan's order."""
     from studyrun.finished_runs import read_finished_runs
-    from studyrun.store import Batch, RunStore
+    from studyrun.store.run_store import Batch, RunStore
 
     def batch(ids, ok, inputs):
         n = len(ids)

@@ -343,7 +343,7 @@ def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, nam
     from studyrun.quantities import Quantities
     from studyrun.report import wide
     from studyrun.report.build import write_report
-    from studyrun.store import RunStore
+    from studyrun.store.run_store import RunStore
 
     run = runs.get(f"analysis-{name}")
     loaded = load_study(run.out / "study.yaml", check=False)
