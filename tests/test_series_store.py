@@ -14,7 +14,7 @@ import pytest
 from conftest import as_rows, write_study
 
 from studyrun.core.batch import ModelOutput, SeriesGroup
-from studyrun.series_store import BLOCK_BYTES, Reader, decode, encode, pack
+from studyrun.store.series import BLOCK_BYTES, Reader, decode, encode, pack
 
 
 def odd_values(rng) -> np.ndarray:

@@ -356,7 +356,7 @@ def test_a_failed_run_keeps_its_error_and_gives_way_when_run_again(tmp_path):
 def packed(ids, time, **series):
     """The blocks a batch of these runs sends back: series (runs, T) on one grid."""
     from studyrun.core.batch import ModelOutput
-    from studyrun.series_store import pack
+    from studyrun.store.series import pack
 
     ids = np.asarray(ids, dtype=np.int64)
     return pack(ModelOutput(len(ids), series=series, time=time), ids)

@@ -25,10 +25,10 @@ from typing import Iterator
 
 import numpy as np
 
-from studyrun import series_store
 from studyrun.core.errors import StoreError
 from studyrun.core.numbers import sorted_search
 from studyrun.core.runtable import RunTable, objects
+from studyrun.store import series as series_store
 
 FORMAT = "3"  # 1, 2: a row per run (keyed by id; in record order); 3: a record per batch
 RECORD_BYTES = 1 << 26  # a batch's record holds at most this many bytes of inputs and quantities
