@@ -13,7 +13,7 @@ from pathlib import Path
 
 from studyrun.execution.clusters import slurm_jobs
 from studyrun.outputs import read_analysis
-from studyrun.store_view import StoreView, run_name
+from studyrun.store.view import StoreView, run_name
 
 
 def driver_state(view: StoreView) -> str:

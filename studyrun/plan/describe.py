@@ -134,7 +134,7 @@ def describe_adoption(earlier: Path, run_ids: np.ndarray) -> str:
 def recorded_runs(folder: Path) -> tuple[np.ndarray, np.ndarray, dict | None]:
     """The ids of succeeded and failed runs in a results folder, and its latest run context."""
     from studyrun.store.run_store import latest_identity, unreadable
-    from studyrun.store_view import StoreView
+    from studyrun.store.view import StoreView
 
     view = StoreView(folder)
     try:
