@@ -273,7 +273,7 @@ def test_the_examples_grow_a_screen_into_a_ccd(tmp_path):
 def test_earlier_runs_are_read_in_plan_order_with_their_latest_record(tmp_path):
     """The store holds runs in the order they finished and a failure replaced by a success;
     runs.csv gives the plan's order."""
-    from studyrun.finished_runs import read_finished_runs
+    from studyrun.store.finished_runs import read_finished_runs
     from studyrun.store.run_store import Batch, RunStore
 
     def batch(ids, ok, inputs):

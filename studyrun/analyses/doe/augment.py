@@ -20,8 +20,8 @@ from studyrun.analyses.doe.fractions import describe_fraction
 from studyrun.analyses.doe.terms import read_coding, to_coded, to_natural
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
-from studyrun.finished_runs import FinishedRuns, read_finished_runs
 from studyrun.outputs import Finished, read_finished
+from studyrun.store.finished_runs import FinishedRuns, read_finished_runs
 
 WHERE = "from"
 CANDIDATES = 200  # random fillings of the empty strata an lhs augmentation chooses among
