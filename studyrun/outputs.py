@@ -121,14 +121,14 @@ def _name_and_type(text: str) -> tuple:
 
 
 def read_analysis(folder: Path) -> dict:
-    """analysis.json of a results folder, validated (analysis_file.py) and checked against its
+    """analysis.json of a results folder, validated (results/analysis_file.py) and checked against its
     study.yaml: every reader of analysis.json comes here."""
     return _read(folder)[0]
 
 
 def _read(folder: Path) -> tuple[dict, str]:
     """analysis.json as read_analysis gives it, and the sha256 of the bytes read."""
-    from studyrun.analysis_file import parse
+    from studyrun.results.analysis_file import parse
 
     folder = Path(folder)
     path = folder / "analysis.json"

@@ -122,7 +122,7 @@ def test_a_crafted_analysis_json_is_one_line_and_exit_2(made, tmp_path, name, pa
 
 
 def test_an_analysis_json_over_the_size_bound_is_refused_unread(made, tmp_path):
-    from studyrun import analysis_file
+    from studyrun.results import analysis_file
 
     folder = copy(made, "mc", tmp_path)
     with open(folder / "analysis.json", "r+b") as handle:  # a sparse file: no disk needed

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studyrun.analysis_file import Malformed, not_results
 from studyrun.core.errors import StudyError, StudyrunError
 from studyrun.csv_table import check_names, unescape_text
 from studyrun.outputs import read_analysis
+from studyrun.results.analysis_file import Malformed, not_results
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from studyrun.analysis_file import Malformed, first_error
+from studyrun.results.analysis_file import Malformed, first_error
 
 MAX_TERMS = 5000  # a quadratic in 90 factors has 4,186
 MAX_POWER = 10  # of one factor in a term (doe's formulas ask for 3 at most in practice)

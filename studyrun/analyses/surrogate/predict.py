@@ -10,8 +10,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from studyrun.analyses.surrogate.stored import check
-from studyrun.analysis_file import Malformed, first_error
 from studyrun.core.errors import StudyError
+from studyrun.results.analysis_file import Malformed, first_error
 
 
 def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float],

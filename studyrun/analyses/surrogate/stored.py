@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from studyrun.analyses.surrogate.basis import FAMILIES, MAX_DEGREE
 from studyrun.analyses.surrogate.gp import MAX_TRAINING
 from studyrun.analyses.surrogate.pce import MAX_TERMS
-from studyrun.analysis_file import Malformed, first_error
+from studyrun.results.analysis_file import Malformed, first_error
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
