@@ -18,7 +18,7 @@ import numpy as np
 from studyrun.core.runtable import CSV_FIXED, RunTable
 from studyrun.csv_table import escape_text
 from studyrun.isolated import IsolatedExecutor
-from studyrun.outputs import PARTIAL, replacing
+from studyrun.results.outputs import PARTIAL, replacing
 from studyrun.store.run_store import RunStore
 
 CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): runs of a

@@ -15,7 +15,7 @@ from typing import Iterable
 import numpy as np
 
 from studyrun.core.runtable import CSV_FIXED, RunTable
-from studyrun.outputs import replacing
+from studyrun.results.outputs import replacing
 
 PARQUET_FORMAT = 1  # the layout of runs.parquet: a file written by another layout is written again
 

@@ -143,7 +143,7 @@ def model_study(folder: Path, description: str = "plain", analysis: dict | None 
 def craft(out: Path, study: dict, analysis: dict) -> None:
     """A results folder's study.yaml and analysis.json as someone else wrote them: the digest
     that ties them matches, as a crafted folder's would."""
-    from studyrun.outputs import DIGEST_KEY, study_digest
+    from studyrun.results.outputs import DIGEST_KEY, study_digest
 
     text = yaml.safe_dump(study)
     (out / "study.yaml").write_text(text)

@@ -8,9 +8,9 @@ import typing
 
 import pytest
 
-from studyrun import outputs
 from studyrun.commands.open_results import Results
 from studyrun.core.errors import StudyError
+from studyrun.results import outputs
 from studyrun.spec import AnalysisUnion, ModelUnion
 from studyrun.spec.registry import registry
 

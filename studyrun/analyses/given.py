@@ -24,7 +24,7 @@ from studyrun.core.errors import Problem, StudyError, StudyrunError
 from studyrun.core.runtable import RESERVED
 from studyrun.core.text import suggest
 from studyrun.csv_table import MISSING, read_table, unescape_text
-from studyrun.outputs import Finished, read_finished
+from studyrun.results.outputs import Finished, read_finished
 
 WHERE = "from"
 SHOWN = 20  # problems listed per file; the rest are counted

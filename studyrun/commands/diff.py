@@ -165,7 +165,7 @@ def show(value: Any) -> str:
 
 def diff_folders(a: Path, b: Path) -> Difference:
     """Two results folders: their study.yaml, stores and analysis.json."""
-    from studyrun.outputs import read_analysis
+    from studyrun.results.outputs import read_analysis
 
     first, second = read_analysis(Path(a)), read_analysis(Path(b))
     found = Difference(str(a), str(b))
@@ -216,7 +216,7 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
                                "results too: the revision's study (its model's code) is then run "
                                "beside it")
             return found
-        from studyrun.outputs import read_analysis
+        from studyrun.results.outputs import read_analysis
 
         current = read_analysis(Path(results))
         earlier = run_revision(old, Path(results), Path(folder) / "revision-results")

@@ -10,8 +10,8 @@ from typing import Any
 
 from studyrun.core.errors import StudyError, StudyrunError
 from studyrun.csv_table import check_names, unescape_text
-from studyrun.outputs import read_analysis
 from studyrun.results.analysis_file import Malformed, not_results
+from studyrun.results.outputs import read_analysis
 
 
 @dataclass

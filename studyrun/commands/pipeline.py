@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import yaml
 
-from studyrun import outputs
 from studyrun.analyses.base import gathered_warnings
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import StudyError
@@ -38,6 +37,7 @@ from studyrun.plan.study import given_plan, identity_context, identity_record
 from studyrun.provenance import collect, now
 from studyrun.quantities import Quantities
 from studyrun.report.build import write_report
+from studyrun.results import outputs
 from studyrun.runs_csv import write_csv
 from studyrun.spec import Study
 from studyrun.spec.registry import registry

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from studyrun.execution.clusters import slurm_jobs
-from studyrun.outputs import read_analysis
+from studyrun.results.outputs import read_analysis
 from studyrun.store.view import StoreView, run_name
 
 

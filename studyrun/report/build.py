@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from studyrun import outputs
 from studyrun.core.design import Outcome
 from studyrun.core.text import one_line
 from studyrun.report.figures import Figures
 from studyrun.report.markdown import code, escape, paragraphs, table
+from studyrun.results import outputs
 
 RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "given", "evaluated", "executed")  # README
 

@@ -87,7 +87,7 @@ class Figures:
         and figures/<name>.svg (inlined in report.html) and return a Markdown image line."""
         import matplotlib
 
-        from studyrun.outputs import replacing
+        from studyrun.results.outputs import replacing
 
         name = self.unique(name)
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -99,7 +99,7 @@ def unique_ids(svg: str, prefix: str) -> str:
 
 def write_html(folder: Path, text: str, title: str) -> None:
     """report.html beside report.md (atomically, as every output)."""
-    from studyrun import outputs
+    from studyrun.results import outputs
 
     outputs.write_text(Path(folder) / "report.html", build_html(folder, text, title))
 

@@ -21,7 +21,7 @@ from studyrun.analyses.calibrate.data import DataBlock, Observations, Variable
 from studyrun.analyses.search.fit import Box, make_box
 from studyrun.core.errors import Problem, StudyError, StudyrunError
 from studyrun.core.text import suggest
-from studyrun.outputs import read_finished
+from studyrun.results.outputs import read_finished
 
 
 class Start(BaseModel):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import csv
 
-from studyrun.outputs import replacing
 from studyrun.report.markdown import escape, table
+from studyrun.results.outputs import replacing
 
 
 def write_fitted(path, fitted: dict) -> None:

@@ -20,7 +20,7 @@ from studyrun.analyses.doe.fractions import describe_fraction
 from studyrun.analyses.doe.terms import read_coding, to_coded, to_natural
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
-from studyrun.outputs import Finished, read_finished
+from studyrun.results.outputs import Finished, read_finished
 from studyrun.store.finished_runs import FinishedRuns, read_finished_runs
 
 WHERE = "from"
