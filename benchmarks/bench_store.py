@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from studyrun.core.runtable import RunTable
-from studyrun.runs_csv import write_csv
+from studyrun.results.runs_csv import write_csv
 from studyrun.store.run_store import Batch, RunStore
 
 BATCH = 50_000

@@ -38,7 +38,7 @@ from studyrun.provenance import collect, now
 from studyrun.quantities import Quantities
 from studyrun.report.build import write_report
 from studyrun.results import outputs
-from studyrun.runs_csv import write_csv
+from studyrun.results.runs_csv import write_csv
 from studyrun.spec import Study
 from studyrun.spec.registry import registry
 from studyrun.store.run_store import RunStore

@@ -24,7 +24,7 @@ from studyrun.core.runtable import RunTable
 from studyrun.grids import CommonGrid, common_grid, put_on_grid, put_on_one_grid
 from studyrun.plan import Plan
 from studyrun.quantities import Quantities, series_output
-from studyrun.runs_csv import CSV_FORMAT, WritingInParallel, write_csv
+from studyrun.results.runs_csv import CSV_FORMAT, WritingInParallel, write_csv
 from studyrun.store.run_store import RunStore
 
 CHUNK_ROWS = 1 << 20  # runs per slice of a design (a fixed number: results never depend on it)
