@@ -197,7 +197,7 @@ def write_parquets(folder: Path, names: list[str], store: RunStore, tables,
                    records: bytes) -> None:
     """runs.parquet, and series.parquet when the store keeps series, each kept as it is when
     written from these very records (its stamp in the store)."""
-    from studyrun.runs_parquet import PARQUET_FORMAT, write_parquet, write_series_parquet
+    from studyrun.results.runs_parquet import PARQUET_FORMAT, write_parquet, write_series_parquet
 
     stamp = records_stamp(records, PARQUET_FORMAT, names, store.quantities)
     path = Path(folder) / "runs.parquet"
