@@ -383,7 +383,7 @@ def parse_point(texts: list[str]) -> dict[str, float]:
 
 def command_predict(args) -> int:
     from studyrun.commands.open_results import open_results
-    from studyrun.report.markdown import format_number
+    from studyrun.results.report.markdown import format_number
 
     results = open_results(args.folder)
     point = parse_point(args.at)

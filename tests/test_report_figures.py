@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from studyrun.core.design import Design, Outcome
-from studyrun.report.figures import (
+from studyrun.results.report.figures import (
     SCATTER_POINTS,
     Figures,
     grid_layout,
@@ -202,7 +202,7 @@ def test_montecarlo_figures_draw_the_same_whatever_the_number_of_runs(tmp_path):
 
 
 def test_a_scatter_with_tooltips_stays_vector_whatever_its_size(tmp_path):
-    from studyrun.report.figures import RASTER_POINTS
+    from studyrun.results.report.figures import RASTER_POINTS
 
     figures = Figures(tmp_path)
     fig, ax = figures.new()
@@ -235,7 +235,7 @@ def test_the_report_never_imports_pyplot_and_validation_never_imports_matplotlib
     code = f"""
 import sys
 import studyrun
-from studyrun.report.figures import Figures
+from studyrun.results.report.figures import Figures
 studyrun.load({str(ROOT / 'studies' / 'ishigami-sobol.yaml')!r})
 assert not any(m.startswith("matplotlib") for m in sys.modules), "validation loaded matplotlib"
 figures = Figures({str(tmp_path)!r})

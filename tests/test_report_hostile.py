@@ -26,10 +26,10 @@ from hostile_html import (
     views,
 )
 
-from studyrun.report.figures import Figures
-from studyrun.report.html import build_html, render
-from studyrun.report.markdown import Markdown, code, escape, fence, paragraphs, table
-from studyrun.report.wide import QUANTITIES_DRAWN
+from studyrun.results.report.figures import Figures
+from studyrun.results.report.html import build_html, render
+from studyrun.results.report.markdown import Markdown, code, escape, fence, paragraphs, table
+from studyrun.results.report.wide import QUANTITIES_DRAWN
 
 PAGE_SCRIPT = "var LONG = "  # report.html's own script starts so
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from studyrun.report.figures import Figures
-from studyrun.report.wide import TOP, ranked, shown, table_order, top_note
+from studyrun.results.report.figures import Figures
+from studyrun.results.report.wide import TOP, ranked, shown, table_order, top_note
 
 WIDTH = 1000
 NAMES = [f"x{i:04d}" for i in range(1, WIDTH + 1)]

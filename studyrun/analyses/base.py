@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from studyrun.core.errors import Problem
     from studyrun.models.base import ModelSpec
     from studyrun.params import ParameterBase, ParameterSpec
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 
 @dataclass(frozen=True)

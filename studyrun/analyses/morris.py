@@ -64,11 +64,11 @@ from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
-from studyrun.report.markdown import escape
-from studyrun.report.wide import shown, top_note
+from studyrun.results.report.markdown import escape
+from studyrun.results.report.wide import shown, top_note
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 KEYS = ("mu", "mu_star", "sigma", "mu_star_conf")
 STABLE_ROUNDS = 3  # the same ranking at N, 2N and 4N: stable over two doublings

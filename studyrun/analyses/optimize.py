@@ -55,7 +55,7 @@ from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 from studyrun.core.text import suggest
 from studyrun.params import sample_unit
-from studyrun.report.markdown import escape, table
+from studyrun.results.report.markdown import escape, table
 
 
 class Objectives(BaseModel):

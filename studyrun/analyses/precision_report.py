@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from studyrun.analyses.salib.report import figure_name, nan
-from studyrun.report.markdown import escape
+from studyrun.results.report.markdown import escape
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 
 def reached_line(entry: dict[str, Any], unit: str) -> str:

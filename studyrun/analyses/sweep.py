@@ -16,7 +16,7 @@ from studyrun.core.design import Design, Outcome
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.plugin import Example
 from studyrun.params import Real, Whole
-from studyrun.report.markdown import table
+from studyrun.results.report.markdown import table
 
 
 class Sweep(FixedDesignAnalysis):

@@ -106,7 +106,7 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     from studyrun.plan.runs import read_outcome
     from studyrun.plan.study import plan_study
     from studyrun.quantities import Quantities
-    from studyrun.report.build import write_report
+    from studyrun.results.report.build import write_report
     from studyrun.store.run_store import RunStore, acquire_lock, latest_identity, release_lock
 
     folder = Path(folder)

@@ -35,9 +35,9 @@ from studyrun.plan.runs import (
 )
 from studyrun.plan.study import given_plan, identity_context, identity_record
 from studyrun.quantities import Quantities
-from studyrun.report.build import write_report
 from studyrun.results import outputs
 from studyrun.results.provenance import collect, now
+from studyrun.results.report.build import write_report
 from studyrun.results.runs_csv import write_csv
 from studyrun.spec import Study
 from studyrun.spec.registry import registry

@@ -423,7 +423,7 @@ def test_describe_design_lists_coded_and_natural_units():
 
 @pytest.mark.slow
 def test_report_has_tables_and_figures(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     def noisy(x):
         return quadratic(x) + np.random.default_rng(4).normal(0, 0.1, len(x))

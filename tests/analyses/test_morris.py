@@ -95,7 +95,7 @@ def test_coarse_discrete_parameter_is_refused():
 
 
 def test_report_has_table_and_mu_star_sigma_plot(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = g_parameters()
     spec = Morris(type="morris", trajectories=10)

@@ -171,7 +171,7 @@ def test_designs_are_deterministic():
 
 
 def test_generic_report(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = ishigami_parameters()
     spec = RbdFast(type="rbd_fast", samples=512)
@@ -217,7 +217,7 @@ def test_dgsm_linear_model_and_bound_on_total_indices():
 def test_delta_report_shows_every_index_salib_gives(tmp_path):
     """SALib 1.6's delta_step is in analysis.json and in the report's table; a parameter whose
     name SALib refuses (ending in _step) is analysed, and its notes carry its name."""
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = {"a_step": Uniform(low=-1.0, high=1.0), "b": Uniform(low=0.0, high=1.0)}
     spec = Delta(type="delta", samples=128, resamples=5)

@@ -163,7 +163,7 @@ def test_time_resolved_indices():
 
 
 def test_report_writes_tables_and_figures(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = ishigami_parameters()
     spec = Sobol(type="sobol", samples=512)
@@ -175,7 +175,7 @@ def test_report_writes_tables_and_figures(tmp_path):
 
 
 def test_report_draws_time_resolved_indices(tmp_path):
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
     parameters = {"a": uniform(0.0, 1.0), "b": uniform(0.0, 1.0)}
     spec = Sobol(type="sobol", samples=64, outputs=["x"])

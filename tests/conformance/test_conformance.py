@@ -341,8 +341,8 @@ def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, nam
     many as it draws (Figures.draws), and says so."""
     from studyrun.plan.runs import read_outcome
     from studyrun.quantities import Quantities
-    from studyrun.report import wide
-    from studyrun.report.build import write_report
+    from studyrun.results.report import wide
+    from studyrun.results.report.build import write_report
     from studyrun.store.run_store import RunStore
 
     run = runs.get(f"analysis-{name}")

@@ -73,7 +73,7 @@ from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 __all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 

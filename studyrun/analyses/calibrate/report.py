@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from studyrun.analyses.calibrate.sequential_report import section_start, write_fitted
-from studyrun.report.figures import shown_rows
-from studyrun.report.markdown import escape, fence, table
 from studyrun.results.outputs import replacing
+from studyrun.results.report.figures import shown_rows
+from studyrun.results.report.markdown import escape, fence, table
 
 RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"]
 

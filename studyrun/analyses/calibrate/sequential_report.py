@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import csv
 
-from studyrun.report.markdown import escape, table
 from studyrun.results.outputs import replacing
+from studyrun.results.report.markdown import escape, table
 
 
 def write_fitted(path, fitted: dict) -> None:

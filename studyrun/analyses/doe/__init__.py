@@ -44,7 +44,7 @@ from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
     from studyrun.analyses.given import GivenRows
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 __all__ = ["Doe", "coded_matrix", "describe_design", "predict"]
 

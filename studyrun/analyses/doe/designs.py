@@ -237,7 +237,7 @@ def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
 
 def describe_design(design: Design, limit: int = 40) -> str:
     """The design for `studyrun plan`: coded and natural units, and a fraction's aliases."""
-    from studyrun.report.markdown import Markdown, table
+    from studyrun.results.report.markdown import Markdown, table
 
     info = design.info
     coded = coded_matrix(design)

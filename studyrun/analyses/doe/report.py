@@ -15,8 +15,8 @@ import numpy as np
 from studyrun.analyses.doe.interpret import rank_factors
 from studyrun.analyses.doe.surface import parse_term
 from studyrun.analyses.doe.terms import build_matrix
-from studyrun.report.figures import shown_rows
-from studyrun.report.markdown import code, escape, format_number, table
+from studyrun.results.report.figures import shown_rows
+from studyrun.results.report.markdown import code, escape, format_number, table
 
 
 def blank(rows: list[list[Any]]) -> list[list[Any]]:

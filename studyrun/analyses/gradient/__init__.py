@@ -38,7 +38,7 @@ from studyrun.core.plugin import Example
 
 if TYPE_CHECKING:
     from studyrun.analyses.local.exact import SymbolicModel
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 Method = Literal["auto", "adjoint", "forward", "fd"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from studyrun.report.markdown import escape, format_number, table
+from studyrun.results.report.markdown import escape, format_number, table
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 
 def write_report(analysis: dict[str, Any], figures: "Figures") -> str:

@@ -44,7 +44,7 @@ from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 Method = Literal["central", "forward", "exact"]
 RESERVED = ("ranking", "collinearity", "partition", "agreement", "quantities", "notes")

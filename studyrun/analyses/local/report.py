@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from studyrun.report.markdown import escape, table
+from studyrun.results.report.markdown import escape, table
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 INTRO = ("Normalised sensitivity functions S = (p / y) dy/dp: the relative change of an output "
          "per relative change of a parameter, at every output time. L1 is the mean of |S|, L2 "

@@ -28,9 +28,9 @@ from studyrun.params import (
     sample_unit_chunks,
     sample_unit_range,
 )
-from studyrun.report.figures import shown_rows
-from studyrun.report.markdown import escape, table
-from studyrun.report.wide import TOP, shown, table_order, top_note
+from studyrun.results.report.figures import shown_rows
+from studyrun.results.report.markdown import escape, table
+from studyrun.results.report.wide import TOP, shown, table_order, top_note
 
 
 class Montecarlo(ReadsGiven):

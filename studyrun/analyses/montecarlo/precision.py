@@ -67,7 +67,7 @@ def rounds_table(rounds: list[Round], name: str) -> dict[str, Any]:
 def precision_section(name: str, entry: dict[str, Any], figures: Any) -> list[str]:
     """Where the rounds stopped, and the half-widths (relative with rel_ci) against N."""
     from studyrun.analyses.precision_report import reached_line, widths_plot
-    from studyrun.report.markdown import escape
+    from studyrun.results.report.markdown import escape
 
     heading = [f"### Precision: {escape(name)}", "", reached_line(entry, "runs"), ""]
     if not figures.draws(name):

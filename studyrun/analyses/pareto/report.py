@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from studyrun.core.numbers import finite_or_none
-from studyrun.report.markdown import escape, fence, table
+from studyrun.results.report.markdown import escape, fence, table
 
 NAMES = {"nsga2": "NSGA-II", "nsga3": "NSGA-III"}
 INFEASIBLE_SHOWN = 10

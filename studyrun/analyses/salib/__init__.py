@@ -42,7 +42,7 @@ from studyrun.core.sizes import Footprint
 if TYPE_CHECKING:
     from studyrun.core.design import Outcome
     from studyrun.params import ParameterSpec
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 # Unit samples are clipped into [UNIT_MARGIN, 1 - UNIT_MARGIN] before the inverse CDF, so a
 # parameter without finite bounds (normal, lognormal...) never receives 0 or 1 and never gives

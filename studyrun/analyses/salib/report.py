@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from studyrun.report.markdown import escape, table
-from studyrun.report.wide import shown, table_order, top_note
+from studyrun.results.report.markdown import escape, table
+from studyrun.results.report.wide import shown, table_order, top_note
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 
 def figure_name(*parts: str) -> str:

@@ -59,7 +59,7 @@ from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
     from studyrun.params import ParameterSpec
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
 BOOTSTRAP_BYTES = 64  # SALib's bootstrap: bytes x base samples x resamples (bench_memory.py)

@@ -14,11 +14,11 @@ from studyrun.analyses.salib.report import (
     nan,
     warnings_block,
 )
-from studyrun.report.markdown import escape, format_number, table
-from studyrun.report.wide import shown, top_note
+from studyrun.results.report.markdown import escape, format_number, table
+from studyrun.results.report.wide import shown, top_note
 
 if TYPE_CHECKING:
-    from studyrun.report.figures import Figures
+    from studyrun.results.report.figures import Figures
 
 INTRO = ("First-order indices S1 give the share of the output variance due to each parameter "
          "alone; total indices ST add every interaction it takes part in. Intervals are "

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from studyrun.analyses.surrogate.fitting import TRUSTED_HALF_WIDTH, TRUSTED_Q2
-from studyrun.report.figures import shown_rows
-from studyrun.report.markdown import Markdown, escape, format_number, table
+from studyrun.results.report.figures import shown_rows
+from studyrun.results.report.markdown import Markdown, escape, format_number, table
 
 
 def surrogate_report(analysis: dict[str, Any], figures) -> str:

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from studyrun.core.text import one_line
-from studyrun.report import wide
-from studyrun.report.markdown import escape
+from studyrun.results.report import wide
+from studyrun.results.report.markdown import escape
 
 # Most points a scatter shows; a denser cloud reads the same and only costs drawing time.
 SCATTER_POINTS = 5000

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from studyrun.core.design import Outcome
 from studyrun.core.text import one_line
-from studyrun.report.figures import Figures
-from studyrun.report.markdown import code, escape, paragraphs, table
 from studyrun.results import outputs
+from studyrun.results.report.figures import Figures
+from studyrun.results.report.markdown import code, escape, paragraphs, table
 
 RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "given", "evaluated", "executed")  # README
 
@@ -93,7 +93,7 @@ def describe_parameter(parameter) -> str:
 def write_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -> None:
     """report.md, figures/ and report.html (the same content, one self-contained page) from
     the analysis and the runs."""
-    from studyrun.report.html import write_html
+    from studyrun.results.report.html import write_html
 
     text = build_report(folder, study, analysis, outcome)
     outputs.write_text(folder / "report.md", text)
