@@ -71,7 +71,7 @@ import numpy as np
 from studyrun.commands.pipeline import make_job
 try:  # the layout since issue 15; the older one, to measure earlier commits too
     from studyrun.core.batch import RunContext
-    from studyrun.loading import load_study
+    from studyrun.study.loading import load_study
     from studyrun.plan.study import plan_study
 except ImportError:
     from studyrun.models.base import RunContext

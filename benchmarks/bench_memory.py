@@ -106,7 +106,7 @@ CASES = {
 }
 
 FOOTPRINT = """
-from studyrun.loading import load_study
+from studyrun.study.loading import load_study
 loaded = load_study({path!r})
 footprint = loaded.study.analysis.footprint(loaded.context)
 print(f"bytes={{footprint.bytes if footprint else 0}}")

@@ -17,7 +17,7 @@ __all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunErro
 
 def load(path: str | Path):
     """The validated `Study` of a study file (raises StudyError listing every problem)."""
-    from studyrun.loading import load_study
+    from studyrun.study.loading import load_study
 
     return load_study(path).study
 

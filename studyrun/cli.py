@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_validate(args) -> int:
-    from studyrun.loading import load_study
+    from studyrun.study.loading import load_study
 
     problems = []
     for path in args.studies:
@@ -183,7 +183,6 @@ def command_validate(args) -> int:
 def command_plan(args) -> int:
     from studyrun.commands.pipeline import settings_for
     from studyrun.execution.executors import scheduler_name
-    from studyrun.loading import load_study
     from studyrun.plan.describe import (
         describe_adoption,
         describe_dependencies,
@@ -193,6 +192,7 @@ def command_plan(args) -> int:
         write_design_csv,
     )
     from studyrun.plan.study import identity_record, plan_study
+    from studyrun.study.loading import load_study
 
     loaded = load_study(args.study)
     folder = args.out or Path("results") / loaded.study.name
@@ -255,7 +255,7 @@ def command_run(args) -> int:
         if problem:
             raise StudyError(f"--scheduler: {problem}")
     if args.cluster:
-        from studyrun.loading import load_study
+        from studyrun.study.loading import load_study
 
         if scheduler:
             raise StudyError("give --scheduler or --cluster, not both")
@@ -296,7 +296,7 @@ def describe_runs_done(runs: dict) -> str:
 
 def command_check(args) -> int:
     from studyrun.execution.stepcheck import LIMIT, check_step
-    from studyrun.loading import load_study
+    from studyrun.study.loading import load_study
 
     loaded = load_study(args.study)
     result = check_step(loaded.context)

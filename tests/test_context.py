@@ -8,11 +8,11 @@ from conftest import STUDIES
 from pydantic import BaseModel, ValidationError
 
 from studyrun.commands import pipeline
-from studyrun.loading import include_files, load_study, read_yaml, validate
 from studyrun.plan.describe import describe_plan
 from studyrun.plan.study import identity_record, plan_study
 from studyrun.spec import Study
 from studyrun.spec.checks import check_study
+from studyrun.study.loading import include_files, load_study, read_yaml, validate
 
 
 def as_validated(path) -> dict:

@@ -25,8 +25,8 @@ from test_fuzz_common import FAST, assert_located, examples
 from studyrun.commands.pipeline import run_study
 from studyrun.core.batch import RunContext
 from studyrun.core.errors import StudyError
-from studyrun.loading import load_study
 from studyrun.models.command import Command
+from studyrun.study.loading import load_study
 
 SENTINEL = Path("/tmp") / f"studyrun-pwned-{os.getpid()}"
 

@@ -19,7 +19,7 @@ from conftest import run_earlier_steps
 from hypothesis import HealthCheck, Phase, settings
 
 from studyrun.core.errors import StudyError
-from studyrun.loading import load_study
+from studyrun.study.loading import load_study
 
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"

@@ -325,7 +325,7 @@ PLACES = [
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    from studyrun.loading import include_files, read_yaml
+    from studyrun.study.loading import include_files, read_yaml
 
     target = tmp_path_factory.mktemp("expressions")
     for name, _ in PLACES:

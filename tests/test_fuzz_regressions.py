@@ -10,7 +10,7 @@ import pytest
 from test_fuzz_common import assert_located
 
 from studyrun.core.errors import StudyError
-from studyrun.loading import load_study
+from studyrun.study.loading import load_study
 
 GOOD = """\
 name: good

@@ -19,9 +19,9 @@ from pydantic import BaseModel
 from test_fuzz_common import FAST, copy_studies, examples, load_cleanly, study_files
 
 from studyrun import spec
-from studyrun.loading import include_files, read_yaml
 from studyrun.params import ParameterSpec
 from studyrun.spec.execution import Cluster
+from studyrun.study.loading import include_files, read_yaml
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from studyrun.core.errors import Problem, StudyError
-from studyrun.loading import Source, format_problems, include_files, read_yaml, validate
+from studyrun.study.loading import Source, format_problems, include_files, read_yaml, validate
 
 # ---------------------------------------------------------------------------------- test models
 

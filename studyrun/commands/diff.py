@@ -246,8 +246,8 @@ NOT_RUN = ("the model was not imported or translated, as that runs its code: a p
 
 def planned(path: Path, label: str) -> Planned:
     """The study's runs and files, found without running any of its code."""
-    from studyrun.loading import load_study
     from studyrun.plan.study import plan_study
+    from studyrun.study.loading import load_study
 
     try:
         loaded = load_study(path, run_code=False)
@@ -266,8 +266,8 @@ def planned(path: Path, label: str) -> Planned:
 
 def resolved_source(path: Path) -> dict[str, Any]:
     """The study as a run's study.yaml keeps it: the model file it names inlined."""
-    from studyrun.loading import include_files
     from studyrun.source import read_yaml as read_source
+    from studyrun.study.loading import include_files
 
     try:
         data = include_files(read_source(path)).data

@@ -21,7 +21,6 @@ from studyrun.core.numbers import finite_or_none
 from studyrun.core.text import terminal_safe
 from studyrun.dependencies import code_digest
 from studyrun.execution.execute import Job, Runner, Settings, record_given
-from studyrun.loading import Loaded, load_study
 from studyrun.models.base import HasEquations
 from studyrun.plan import make_plan, plan_slices
 from studyrun.plan.runs import (
@@ -42,6 +41,7 @@ from studyrun.results.runs_csv import write_csv
 from studyrun.spec import Study
 from studyrun.spec.registry import registry
 from studyrun.store.run_store import RunStore
+from studyrun.study.loading import Loaded, load_study
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,

@@ -9,9 +9,9 @@ import numpy as np
 
 from studyrun.core.design import Design
 from studyrun.dependencies import code_digest, identity_parts
-from studyrun.loading import Loaded
 from studyrun.plan import Plan, make_plan
 from studyrun.quantities import meaning
+from studyrun.study.loading import Loaded
 
 if TYPE_CHECKING:
     from studyrun.analyses.given import GivenRows

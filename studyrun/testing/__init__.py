@@ -115,8 +115,8 @@ def check_declaration(cls: type, folder: Path) -> None:
     formed and its example validates (and its analysis or model is this type)."""
     from studyrun.analyses.base import AnalysisSpec
     from studyrun.core.plugin import FAILURES
-    from studyrun.loading import load_study
     from studyrun.spec.registry import BASES
+    from studyrun.study.loading import load_study
 
     group = "analyses" if issubclass(cls, AnalysisSpec) else "models"
     assert issubclass(cls, BASES[group]), f"{cls.__qualname__}: derive from {BASES[group]}"
@@ -140,10 +140,10 @@ def check_design(cls: type, folder: Path) -> None:
     """A design is the same for the same seed, its chunks make it whole, and the plan, the
     description and the spec agree with it."""
     from studyrun.analyses.base import AnalysisSpec
-    from studyrun.loading import include_files, load_study, read_yaml, validate
     from studyrun.plan.study import plan_study
     from studyrun.spec import Study
     from studyrun.spec.checks import check_study
+    from studyrun.study.loading import include_files, load_study, read_yaml, validate
 
     path = example_study(cls).write(folder)
     loaded = load_study(path)
@@ -172,7 +172,7 @@ def check_design(cls: type, folder: Path) -> None:
 def check_footprint(cls: type, folder: Path) -> None:
     """Its footprint (None: small by construction) grows with the size at its key, and one byte
     less memory than it needs is a problem at that key."""
-    from studyrun.loading import load_study
+    from studyrun.study.loading import load_study
 
     loaded = load_study(example_study(cls).write(folder))
     analysis, context = loaded.study.analysis, loaded.context
@@ -199,8 +199,8 @@ def check_runs(cls: type, folder: Path) -> None:
     runs; the spec unchanged by the run; the report rebuilt from analysis.json and the store
     alone is the same."""
     from studyrun.commands.open_results import rebuild_report
-    from studyrun.loading import include_files, read_yaml, validate
     from studyrun.spec import Study
+    from studyrun.study.loading import include_files, read_yaml, validate
 
     example = example_study(cls)
     first = run(example, folder / "sync", "sync", None, "auto")
@@ -247,8 +247,8 @@ def check_failed_runs(cls: type, folder: Path) -> None:
 def check_evaluator_pickles(cls: type, folder: Path) -> None:
     """The evaluator pickles and gives the same output after a round trip."""
     from studyrun.core.batch import RunContext
-    from studyrun.loading import load_study
     from studyrun.plan.study import plan_study
+    from studyrun.study.loading import load_study
 
     loaded = load_study(example_study(cls).write(folder / "study"))
     evaluator = loaded.context.model.build(loaded.path.parent)
@@ -268,7 +268,7 @@ def run(example: ExampleStudy, folder: Path, scheduler: str, workers: int | None
     from unittest.mock import patch
 
     from studyrun.commands import pipeline
-    from studyrun.loading import load_study
+    from studyrun.study.loading import load_study
 
     study = example.write(folder, batch_size=batch_size)
     out = folder / "out"

@@ -13,7 +13,7 @@ import pytest
 from conftest import STUDIES, run_cli
 
 import studyrun
-from studyrun.loading import load_study
+from studyrun.study.loading import load_study
 
 pytestmark = pytest.mark.slow  # calibrations of ODE models, the CLI in subprocesses
 

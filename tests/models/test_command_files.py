@@ -20,9 +20,9 @@ from conftest import STUDIES, run_cli, write_study
 
 from studyrun.commands.pipeline import run_study
 from studyrun.core.batch import RunContext
-from studyrun.loading import load_study
 from studyrun.models.command import Command
 from studyrun.models.command.results import RunFailed, read_results
+from studyrun.study.loading import load_study
 
 PROGRAMS = Path(__file__).parent / "programs"
 GFORTRAN_SCRIPT = Path(__file__).with_name("gfortran.sh")

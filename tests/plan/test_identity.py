@@ -190,8 +190,8 @@ DESIGNED = """
 def plans_whole_and_in_slices(folder, parameters: str, sampling: str = "random", rows: int = 64):
     """The ids of a study's design planned whole (as `studyrun plan` does) and slice by slice,
     its repeats counted across slices (as `studyrun run` does beyond CHUNK_ROWS runs)."""
-    from studyrun.loading import load_study
     from studyrun.plan.study import identity_context
+    from studyrun.study.loading import load_study
 
     study = write_study(folder, DESIGNED.replace("PARAMETERS", parameters)
                         .replace("SAMPLING", sampling))
