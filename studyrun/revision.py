@@ -61,8 +61,8 @@ def check_out(study: Path, revision: str, into: Path) -> Checkout:
 
 def fetch_named(reader: Reader, study: Path, relative: str) -> None:
     """The files the study (written out at `study`, `relative` in the repository) names."""
-    from studyrun.source import read_yaml
     from studyrun.study.loading import include_files
+    from studyrun.study.source import read_yaml
 
     here = posixpath.dirname(relative)
     try:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from studyrun.core.errors import Problem
 from studyrun.core.text import closest
-from studyrun.source import ABSENT, VALUE, Source, describe, one_line, sort_key
+from studyrun.study.source import ABSENT, VALUE, Source, describe, one_line, sort_key
 
 
 @dataclass

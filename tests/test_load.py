@@ -600,7 +600,7 @@ def test_values_yaml_cannot_read_are_located(tmp_path):
 def test_pure_python_yaml_gives_the_same_errors(tmp_path, monkeypatch, text, line, words):
     import yaml
 
-    from studyrun import source
+    from studyrun.study import source
 
     path = write(tmp_path, text)
     for loader in (yaml.SafeLoader, source._LOADER):

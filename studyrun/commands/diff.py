@@ -181,7 +181,7 @@ def diff_folders(a: Path, b: Path) -> Difference:
 def folder_study(folder: Path) -> dict[str, Any]:
     """A results folder's study.yaml through the study reader (bounded nesting and aliases:
     the folder may come from elsewhere); empty when the folder has none."""
-    from studyrun.source import read_yaml as read_source
+    from studyrun.study.source import read_yaml as read_source
 
     if not (folder / "study.yaml").is_file():
         return {}
@@ -266,8 +266,8 @@ def planned(path: Path, label: str) -> Planned:
 
 def resolved_source(path: Path) -> dict[str, Any]:
     """The study as a run's study.yaml keeps it: the model file it names inlined."""
-    from studyrun.source import read_yaml as read_source
     from studyrun.study.loading import include_files
+    from studyrun.study.source import read_yaml as read_source
 
     try:
         data = include_files(read_source(path)).data
