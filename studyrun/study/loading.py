@@ -25,7 +25,7 @@ from studyrun.params.correlation import correlation_matrix
 from studyrun.spec import Study
 from studyrun.spec.checks import check_study
 from studyrun.study.source import VALUE, Source, describe, format_path, format_problems, read_yaml
-from studyrun.validation import error_paths, problems_from
+from studyrun.study.validation import error_paths, problems_from
 
 YAML_SUFFIXES = (".yaml", ".yml")
 __all__ = ["VALUE", "Loaded", "Source", "format_path", "format_problems", "include_files",
