@@ -34,7 +34,7 @@ GROUPS = {
 def on_config(config):
     """The Tutorials section of the navigation: one page per analysis type, in the registry's
     order, after the Guide."""
-    from studyrun.spec.registry import registry
+    from studyrun.study.spec.registry import registry
 
     pages = [{cls.tutorial or kind: f"tutorials/{kind.replace('_', '-')}.md"}
              for kind, cls in registry().analyses.items()]
@@ -55,7 +55,7 @@ def on_files(files, config):
 
 def study_format() -> str:
     from studyrun.commands.schema import study_schema
-    from studyrun.spec.registry import registry
+    from studyrun.study.spec.registry import registry
 
     schema = study_schema()
     defs = schema["$defs"]
@@ -84,7 +84,7 @@ def study_format() -> str:
 
 def model_definitions(defs: dict) -> tuple[str, ...]:
     """The registry's model types and the parts of their blocks that no other block uses."""
-    from studyrun.spec.registry import registry
+    from studyrun.study.spec.registry import registry
 
     def reached(name: str) -> set[str]:
         found, stack = set(), [name]
@@ -160,7 +160,7 @@ def command_line() -> str:
 
 def tutorials() -> dict[str, str]:
     """One page per analysis type: its example studies, how to run them, what they compute."""
-    from studyrun.spec.registry import registry
+    from studyrun.study.spec.registry import registry
 
     kinds = registry().analyses
     started = re.findall(r'--8<-- "studies/([^"]+)"',

@@ -216,7 +216,7 @@ def command_plan(args) -> int:
         write_design_csv(plan, args.csv)
         print(f"design written to {args.csv}")
     from studyrun.execution.clusters import job_name, job_script
-    from studyrun.spec.execution import Cluster
+    from studyrun.study.spec.execution import Cluster
 
     scheduler = scheduler or loaded.study.execution.scheduler
     if isinstance(scheduler, Cluster):
@@ -235,7 +235,7 @@ def cluster_override(scheduler, kind: str | None):
     if kind is None or kind == "study":
         return None
     from studyrun.execution.clusters import with_kind
-    from studyrun.spec.execution import KINDS
+    from studyrun.study.spec.execution import KINDS
 
     if kind not in KINDS:
         raise StudyError(f"--cluster: unknown batch system {kind!r}; allowed: {', '.join(KINDS)}")
@@ -249,7 +249,7 @@ def command_run(args) -> int:
         raise StudyError(f"--workers must be at least 1; got {args.workers}")
     scheduler = args.scheduler
     if scheduler:
-        from studyrun.spec.execution import scheduler_problem
+        from studyrun.study.spec.execution import scheduler_problem
 
         problem = scheduler_problem(scheduler)
         if problem:

@@ -18,7 +18,7 @@ import studyrun
 from studyrun.cli import main
 from studyrun.core.errors import StudyError
 from studyrun.execution.clusters import job_name, job_script, walltime_for
-from studyrun.spec.execution import Cluster
+from studyrun.study.spec.execution import Cluster
 
 # distributed is imported before any dask.config.set of these tests: a set made before its
 # defaults load would take them all away when it ends (KeyError: 'comm' in the next cluster).

@@ -10,9 +10,9 @@ from pydantic import BaseModel, ValidationError
 from studyrun.commands import pipeline
 from studyrun.plan.describe import describe_plan
 from studyrun.plan.study import identity_record, plan_study
-from studyrun.spec import Study
-from studyrun.spec.checks import check_study
 from studyrun.study.loading import include_files, load_study, read_yaml, validate
+from studyrun.study.spec import Study
+from studyrun.study.spec.checks import check_study
 
 
 def as_validated(path) -> dict:

@@ -11,8 +11,8 @@ import pytest
 from studyrun.commands.open_results import Results
 from studyrun.core.errors import StudyError
 from studyrun.results import outputs
-from studyrun.spec import AnalysisUnion, ModelUnion
-from studyrun.spec.registry import registry
+from studyrun.study.spec import AnalysisUnion, ModelUnion
+from studyrun.study.spec.registry import registry
 
 
 def members(union) -> list[str]:

@@ -139,7 +139,7 @@ class AnalysisSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # What a type declares of itself; the registry (spec/registry.py) reads it for the docs, the
+    # What a type declares of itself; the registry (study/spec/registry.py) reads it for the docs, the
     # results folder and `studyrun predict`.
     tutorial: ClassVar[str] = ""  # its tutorial's title in the docs' navigation ("": its type)
     results_files: ClassVar[tuple[str, ...]] = ()  # what its report writes beside report.md

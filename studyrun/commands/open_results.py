@@ -79,7 +79,7 @@ class Results:
             raise not_results(self.folder, f"analysis.json: {error}") from None
 
     def _predictor(self):
-        from studyrun.spec.registry import registry
+        from studyrun.study.spec.registry import registry
 
         kind = self.analysis.get("analysis")
         predict = registry().predictor(kind)

@@ -38,10 +38,10 @@ from studyrun.results import outputs
 from studyrun.results.provenance import collect, now
 from studyrun.results.report.build import write_report
 from studyrun.results.runs_csv import write_csv
-from studyrun.spec import Study
-from studyrun.spec.registry import registry
 from studyrun.store.run_store import RunStore
 from studyrun.study.loading import Loaded, load_study
+from studyrun.study.spec import Study
+from studyrun.study.spec.registry import registry
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,

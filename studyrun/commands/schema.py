@@ -6,7 +6,7 @@ SCHEMA_ID = "https://studyrun.dev/schemas/study.schema.json"
 
 
 def study_schema() -> dict:
-    from studyrun.spec import Study
+    from studyrun.study.spec import Study
 
     schema = Study.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from studyrun.core.errors import ExecutionError
-from studyrun.spec.execution import Cluster
+from studyrun.study.spec.execution import Cluster
 
 CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}

@@ -35,9 +35,9 @@ from studyrun.interrupts import fails_the_run, noting_interrupts
 from studyrun.isolated import IsolatedExecutor, Loss
 from studyrun.plan import Plan
 from studyrun.quantities import Quantities
-from studyrun.spec.execution import Cluster, scheduler_problem
 from studyrun.store.run_store import Batch, RunStore
 from studyrun.store.series import pack
+from studyrun.study.spec.execution import Cluster, scheduler_problem
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from studyrun.core.errors import ExecutionError
 from studyrun.isolated import Loss
-from studyrun.spec.execution import ADDRESS, Cluster
+from studyrun.study.spec.execution import ADDRESS, Cluster
 
 
 class SyncExecutor:

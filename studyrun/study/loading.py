@@ -22,9 +22,9 @@ from studyrun.core.errors import StudyError, named_only
 from studyrun.dependencies import dependency_digests
 from studyrun.params import varied
 from studyrun.params.correlation import correlation_matrix
-from studyrun.spec import Study
-from studyrun.spec.checks import check_study
 from studyrun.study.source import VALUE, Source, describe, format_path, format_problems, read_yaml
+from studyrun.study.spec import Study
+from studyrun.study.spec.checks import check_study
 from studyrun.study.validation import error_paths, problems_from
 
 YAML_SUFFIXES = (".yaml", ".yml")

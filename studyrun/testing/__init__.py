@@ -115,8 +115,8 @@ def check_declaration(cls: type, folder: Path) -> None:
     formed and its example validates (and its analysis or model is this type)."""
     from studyrun.analyses.base import AnalysisSpec
     from studyrun.core.plugin import FAILURES
-    from studyrun.spec.registry import BASES
     from studyrun.study.loading import load_study
+    from studyrun.study.spec.registry import BASES
 
     group = "analyses" if issubclass(cls, AnalysisSpec) else "models"
     assert issubclass(cls, BASES[group]), f"{cls.__qualname__}: derive from {BASES[group]}"
@@ -131,7 +131,7 @@ def check_declaration(cls: type, folder: Path) -> None:
         for name in cls.results_files:
             assert name == Path(name).name and not name.startswith("."), name
         if cls.predicts is not None:
-            from studyrun.spec.registry import registry
+            from studyrun.study.spec.registry import registry
 
             assert callable(registry().predictor(tag)), cls.predicts
 
@@ -141,9 +141,9 @@ def check_design(cls: type, folder: Path) -> None:
     description and the spec agree with it."""
     from studyrun.analyses.base import AnalysisSpec
     from studyrun.plan.study import plan_study
-    from studyrun.spec import Study
-    from studyrun.spec.checks import check_study
     from studyrun.study.loading import include_files, load_study, read_yaml, validate
+    from studyrun.study.spec import Study
+    from studyrun.study.spec.checks import check_study
 
     path = example_study(cls).write(folder)
     loaded = load_study(path)
@@ -199,8 +199,8 @@ def check_runs(cls: type, folder: Path) -> None:
     runs; the spec unchanged by the run; the report rebuilt from analysis.json and the store
     alone is the same."""
     from studyrun.commands.open_results import rebuild_report
-    from studyrun.spec import Study
     from studyrun.study.loading import include_files, read_yaml, validate
+    from studyrun.study.spec import Study
 
     example = example_study(cls)
     first = run(example, folder / "sync", "sync", None, "auto")

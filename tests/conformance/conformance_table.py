@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from studyrun.spec.registry import registry
+from studyrun.study.spec.registry import registry
 from studyrun.testing import TOY, ExampleStudy, example_study, merged
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -36,9 +36,9 @@ from studyrun.commands.open_results import rebuild_report
 from studyrun.commands.pipeline import make_job, run_study
 from studyrun.core.batch import RunContext
 from studyrun.plan.study import plan_study
-from studyrun.spec import Study
-from studyrun.spec.registry import registry
 from studyrun.study.loading import include_files, load_study, read_yaml, validate
+from studyrun.study.spec import Study
+from studyrun.study.spec.registry import registry
 from studyrun.testing import parametrize_with_checks
 
 

@@ -14,8 +14,8 @@ from studyrun.analyses.base import AnalysisSpec
 from studyrun.models.absent import NoModel
 from studyrun.models.base import ModelSpec
 from studyrun.params import ParameterSpec
-from studyrun.spec.execution import Execution
-from studyrun.spec.registry import registry
+from studyrun.study.spec.execution import Execution
+from studyrun.study.spec.registry import registry
 
 if TYPE_CHECKING:  # what a checker knows of a member: its base
     ModelUnion = ModelSpec

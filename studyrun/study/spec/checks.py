@@ -13,8 +13,8 @@ from studyrun.core.text import suggest
 from studyrun.dependencies import check_depends_on
 from studyrun.expr import ExprError
 from studyrun.quantities import parse_quantity, shape_problem
-from studyrun.spec import Study
-from studyrun.spec.registry import registry
+from studyrun.study.spec import Study
+from studyrun.study.spec.registry import registry
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
