@@ -213,7 +213,7 @@ def test_a_file_the_study_does_not_name_is_never_read(tmp_path):
 
 @pytest.mark.slow
 def test_a_file_the_study_names_beyond_the_size_bound_is_refused(tmp_path):
-    from studyrun.revision import MAX_FILE
+    from studyrun.study.revision import MAX_FILE
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -196,7 +196,7 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
     the revision's results too: its study is run into a temporary folder seeded with that
     folder's runs (those of the same identity are reused), and every result that moved is
     listed. The results folder is only read."""
-    from studyrun.revision import check_out
+    from studyrun.study.revision import check_out
 
     study = Path(study).resolve()
     with tempfile.TemporaryDirectory(prefix="studyrun-diff-") as folder:
