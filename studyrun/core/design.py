@@ -25,7 +25,7 @@ class Outcome:
     values: dict[str, np.ndarray]  # quantity -> shape (runs,), NaN where the run failed
     ok: np.ndarray  # bool, shape (runs,)
     series: dict[str, np.ndarray] = field(default_factory=dict)  # output -> (runs, T) when asked
-    time: np.ndarray | None = None  # the one grid of `series` (see grids.py)
+    time: np.ndarray | None = None  # the one grid of `series` (see plan/grids.py)
     series_notes: list[str] = field(default_factory=list)  # runs left out of `series`, by id
 
 

@@ -28,7 +28,7 @@ docs/reference/command.md):
   spaces, tabs or commas; series over its `time` column, or one row of scalars without one.
   A run that lacks an output other runs of the batch have fails (write null instead).
 - Each run's series stay on its own `time` (a simulation may stop on an event), and its
-  quantities are computed on them; analyses that need one grid interpolate (studyrun/grids.py).
+  quantities are computed on them; analyses that need one grid interpolate (studyrun/plan/grids.py).
 - `{seed}` in `run` or in a template is the run's seed, 0 <= seed < 2**31, derived from its
   identity (studyrun.core.seeds): the same in any batch and after a resume; the study's `seed`
   is then part of every run's identity.
