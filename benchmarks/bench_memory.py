@@ -145,7 +145,7 @@ print(f"peak={{tracemalloc.get_traced_memory()[1]}} units={{n ** 2}}")
 PCE_FIT = """
 import tracemalloc, numpy as np
 from pydantic import TypeAdapter
-from studyrun.params import ParameterSpec
+from studyrun.blocks.params import ParameterSpec
 from studyrun.analyses.surrogate.basis import term_count
 from studyrun.analyses.surrogate.fitting import Inputs, Settings, fit_quantity
 n, d, degree = {n}, {d}, {degree}

@@ -83,7 +83,7 @@ def inputs_of(name):
     from pydantic import TypeAdapter
 
     from studyrun.analyses.surrogate.fitting import Inputs
-    from studyrun.params import ParameterSpec
+    from studyrun.blocks.params import ParameterSpec
 
     adapter = TypeAdapter(ParameterSpec)
     keys = {U: ("low", "high"), "normal": ("mean", "std"), "lognormal": ("mu", "sigma")}
@@ -129,7 +129,7 @@ def references(names):
 
 def training(name, n, seed):
     """The Latin-hypercube training runs every surrogate of (name, n, seed) shares."""
-    from studyrun.params.sampling import sample_unit
+    from studyrun.blocks.params.sampling import sample_unit
 
     inputs = inputs_of(name)
     unit = sample_unit(n, len(inputs.names), "lhs", np.random.SeedSequence([seed, n]))

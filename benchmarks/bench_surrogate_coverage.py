@@ -113,7 +113,7 @@ def inputs_of(name):
     from pydantic import TypeAdapter
 
     from studyrun.analyses.surrogate.fitting import Inputs
-    from studyrun.params import ParameterSpec
+    from studyrun.blocks.params import ParameterSpec
 
     adapter = TypeAdapter(ParameterSpec)
     return Inputs({n: adapter.validate_python(p) for n, p in CASES[name][1].items()})
@@ -155,7 +155,7 @@ def compute_references(base_log2: int = 20, repeats: int = 4, chunk_log2: int = 
 
 
 def training(name, n, seed):
-    from studyrun.params.sampling import sample_unit
+    from studyrun.blocks.params.sampling import sample_unit
 
     inputs = inputs_of(name)
     unit = sample_unit(n, len(inputs.names), "lhs", np.random.SeedSequence([seed, n, 29]))

@@ -114,8 +114,8 @@ def context_of(parameters: dict, model=None, folder: Path = Path("."), quantitie
     """The StudyContext a study with these parameters gives its analysis (a python model unless
     another is given), for calling an analysis's hooks directly."""
     from studyrun.analyses.base import StudyContext
+    from studyrun.blocks.params import varied
     from studyrun.models.python import Python
-    from studyrun.params import varied
 
     model = model or Python(type="python", function="model:f")
     defaults = model.defaults()

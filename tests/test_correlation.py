@@ -16,9 +16,9 @@ from scipy.special import ndtri
 from studyrun.analyses.delta import Delta
 from studyrun.analyses.montecarlo import Montecarlo
 from studyrun.analyses.pawn import Pawn
-from studyrun.params import Normal, Uniform, correlate_unit, sample_unit
-from studyrun.params.correlation import correlation_matrix, iman_conover
-from studyrun.params.union import ParameterSpec
+from studyrun.blocks.params import Normal, Uniform, correlate_unit, sample_unit
+from studyrun.blocks.params.correlation import correlation_matrix, iman_conover
+from studyrun.blocks.params.union import ParameterSpec
 
 SAMPLINGS = ["random", "sobol", "lhs"]
 SUM = "a + b with a, b ~ N(0, 1) correlated 0.8"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from test_fuzz_common import FAST, copy_studies, examples, load_cleanly, study_files
 
-from studyrun.params import ParameterSpec
+from studyrun.blocks.params import ParameterSpec
 from studyrun.study import spec
 from studyrun.study.loading import include_files, read_yaml
 from studyrun.study.spec.execution import Cluster

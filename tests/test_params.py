@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from scipy import stats
 
-from studyrun.params import (
+from studyrun.blocks.params import (
     DISTRIBUTIONS,
     TAGS,
     TAIL,
@@ -460,7 +460,7 @@ def test_uniform_kinds_give_scipys_numbers_exactly_without_importing_it():
         expected = np.clip(dist.ppf(np.where((u > 0) & (u < tiny), tiny, u)), low, high)
         np.testing.assert_array_equal(p.ppf(u), expected)
         assert p._support() == tuple(float(x) for x in dist.support())
-    code = ("import sys; from studyrun.params import Bounds, Uniform; "
+    code = ("import sys; from studyrun.blocks.params import Bounds, Uniform; "
             "Bounds(bounds=[0, 1], nominal=0.5).ppf([0.2, 0.9]); "
             "Uniform(low=1, high=2, nominal=2).ppf([0.3]); "
             "assert not [m for m in sys.modules if m.startswith('scipy')], 'scipy imported'")
@@ -476,7 +476,7 @@ def test_normal_gives_scipys_numbers_exactly_without_importing_scipy_stats():
         p, dist = load({"distribution": "normal", "mean": mean, "std": std}), stats.norm(mean, std)
         np.testing.assert_array_equal(p.ppf(u), dist.ppf(np.where((u > 0) & (u < tiny), tiny, u)))
         assert p._support() == tuple(float(x) for x in dist.support())
-    code = ("import sys; from studyrun.params import Normal; "
+    code = ("import sys; from studyrun.blocks.params import Normal; "
             "Normal(mean=1, std=2, nominal=3).ppf([0.2, 0.9]); "
             "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

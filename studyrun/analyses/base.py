@@ -25,9 +25,9 @@ from studyrun.core.sizes import Footprint, memory_problem
 
 if TYPE_CHECKING:
     from studyrun.analyses.given import GivenRows
+    from studyrun.blocks.params import ParameterBase, ParameterSpec
     from studyrun.core.errors import Problem
     from studyrun.models.base import ModelSpec
-    from studyrun.params import ParameterBase, ParameterSpec
     from studyrun.results.report.figures import Figures
 
 

@@ -48,13 +48,13 @@ from studyrun.analyses.base import (
     search_runs,
 )
 from studyrun.analyses.search.fit import make_box
+from studyrun.blocks.params import sample_unit
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 from studyrun.core.text import suggest
-from studyrun.params import sample_unit
 from studyrun.results.report.markdown import escape, table
 
 

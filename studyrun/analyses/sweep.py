@@ -12,10 +12,10 @@ import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
 from studyrun.analyses.base import FixedDesignAnalysis
+from studyrun.blocks.params import Real, Whole
 from studyrun.core.design import Design, Outcome
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.plugin import Example
-from studyrun.params import Real, Whole
 from studyrun.results.report.markdown import table
 
 

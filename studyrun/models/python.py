@@ -27,6 +27,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from studyrun.blocks.params import Whole
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import Problem, describe
 from studyrun.core.plugin import Example
@@ -37,7 +38,6 @@ from studyrun.interrupts import fails_the_run
 from studyrun.models.base import ModelSpec
 from studyrun.models.imports import imported_files, installed_folders, locate_module, source_files
 from studyrun.models.sources import compiled_from_source
-from studyrun.params import Whole
 
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _LOADED: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}  # -> (code, function)

@@ -12,9 +12,8 @@ import pytest
 from conftest import context_of, run_cli, write_study
 
 from studyrun.analyses.dgsm import Dgsm, poincare_constant
-from studyrun.core.design import Outcome
-from studyrun.params import Normal, Uniform
-from studyrun.params.continuous import (
+from studyrun.blocks.params import Normal, Uniform
+from studyrun.blocks.params.continuous import (
     Beta,
     Gamma,
     LogNormal,
@@ -22,6 +21,7 @@ from studyrun.params.continuous import (
     Triangular,
     TruncNormal,
 )
+from studyrun.core.design import Outcome
 
 A, B = 2.0, 3.0
 LOW, HIGH = -1.0, 2.0

@@ -401,7 +401,7 @@ def test_pareto_block_in_results():
 
 
 def test_works_with_real_parameter_specs():
-    from studyrun.params import Normal, Uniform
+    from studyrun.blocks.params import Normal, Uniform
 
     params = {"a": Uniform(low=0, high=2), "b": Normal(mean=1, std=0.1), "c": Uniform(low=-1, high=1)}
     design = Doe(type="doe", design="ccd").design(context_of(params), np.random.SeedSequence(0))

@@ -10,9 +10,9 @@ from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.morris import Morris
+from studyrun.blocks.params import Discrete, Uniform
 from studyrun.core.design import Outcome
 from studyrun.core.errors import StudyError
-from studyrun.params import Discrete, Uniform
 
 G_A = [0.0, 0.5, 3.0, 9.0, 27.0, 99.0]  # smaller a_i: more important input
 

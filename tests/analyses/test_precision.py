@@ -15,7 +15,7 @@ from studyrun.analyses.montecarlo import Montecarlo
 from studyrun.analyses.morris import Morris
 from studyrun.analyses.sobol import Sobol
 from studyrun.analyses.sobol.report import outside_unit
-from studyrun.params import Normal, Uniform
+from studyrun.blocks.params import Normal, Uniform
 
 ISHIGAMI_S1 = {"x1": 0.3139, "x2": 0.4424, "x3": 0.0}
 ISHIGAMI_ST = {"x1": 0.5576, "x2": 0.4424, "x3": 0.2437}

@@ -15,8 +15,8 @@ from studyrun.analyses.fast import Fast
 from studyrun.analyses.pawn import Pawn
 from studyrun.analyses.rbd_fast import RbdFast
 from studyrun.analyses.sobol import Sobol
+from studyrun.blocks.params import Normal, Uniform
 from studyrun.core.design import Outcome
-from studyrun.params import Normal, Uniform
 
 ISHIGAMI_S1 = [0.3139, 0.4424, 0.0]
 ISHIGAMI_ST = [0.5576, 0.4424, 0.2437]

@@ -10,8 +10,8 @@ from conftest import context_of
 from pydantic import ValidationError
 
 from studyrun.analyses.sobol import Sobol
+from studyrun.blocks.params import Uniform
 from studyrun.core.design import Outcome
-from studyrun.params import Uniform
 
 ISHIGAMI_S1 = [0.3139, 0.4424, 0.0]
 ISHIGAMI_ST = [0.5576, 0.4424, 0.2437]

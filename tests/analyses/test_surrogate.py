@@ -12,7 +12,7 @@ from conftest import STUDIES, killed_and_resumed, run_cli, run_example, write_st
 
 import studyrun
 from studyrun.analyses.surrogate.basis import Germ, germ_for, multi_indices
-from studyrun.params import ParameterSpec
+from studyrun.blocks.params import ParameterSpec
 
 ISHIGAMI_S1 = {"x1": 0.3139, "x2": 0.4424, "x3": 0.0}
 ISHIGAMI_ST = {"x1": 0.5576, "x2": 0.4424, "x3": 0.2437}

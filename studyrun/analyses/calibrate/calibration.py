@@ -14,9 +14,9 @@ from studyrun.analyses.calibrate.data import Observations, check_against_model
 from studyrun.analyses.calibrate.sequential import fitted_series, start_box
 from studyrun.analyses.search.batching import Evaluations, lockstep
 from studyrun.analyses.search.fit import Box, FitResult, Settings, fit, jacobian, statistics
+from studyrun.blocks.params import sample_unit
 from studyrun.core.design import Outcome
 from studyrun.core.errors import StudyError
-from studyrun.params import sample_unit
 
 UNFITTED = ("every run the fit tried failed or gave no finite cost, the start's too: the "
             "estimate is no fit; start where the model runs (set the parameters' nominal values)")

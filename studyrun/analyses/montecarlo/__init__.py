@@ -18,9 +18,7 @@ from pydantic import Field, PositiveInt, model_validator
 from studyrun.analyses.given import ReadsGiven, not_with_from
 from studyrun.analyses.montecarlo.ranks import Ranks
 from studyrun.analyses.precision import Samples, grow, reached
-from studyrun.core.design import Design, Outcome
-from studyrun.core.plugin import Example
-from studyrun.params import (
+from studyrun.blocks.params import (
     correlate_unit,
     design_facts,
     map_unit,
@@ -28,6 +26,8 @@ from studyrun.params import (
     sample_unit_chunks,
     sample_unit_range,
 )
+from studyrun.core.design import Design, Outcome
+from studyrun.core.plugin import Example
 from studyrun.results.report.figures import shown_rows
 from studyrun.results.report.markdown import escape, table
 from studyrun.results.report.wide import TOP, shown, table_order, top_note

@@ -21,10 +21,10 @@ import numpy as np
 from studyrun.analyses.pareto.terms import Constraint, constraint, statistic
 from studyrun.analyses.search.batching import Evaluations
 from studyrun.analyses.search.fit import Box, make_box
+from studyrun.blocks.params import map_unit, sample_unit
 from studyrun.core.design import Evaluate, Outcome
 from studyrun.core.errors import StudyError
 from studyrun.core.numbers import finite_or_none
-from studyrun.params import map_unit, sample_unit
 
 CONVERGED_CHANGE = 1e-3  # converged: the hypervolume changed by less over the last 5 generations
 WINDOW = 5

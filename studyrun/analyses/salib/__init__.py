@@ -40,8 +40,8 @@ from studyrun.core.numbers import finite_or_none
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
+    from studyrun.blocks.params import ParameterSpec
     from studyrun.core.design import Outcome
-    from studyrun.params import ParameterSpec
     from studyrun.results.report.figures import Figures
 
 # Unit samples are clipped into [UNIT_MARGIN, 1 - UNIT_MARGIN] before the inverse CDF, so a
@@ -297,7 +297,7 @@ class GivenDataAnalysis(SalibAnalysis, ReadsGiven):
         return None if self.from_ is not None else (self.samples, "samples")
 
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        from studyrun.params import correlate_unit, design_facts, sample_unit
+        from studyrun.blocks.params import correlate_unit, design_facts, sample_unit
 
         parameters = context.varied
         names = list(parameters)

@@ -58,7 +58,7 @@ from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
-    from studyrun.params import ParameterSpec
+    from studyrun.blocks.params import ParameterSpec
     from studyrun.results.report.figures import Figures
 
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning

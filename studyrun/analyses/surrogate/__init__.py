@@ -32,11 +32,11 @@ from studyrun.analyses.given import given_problems, read_given
 from studyrun.analyses.salib import Confidence, Resamples
 from studyrun.analyses.surrogate.sizes import gp_footprint, pce_footprint
 from studyrun.analyses.surrogate.training import Training, earlier_runs
+from studyrun.blocks.params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
-from studyrun.params import correlate_unit, map_unit, sample_unit, sample_unit_range
 
 if TYPE_CHECKING:
     from studyrun.analyses.given import GivenRows

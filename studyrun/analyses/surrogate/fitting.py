@@ -197,8 +197,8 @@ def of_correlated_inputs(results: dict[str, Any], surrogate, inputs: Inputs,
     """Correlated inputs: the mean and standard deviation of the surrogate over correlated draws
     (its own moments are those of independent inputs), and the Sobol' indices null, with a
     warning: they apportion variance among independent inputs only."""
-    from studyrun.params import correlate_unit, sample_unit
-    from studyrun.params.correlation import correlations
+    from studyrun.blocks.params import correlate_unit, sample_unit
+    from studyrun.blocks.params.correlation import correlations
 
     unit = sample_unit(CORRELATED_DRAWS, len(inputs.names), "sobol", np.random.SeedSequence(seed))
     values = surrogate(inputs.natural(correlate_unit(unit, inputs.correlation, "sobol")))

@@ -22,7 +22,7 @@ def predict(analysis_results: dict[str, Any], quantity: str, at: dict[str, float
     from scipy import stats
 
     from studyrun.analyses.surrogate.basis import Germ, design_matrix
-    from studyrun.params import ParameterSpec
+    from studyrun.blocks.params import ParameterSpec
 
     results = analysis_results.get("results", analysis_results)
     fit = results.get(quantity)

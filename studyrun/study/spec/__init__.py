@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
 from studyrun.analyses.base import AnalysisSpec
+from studyrun.blocks.params import ParameterSpec
 from studyrun.models.absent import NoModel
 from studyrun.models.base import ModelSpec
-from studyrun.params import ParameterSpec
 from studyrun.study.spec.execution import Execution
 from studyrun.study.spec.registry import registry
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from studyrun.params.base import (
+from studyrun.blocks.params.base import (
     TAIL_Z,
     ParameterBase,
     Positive,

@@ -13,7 +13,7 @@ from typing import Iterator, Literal
 
 import numpy as np
 
-from studyrun.params.base import stats
+from studyrun.blocks.params.base import stats
 
 _EPS = 2.0 ** -53  # samples stay in [EPS, 1 - EPS], so unbounded ppfs stay finite
 def _rng_keyword() -> str:

@@ -11,7 +11,7 @@ has them (uniform, bounds, truncnormal, triangular, loguniform, beta, discrete),
 side).
 """
 
-from studyrun.params.base import (
+from studyrun.blocks.params.base import (
            DISTRIBUTIONS,
            TAGS,
            TAIL,
@@ -21,7 +21,7 @@ from studyrun.params.base import (
            Whole,
            stats,
 )
-from studyrun.params.continuous import (
+from studyrun.blocks.params.continuous import (
            Beta,
            Gamma,
            LogNormal,
@@ -31,11 +31,11 @@ from studyrun.params.continuous import (
            TruncNormal,
            Uniform,
 )
-from studyrun.params.correlation import correlate_unit, design_facts
-from studyrun.params.mapping import map_unit, varied
-from studyrun.params.sampling import sample_unit, sample_unit_chunks, sample_unit_range
-from studyrun.params.union import ParameterSpec
-from studyrun.params.values import Bounds, Discrete, Fixed
+from studyrun.blocks.params.correlation import correlate_unit, design_facts
+from studyrun.blocks.params.mapping import map_unit, varied
+from studyrun.blocks.params.sampling import sample_unit, sample_unit_chunks, sample_unit_range
+from studyrun.blocks.params.union import ParameterSpec
+from studyrun.blocks.params.values import Bounds, Discrete, Fixed
 
 __all__ = ["DISTRIBUTIONS", "TAGS", "TAIL", "Beta", "Bounds", "Discrete", "Fixed", "Gamma",
            "LogNormal", "LogUniform", "Normal", "ParameterBase", "ParameterSpec", "Positive",

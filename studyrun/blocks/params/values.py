@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from studyrun.params.base import (
+from studyrun.blocks.params.base import (
     ParameterBase,
     Real,
     Whole,

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from studyrun.params.base import ParameterBase
-from studyrun.params.union import ParameterSpec
-from studyrun.params.values import Fixed
+from studyrun.blocks.params.base import ParameterBase
+from studyrun.blocks.params.union import ParameterSpec
+from studyrun.blocks.params.values import Fixed
 
 
 def map_unit(parameters: Mapping[str, ParameterBase], u: np.ndarray) -> np.ndarray:

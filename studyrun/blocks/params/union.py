@@ -9,9 +9,8 @@ from typing import Annotated, Any, TypeAlias, Union
 
 from pydantic import BeforeValidator, Discriminator, Tag
 
-from studyrun.core.text import closest
-from studyrun.params.base import DISTRIBUTIONS, ParameterBase
-from studyrun.params.continuous import (
+from studyrun.blocks.params.base import DISTRIBUTIONS, ParameterBase
+from studyrun.blocks.params.continuous import (
     Beta,
     Gamma,
     LogNormal,
@@ -21,7 +20,8 @@ from studyrun.params.continuous import (
     TruncNormal,
     Uniform,
 )
-from studyrun.params.values import Bounds, Discrete, Fixed
+from studyrun.blocks.params.values import Bounds, Discrete, Fixed
+from studyrun.core.text import closest
 
 _KINDS: dict[str, type[ParameterBase]] = {
     c.kind: c for c in (Uniform, Normal, LogNormal, TruncNormal, Triangular, LogUniform, Beta,
