@@ -4,7 +4,7 @@
 rule), `mean_points(x)` (the plain average of the output points), `integral(x)` (each but
 `final` with an optional window `(x, T0, T1)`, whose ends between output times are interpolated
 linearly), `at(x, T)`, bare names of scalar outputs, and arithmetic between them, in the safe
-expression language of `expr.py`; docs/methods.md, "Quantities of a run", gives each formula.
+expression language of `blocks/expr.py`; docs/methods.md, "Quantities of a run", gives each formula.
 `series(x)` keeps a whole time series as a quantity, for time-resolved analyses. `time` is the
 time axis, a series like any other (`final(time)`: when a run ends). Each run is reduced on its
 own grid; runs sharing one (every equation model's) are reduced together.
@@ -18,9 +18,9 @@ from typing import Mapping
 
 import numpy as np
 
+from studyrun.blocks.expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 from studyrun.core.batch import ModelOutput, SeriesGroup
 from studyrun.core.runtable import RESERVED
-from studyrun.expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import sympy
 
-from studyrun.expr import BUILTINS, ExprError, FunctionDef, check_names, parse, to_sympy
+from studyrun.blocks.expr import BUILTINS, ExprError, FunctionDef, check_names, parse, to_sympy
 
 
 def ev(text, **env):

@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_common import FAST, STUDIES, examples, load_cleanly, time_limit, watched
 
+from studyrun.blocks.expr import BUILTINS, MAX_DEPTH, Expr, ExprError, parse
 from studyrun.core.batch import ModelOutput
-from studyrun.expr import BUILTINS, MAX_DEPTH, Expr, ExprError, parse
 from studyrun.quantities import FUNCTIONS, Quantities, parse_quantity
 
 # ------------------------------------------------------------------------------ expressions
@@ -250,7 +250,7 @@ def test_nesting_is_capped_below_the_recursion_limit():
 
 def test_sympy_form_of_a_huge_power_does_not_hang():
     """Regression: to_sympy computed 9**9**9 exactly (a hang); it folds as numpy does."""
-    from studyrun.expr import to_sympy
+    from studyrun.blocks.expr import to_sympy
 
     with time_limit(10.0):
         form = to_sympy(parse("x * 9**9**9 + 2**3"), {})

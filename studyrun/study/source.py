@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 import yaml
 
+from studyrun.blocks.expr import too_large
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.text import number_of_digits, one_line, quote, shorten
-from studyrun.expr import too_large
 
 VALUE = "<value>"  # a path suffix: the position of a key's value rather than of the key
 MAX_ALIAS_GROWTH = 100_000  # aliases may add at most this many nodes (billion laughs guard)

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from studyrun.expr import ExprError
+from studyrun.blocks.expr import ExprError
 from studyrun.quantities import parse_quantity, window
 
 REDUCTIONS = ("final", "initial", "at", "integral", "mean", "mean_points", "max", "min")

@@ -3,7 +3,7 @@
 
 The forward sensitivity equations ds_j/dt = (df/dx) s_j + df/dp_j, s_j(0) = dx0/dp_j are
 integrated together with the model; the Jacobians come from symbolic differentiation (sympy) of
-the model's own expressions (:func:`studyrun.expr.to_sympy`). Outputs that are flows or
+the model's own expressions (:func:`studyrun.blocks.expr.to_sympy`). Outputs that are flows or
 auxiliaries y = h(x, p, t) get dy/dp_j = (dh/dx) s_j + dh/dp_j. Each s_j is integrated scaled
 by |p_j| so that the states' absolute tolerance suits it.
 
@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from studyrun.expr import ExprError, parse, to_sympy
+from studyrun.blocks.expr import ExprError, parse, to_sympy
 from studyrun.models.equations import FIXED_METHODS, EquationSystem, fixed_steps, topological_order
 
 

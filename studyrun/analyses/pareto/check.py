@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from studyrun.analyses.pareto.terms import constraint, statistic
+from studyrun.blocks.expr import ExprError
 from studyrun.core.errors import Problem
 from studyrun.core.text import suggest
-from studyrun.expr import ExprError
 
 
 def check_multi_objective(spec: Any, context: Any) -> list[Problem]:

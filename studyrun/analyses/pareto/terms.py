@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from studyrun.expr import Expr, ExprError, parse
+from studyrun.blocks.expr import Expr, ExprError, parse
 
 STATISTICS = ("mean", "std", "percentile")
 _STATISTIC = re.compile(r"\b(mean|std|percentile)\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*([^()]*?)\s*)?\)")

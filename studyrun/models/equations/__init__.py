@@ -3,7 +3,7 @@
 Both model types reduce to one :class:`EquationSystem`: states with initial values, one
 derivative per state, algebraic variables (flows and auxiliaries, evaluated in topological
 order), lookups and constants. The system is checked (unknown names, circular definitions,
-states without an initial value), compiled with :mod:`studyrun.expr` and integrated over a whole
+states without an initial value), compiled with :mod:`studyrun.blocks.expr` and integrated over a whole
 batch of runs at once, each state an array of shape (n,).
 
 Integration methods:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from studyrun.blocks.expr import parse
 from studyrun.core.errors import StudyError
-from studyrun.expr import parse
 from studyrun.models.equations.system import EquationSystem, topological_order
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.expr import ExprError
+from studyrun.blocks.expr import ExprError
 from studyrun.models.equations.compiled import CompiledSystem, rhs_function
 
 MAX_EVALUATIONS = 100_000  # rate evaluations per member for solve_ivp methods

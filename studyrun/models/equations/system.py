@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from studyrun.blocks.expr import BUILTINS, ExprError, FunctionDef, parse
 from studyrun.core.errors import Problem
 from studyrun.core.text import suggest
-from studyrun.expr import BUILTINS, ExprError, FunctionDef, parse
 from studyrun.models.equations.lookups import Lookup
 from studyrun.models.equations.timegrid import TimeGrid
 
