@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from test_fuzz_common import FAST, STUDIES, examples, load_cleanly, time_limit, watched
 
 from studyrun.blocks.expr import BUILTINS, MAX_DEPTH, Expr, ExprError, parse
+from studyrun.blocks.quantities import FUNCTIONS, Quantities, parse_quantity
 from studyrun.core.batch import ModelOutput
-from studyrun.quantities import FUNCTIONS, Quantities, parse_quantity
 
 # ------------------------------------------------------------------------------ expressions
 

@@ -10,8 +10,8 @@ from conftest import STUDIES, run_cli, write_study
 from scipy.integrate import solve_ivp, trapezoid
 
 import studyrun
+from studyrun.blocks.quantities import Quantities
 from studyrun.core.batch import ModelOutput, SeriesGroup
-from studyrun.quantities import Quantities
 
 # x = t on a grid crowded near 0: t_k = 10 (k / 25)^4, 26 points over [0, 10], the first after
 # 0.05 being 0.0615

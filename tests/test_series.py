@@ -14,8 +14,8 @@ import pandas
 import pytest
 from conftest import REPO, STUDIES, hash_seeds_that_reorder, run_cli, write_study
 
+from studyrun.blocks.quantities import Quantities
 from studyrun.core.batch import ModelOutput, SeriesGroup
-from studyrun.quantities import Quantities
 
 
 def run_env(*args, seed: int, cwd=None) -> subprocess.CompletedProcess:

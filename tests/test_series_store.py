@@ -277,8 +277,8 @@ def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_
 def test_series_quantities_are_read_back_only_by_analyses_that_read_them():
     from studyrun.analyses.montecarlo import Montecarlo
     from studyrun.analyses.sobol import Sobol
+    from studyrun.blocks.quantities import Quantities
     from studyrun.plan.runs import series_kept, series_wanted
-    from studyrun.quantities import Quantities
 
     quantities = Quantities({"path": "series(y)", "end": "final(v)"})
     montecarlo = Montecarlo(type="montecarlo", samples=10)

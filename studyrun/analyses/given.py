@@ -56,8 +56,8 @@ class GivenRows:
         """The study's quantities and each row's error (None: it succeeded): a quantity named
         as a column is that column, any other is computed from the columns by its expression, as
         from a model's outputs; without a quantities block, every output column."""
+        from studyrun.blocks.quantities import Quantities
         from studyrun.core.batch import ModelOutput
-        from studyrun.quantities import Quantities
 
         out = ModelOutput(n=self.size, scalars=dict(self.outputs), errors=list(self.errors))
         inputs = {name: self.inputs[:, j] for j, name in enumerate(self.names)}
@@ -250,7 +250,7 @@ def header_problems(header: list[str], context: StudyContext) -> list[tuple[int,
 
 def needed_outputs(context: StudyContext, header: set[str]) -> list[str]:
     """The names the quantities read that are neither a column nor a parameter."""
-    from studyrun.quantities import parse_quantity
+    from studyrun.blocks.quantities import parse_quantity
 
     wanted: list[str] = []
     for name, text in (context.quantities or {}).items():

@@ -102,9 +102,9 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
     the folder (holding its lock) or into `out`; returns the report's path. The runs are those of
     the files the store last recorded; an iterative analysis's report reads analysis.json only,
     as when it ran."""
+    from studyrun.blocks.quantities import Quantities
     from studyrun.plan.runs import read_outcome
     from studyrun.plan.study import plan_study
-    from studyrun.quantities import Quantities
     from studyrun.results.report.build import write_report
     from studyrun.store.run_store import RunStore, acquire_lock, latest_identity, release_lock
     from studyrun.study.loading import load_study

@@ -15,6 +15,7 @@ import numpy as np
 import yaml
 
 from studyrun.analyses.base import gathered_warnings
+from studyrun.blocks.quantities import Quantities
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import StudyError
 from studyrun.core.numbers import finite_or_none
@@ -33,7 +34,6 @@ from studyrun.plan.runs import (
     write_parquets,
 )
 from studyrun.plan.study import given_plan, identity_context, identity_record
-from studyrun.quantities import Quantities
 from studyrun.results import outputs
 from studyrun.results.provenance import collect, now
 from studyrun.results.report.build import write_report

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from studyrun.blocks.quantities import Quantities
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import ExecutionError, describe
 from studyrun.execution.clusters import cancel_leftovers, job_name
@@ -34,7 +35,6 @@ from studyrun.execution.progress import Progress
 from studyrun.interrupts import fails_the_run, noting_interrupts
 from studyrun.isolated import IsolatedExecutor, Loss
 from studyrun.plan import Plan
-from studyrun.quantities import Quantities
 from studyrun.store.run_store import Batch, RunStore
 from studyrun.store.series import pack
 from studyrun.study.spec.execution import Cluster, scheduler_problem

@@ -19,11 +19,11 @@ from typing import Iterator
 
 import numpy as np
 
+from studyrun.blocks.quantities import Quantities, series_output
 from studyrun.core.design import Design, Outcome
 from studyrun.core.runtable import RunTable
 from studyrun.plan import Plan
 from studyrun.plan.grids import CommonGrid, common_grid, put_on_grid, put_on_one_grid
-from studyrun.quantities import Quantities, series_output
 from studyrun.results.runs_csv import CSV_FORMAT, WritingInParallel, write_csv
 from studyrun.store.run_store import RunStore
 

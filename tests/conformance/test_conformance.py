@@ -339,8 +339,8 @@ def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, nam
     and prose (errors, warnings, notes, messages) each hold a PAYLOAD: escaped in report.md,
     inert in report.html. Of more quantities than a report draws, it draws the figures of as
     many as it draws (Figures.draws), and says so."""
+    from studyrun.blocks.quantities import Quantities
     from studyrun.plan.runs import read_outcome
-    from studyrun.quantities import Quantities
     from studyrun.results.report import wide
     from studyrun.results.report.build import write_report
     from studyrun.store.run_store import RunStore

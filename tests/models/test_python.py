@@ -82,7 +82,7 @@ def test_series_of_different_lengths_keep_their_own_grids(tmp_path):
 
 
 def test_quantities_of_ragged_runs_are_each_runs_own(tmp_path):
-    from studyrun.quantities import Quantities
+    from studyrun.blocks.quantities import Quantities
 
     inputs = {"x": np.array([2.0, 3.0, 5.0])}
     out = evaluate(tmp_path, RAGGED, inputs)

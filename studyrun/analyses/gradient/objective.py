@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from studyrun.blocks.expr import ExprError
-from studyrun.quantities import parse_quantity, window
+from studyrun.blocks.quantities import parse_quantity, window
 
 REDUCTIONS = ("final", "initial", "at", "integral", "mean", "mean_points", "max", "min")
 EXTREMES = {"max": np.argmax, "min": np.argmin}
