@@ -317,7 +317,7 @@ def test_the_python_api_in_one_process_runs_the_edited_helper_and_data(tmp_path)
 
 
 def test_plan_says_how_the_seed_of_a_random_model_changed():
-    from studyrun.dependencies import describe_changes
+    from studyrun.blocks.dependencies import describe_changes
 
     plain = {"model": "m", "quantities": "q", "fixed": {}, "files": {}}
     assert describe_changes(plain, {**plain, "seed": 1}) == [

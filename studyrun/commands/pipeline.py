@@ -15,12 +15,12 @@ import numpy as np
 import yaml
 
 from studyrun.analyses.base import gathered_warnings
+from studyrun.blocks.dependencies import code_digest
 from studyrun.blocks.quantities import Quantities
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import StudyError
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.text import terminal_safe
-from studyrun.dependencies import code_digest
 from studyrun.execution.execute import Job, Runner, Settings, record_given
 from studyrun.models.base import HasEquations
 from studyrun.plan import make_plan, plan_slices

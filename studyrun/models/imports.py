@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from studyrun.blocks.dependencies import file_digest, file_name
 from studyrun.core.errors import StudyError
-from studyrun.dependencies import file_digest, file_name
 
 # The module's own prints go to stderr, so the answer on the saved stdout stays clean; the
 # modules outside the installed folders are compiled from their source (sources.py), as a run

@@ -36,11 +36,11 @@ from typing import Any, Iterator, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from studyrun.blocks.dependencies import file_name
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import Problem, StudyError, outside
 from studyrun.core.plugin import Example
 from studyrun.core.seeds import run_seed_sequence
-from studyrun.dependencies import file_name
 from studyrun.models.base import ModelSpec
 
 _SUFFIXES = {".mdl": "read_vensim", ".xmile": "read_xmile", ".xml": "read_xmile",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from studyrun.blocks.dependencies import describe_changes
 from studyrun.blocks.params import Fixed
-from studyrun.dependencies import describe_changes
 from studyrun.plan import Plan
 
 SHOWN_FILES = 8

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from studyrun.blocks.dependencies import code_digest, identity_parts
 from studyrun.blocks.quantities import meaning
 from studyrun.core.design import Design
-from studyrun.dependencies import code_digest, identity_parts
 from studyrun.plan import Plan, make_plan
 from studyrun.study.loading import Loaded
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from studyrun.analyses.base import StudyContext
+from studyrun.blocks.dependencies import dependency_digests
 from studyrun.blocks.params import varied
 from studyrun.blocks.params.correlation import correlation_matrix
 from studyrun.core.errors import StudyError, named_only
-from studyrun.dependencies import dependency_digests
 from studyrun.study.source import VALUE, Source, describe, format_path, format_problems, read_yaml
 from studyrun.study.spec import Study
 from studyrun.study.spec.checks import check_study

@@ -24,11 +24,11 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from studyrun.blocks.dependencies import file_name
 from studyrun.core.errors import Problem, StudyError, outside
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import parse_bytes
 from studyrun.core.text import suggest
-from studyrun.dependencies import file_name
 from studyrun.models.base import ModelSpec
 from studyrun.models.command.evaluator import CommandEvaluator
 from studyrun.models.command.placeholders import (

@@ -8,11 +8,11 @@ import re
 import numpy as np
 
 from studyrun.analyses.base import StudyContext
+from studyrun.blocks.dependencies import check_depends_on
 from studyrun.blocks.expr import ExprError
 from studyrun.blocks.quantities import parse_quantity, shape_problem
 from studyrun.core.runtable import RESERVED
 from studyrun.core.text import suggest
-from studyrun.dependencies import check_depends_on
 from studyrun.study.spec import Study
 from studyrun.study.spec.registry import registry
 
