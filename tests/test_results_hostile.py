@@ -395,7 +395,7 @@ def test_runs_csv_quotes_text_a_spreadsheet_would_run_and_readers_undo_it(tmp_pa
 
 
 def test_the_quote_is_undone_exactly():
-    from studyrun.csv_table import escape_text, unescape_text
+    from studyrun.core.csv_table import escape_text, unescape_text
 
     for text in ["=1", "+", "-2", "@x", "\tx", "\rx", "'=x", "''-x", "'a", "a=b", "", "'"]:
         written = escape_text(text)

@@ -19,11 +19,11 @@ from pydantic import ConfigDict, Field
 
 from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.calibrate.data import file_stamp
+from studyrun.core.csv_table import MISSING, read_table, unescape_text
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
 from studyrun.core.runtable import RESERVED
 from studyrun.core.text import suggest
-from studyrun.csv_table import MISSING, read_table, unescape_text
 from studyrun.results.outputs import Finished, read_finished
 
 WHERE = "from"

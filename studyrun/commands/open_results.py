@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from studyrun.core.csv_table import check_names, unescape_text
 from studyrun.core.errors import StudyError, StudyrunError
-from studyrun.csv_table import check_names, unescape_text
 from studyrun.results.analysis_file import Malformed, not_results
 from studyrun.results.outputs import read_analysis
 

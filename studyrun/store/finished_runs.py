@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from studyrun.core.csv_table import read_table
 from studyrun.core.errors import StudyrunError
 from studyrun.core.text import quote
-from studyrun.csv_table import read_table
 from studyrun.store.run_store import RunStore
 
 _INTEGER = re.compile(r"[-+]?[0-9]{1,19}")

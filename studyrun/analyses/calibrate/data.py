@@ -2,7 +2,7 @@
 
 Long format: one observation per line, with a variable-name column (`name`), the independent
 variable (`x`, default `time`), the value (`y`, default `value`) and optionally a per-point error
-(`err`). Wide format: an x column and one column per observed variable. csv_table.py reads both;
+(`err`). Wide format: an x column and one column per observed variable. core/csv_table.py reads both;
 empty cells and NA / NaN are missing values and are skipped. Every mistake (a missing column, a
 value that is not a number, a variable the model does not produce, an x outside the model's time
 span) is a StudyError at the file, line and column of the offending cell.
@@ -18,9 +18,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from studyrun.core.csv_table import MISSING, Table, read_table
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.text import suggest
-from studyrun.csv_table import MISSING, Table, read_table
 
 
 class DataBlock(BaseModel):

@@ -210,7 +210,7 @@ def axial_distance(alpha: str, k: int, cube_runs: int, blocks: tuple[int, int]) 
 def read_csv_design(file: str | None, names: list[str]) -> np.ndarray:
     """A user's design from CSV: one column per varied parameter (natural units), one row per
     run; every mistake located in the file."""
-    from studyrun.csv_table import read_table
+    from studyrun.core.csv_table import read_table
 
     table = read_table(file or "")
     missing = [n for n in names if n not in table.header]

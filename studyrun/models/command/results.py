@@ -60,8 +60,8 @@ def _as_numbers(values: list, name: str, file: str) -> np.ndarray:
 
 
 def _parse_csv(text: str, file: str):
+    from studyrun.core.csv_table import parse_table
     from studyrun.core.errors import StudyError
-    from studyrun.csv_table import parse_table
 
     try:
         table = parse_table(text, file, check_separators=False)
