@@ -252,7 +252,7 @@ LAUNCHERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput",
 
 
 def test_only_the_git_module_starts_git():
-    """Every git call goes through studyrun/git.py, the hardened runner: no other module starts
+    """Every git call goes through studyrun/core/git.py, the hardened runner: no other module starts
     git, and none starts tar."""
     package = Path(studyrun.__file__).parent
     callers = {path.relative_to(package).as_posix()

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from studyrun.git import git_state
+from studyrun.core.git import git_state
 
 PACKAGES = ("numpy", "scipy", "SALib", "statsmodels", "pandas", "dask", "distributed", "pydantic",
             "PyYAML", "matplotlib", "pydoe")

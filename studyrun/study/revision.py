@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.core.git import Entry, entries, names_under, present, resolve, save_blob, toplevel
 from studyrun.core.text import shorten
-from studyrun.git import Entry, entries, names_under, present, resolve, save_blob, toplevel
 
 MAX_FILE = 100 * 2**20  # bytes of one file (GitHub refuses larger ones)
 MAX_TOTAL = 2**30  # bytes of all the files read from a revision
