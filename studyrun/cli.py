@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from studyrun.core.errors import ExecutionError, StudyError, StudyrunError, named_only
+from studyrun.core.interrupts import Terminated
 from studyrun.core.text import cut_values, one_line, terminal_safe
-from studyrun.interrupts import Terminated
 
 CLUSTER_KINDS = ("slurm", "pbs", "sge", "lsf", "htcondor")  # clusters.KINDS, without importing it
 WARNINGS_SHOWN = 10  # of analysis.json's warnings, in the closing summary of `run`

@@ -31,10 +31,10 @@ from studyrun.blocks.dependencies import file_digest, text_digest
 from studyrun.blocks.params import Whole
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import Problem, describe
+from studyrun.core.interrupts import fails_the_run
 from studyrun.core.plugin import Example
 from studyrun.core.prints import escaped_prints
 from studyrun.core.seeds import run_seed, run_seed_sequence
-from studyrun.interrupts import fails_the_run
 from studyrun.models.base import ModelSpec
 from studyrun.models.imports import imported_files, installed_folders, locate_module, source_files
 from studyrun.models.sources import compiled_from_source
