@@ -22,6 +22,7 @@ from studyrun.blocks.quantities import Quantities
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import ExecutionError, describe
 from studyrun.core.interrupts import fails_the_run, noting_interrupts
+from studyrun.core.isolated import IsolatedExecutor, Loss
 from studyrun.execution.clusters import cancel_leftovers, job_name
 from studyrun.execution.executors import (
     SyncExecutor,
@@ -33,7 +34,6 @@ from studyrun.execution.executors import (
     starts_a_cluster,
 )
 from studyrun.execution.progress import Progress
-from studyrun.isolated import IsolatedExecutor, Loss
 from studyrun.plan import Plan
 from studyrun.store.run_store import Batch, RunStore
 from studyrun.store.series import pack

@@ -18,7 +18,7 @@ import sys
 from typing import Any, Callable
 
 from studyrun.core.errors import ExecutionError
-from studyrun.isolated import Loss
+from studyrun.core.isolated import Loss
 from studyrun.study.spec.execution import ADDRESS, Cluster
 
 

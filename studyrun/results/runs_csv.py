@@ -16,8 +16,8 @@ from typing import Iterable
 import numpy as np
 
 from studyrun.core.csv_table import escape_text
+from studyrun.core.isolated import IsolatedExecutor
 from studyrun.core.runtable import CSV_FIXED, RunTable
-from studyrun.isolated import IsolatedExecutor
 from studyrun.results.outputs import PARTIAL, replacing
 from studyrun.store.run_store import RunStore
 

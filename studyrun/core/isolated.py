@@ -77,7 +77,7 @@ class IsolatedExecutor:
         if hasattr(os, "fork") and threading.active_count() == 1:
             self.process = fork(from_driver, to_driver)
         else:
-            code = "import sys; from studyrun.isolated import serve; serve(*map(int, sys.argv[1:]))"
+            code = "import sys; from studyrun.core.isolated import serve; serve(*map(int, sys.argv[1:]))"
             self.process = subprocess.Popen(
                 [sys.executable, "-c", code, str(from_driver), str(to_driver)],
                 pass_fds=(from_driver, to_driver), stdin=subprocess.DEVNULL)
