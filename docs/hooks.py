@@ -2,14 +2,14 @@
 
 - reference/study-format.md from the study file's JSON Schema (`studyrun schema`),
 - reference/cli.md from the command line's own parser,
-- tutorials/PAGE.md, one per analysis type: the user's text in docs/tutorials/PAGE.md with its
+- tutorials/PAGE.md, one per analysis type of the registry (its Tutorials navigation too, set
+  in on_config): the user's text in docs/tutorials/PAGE.md with its
   example's study file, run, figures and numbers filled in from running that example at build
   time (so a number on a page is always the example's own), then the type's other examples.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import sys
@@ -23,8 +23,6 @@ TUTORIALS = ROOT / "docs" / "tutorials"
 sys.path.insert(0, str(ROOT))
 
 GROUPS = {
-    "Models": ("Python", "Command", "Template", "Ode", "OdeTime", "Stockflow", "StockflowTime",
-               "Stock", "LookupSpec", "Pysd", "PysdTime"),
     "Parameters": ("Uniform", "Normal", "LogNormal", "TruncNormal", "Triangular", "LogUniform",
                    "Beta", "Gamma", "Discrete", "Bounds", "Fixed"),
     "Execution": ("Execution", "Cluster"),
@@ -34,6 +32,19 @@ RUNS: dict[str, dict] = {}  # tutorial page -> its example's run, from on_files 
 
 class PluginError(Exception):
     """A tutorial that cannot be built: MkDocs stops with this message."""
+
+
+def on_config(config):
+    """The Tutorials section of the navigation: one page per analysis type, in the registry's
+    order, after the Guide."""
+    from studyrun.study.spec.registry import registry
+
+    pages = [{cls.tutorial or kind: f"tutorials/{kind.replace('_', '-')}.md"}
+             for kind, cls in registry().analyses.items()]
+    nav = [item for item in config["nav"] if "Tutorials" not in item]
+    at = next(i for i, item in enumerate(nav) if "Guide" in item) + 1
+    config["nav"] = [*nav[:at], {"Tutorials": pages}, *nav[at:]]
+    return config
 
 
 def on_files(files, config):
@@ -76,6 +87,7 @@ def on_page_markdown(markdown, page, config, files):
 
 def study_format() -> str:
     from studyrun.commands.schema import study_schema
+    from studyrun.study.spec.registry import registry
 
     schema = study_schema()
     defs = schema["$defs"]
@@ -85,10 +97,8 @@ def study_format() -> str:
              "read JSON Schema complete and check study files with the first line "
              "`# yaml-language-server: $schema=../schemas/study.schema.json`.", "",
              "## Top level", "", keys_table(schema, defs), ""]
-    analyses = sorted(name for name, d in defs.items()
-                      if "type" in d.get("properties", {}) and "const" in d["properties"]["type"]
-                      and name not in sum(GROUPS.values(), ()))
-    grouped = {**GROUPS, "Analyses": tuple(analyses)}
+    grouped = {"Models": model_definitions(defs), **GROUPS,
+               "Analyses": tuple(sorted(cls.__name__ for cls in registry().analyses.values()))}
     shown = set()
     for title, names in grouped.items():
         lines += [f"## {title}", ""]
@@ -102,6 +112,27 @@ def study_format() -> str:
         for name in rest:
             lines += definition(name, defs[name], defs)
     return "\n".join(lines)
+
+
+def model_definitions(defs: dict) -> tuple[str, ...]:
+    """The registry's model types and the parts of their blocks that no other block uses."""
+    from studyrun.study.spec.registry import registry
+
+    def reached(name: str) -> set[str]:
+        found, stack = set(), [name]
+        while stack:
+            for ref in re.findall(r'"#/\$defs/([^"]+)"', json.dumps(defs.get(stack.pop(), {}))):
+                if ref not in found:
+                    found.add(ref)
+                    stack.append(ref)
+        return found
+
+    models = [cls.__name__ for cls in registry().models.values()]
+    parts = set().union(*(reached(name) for name in models))
+    others = set().union(*(reached(name) for name in defs if name not in parts | set(models)
+                           and name != "Study"))
+    return tuple(dict.fromkeys(name for model in models
+                               for name in (model, *sorted(reached(model) - others))))
 
 
 def definition(name: str, schema: dict, defs: dict) -> list[str]:
@@ -161,11 +192,11 @@ def command_line() -> str:
 
 def tutorials() -> dict[str, str]:
     """analysis type -> its tutorial's page name (`rbd_fast` -> `rbd-fast`), one per type of the
-    mapping `analysis_classes` gives: the text is docs/tutorials/PAGE.md, the results come from
-    running the example its front matter names."""
-    from studyrun.study.spec import Study
+    registry, in its order: the text is docs/tutorials/PAGE.md, the results come from running
+    the example its front matter names."""
+    from studyrun.study.spec.registry import registry
 
-    return {kind: kind.replace("_", "-") for kind in sorted(analysis_classes(Study))}
+    return {kind: kind.replace("_", "-") for kind in registry().analyses}
 
 
 def tutorial_text(page: str) -> tuple[dict, str]:
@@ -321,19 +352,3 @@ def froms(block) -> list[str]:
     return []
 
 
-def analysis_classes(study) -> dict[str, type]:
-    """analysis type -> its spec class, from the Study model's analysis union."""
-    from typing import get_args
-
-    field = study.model_fields["analysis"].annotation
-    found = {}
-    stack = [field]
-    while stack:
-        item = stack.pop()
-        args = get_args(item)
-        if args:
-            stack.extend(args)
-        elif inspect.isclass(item) and "type" in getattr(item, "model_fields", {}):
-            for value in get_args(item.model_fields["type"].annotation):
-                found[value] = item
-    return found

@@ -19,7 +19,7 @@ def docs_hooks():
 
 def test_every_analysis_type_has_a_tutorial_on_an_example_of_its_type():
     hooks = docs_hooks()
-    nav = (REPO / "mkdocs.yml").read_text()
+    nav = str(hooks.on_config({"nav": [{"Guide": []}]})["nav"])
     pages = hooks.tutorials()
     assert set(pages) >= {"montecarlo", "sweep", "sobol", "morris", "fast", "rbd_fast", "delta",
                           "pawn", "dgsm", "doe", "surrogate", "local", "gradient", "calibrate",
@@ -28,7 +28,7 @@ def test_every_analysis_type_has_a_tutorial_on_an_example_of_its_type():
         meta, text = hooks.tutorial_text(page)
         study = yaml.safe_load((REPO / "studies" / f"{meta['example']}.yaml").read_text())
         assert study["analysis"]["type"] == kind, page
-        assert f"tutorials/{page}.md" in nav, f"mkdocs.yml's nav lacks the tutorial {page}"
+        assert f"tutorials/{page}.md" in nav, f"the nav lacks the tutorial {page}"
         # for users: the question, the run and what comes back, the methods linked
         assert "{{ study() }}" in text and "{{ run() }}" in text and "../methods.md#" in text, page
         assert "studyrun/" not in text and "docs/methods.md" not in text, page

@@ -1,14 +1,17 @@
 """The analysis plug-in point: plan a design of runs, then analyse the quantities they gave.
 
-A fixed-design analysis implements `design()` and `analyse()`. Iterative analyses (calibrate,
-optimize) implement `iterate()` instead, asking for runs through an `evaluate` callback that goes
-through the same executor and store. `report()` turns the analysis results into Markdown and
-figures; it computes nothing new. Every hook but `report()` is given the `StudyContext`: an
+A fixed-design analysis (`FixedDesignAnalysis`) writes `design()` and `analyse()`. An iterative
+one (`IterativeAnalysis`: calibrate, optimize, surrogate) writes `iterate()`, asking for runs
+through an `evaluate` callback that goes through the same executor and store, and `design()`
+for what `studyrun plan` shows. The hooks they must write are abstract: a type that leaves one
+out is a TypeError when its class is made. `report()` turns the analysis results into Markdown
+and figures; it computes nothing new. Every hook but `report()` is given the `StudyContext`: an
 analysis block is frozen and holds nothing but its own keys.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
@@ -17,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from studyrun.core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
+from studyrun.core.plugin import Example, check_complete
 from studyrun.core.sizes import Footprint, memory_problem
 
 if TYPE_CHECKING:
@@ -130,17 +134,31 @@ def search_runs(analysis: Any, dimensions: int) -> tuple[int, str]:
 
 
 class AnalysisSpec(BaseModel):
-    """Base of every `analysis:` block. Subclasses add `type: Literal[...]` and their own keys."""
+    """Base of every `analysis:` block. A type derives from `FixedDesignAnalysis` or
+    `IterativeAnalysis` and adds `type: Literal[...]` and its own keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    iterative: ClassVar[bool] = False  # True for calibrate/optimize, which use iterate()
+    # What a type declares of itself; the registry (study/spec/registry.py) reads it for the docs, the
+    # results folder and `studyrun predict`.
+    tutorial: ClassVar[str] = ""  # its tutorial's title in the docs' navigation ("": its type)
+    results_files: ClassVar[tuple[str, ...]] = ()  # what its report writes beside report.md
+    # the function that predicts from its analysis.json ("module:function", called as
+    # predict(analysis, quantity, at, level=...)); None: it fits nothing to predict from
+    predicts: ClassVar[str | None] = None
+    example: ClassVar[Example | None] = None  # the study studyrun.testing checks it with
+    iterative: ClassVar[bool] = False  # True: the pipeline calls iterate(), not analyse_runs()
     # True when analyse() reads the series() quantities (outcome.series), not only the outputs
     # of needs_series(): the others keep them in the store without reading them back.
     reads_series_quantities: ClassVar[bool] = False
     # Why a study with `correlation:` is refused; None: the design draws correlated inputs.
     without_correlation: ClassVar[str | None] = ("its design does not draw from the parameters' "
                                                  "joint distribution")
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        check_complete(cls)
 
     def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
         """The model as this analysis runs it and what it changed, in words (local tightens an
@@ -195,9 +213,10 @@ class AnalysisSpec(BaseModel):
         """The times at which to compare runs whose grids differ; None: the first run's."""
         return None
 
+    @abstractmethod
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
-        """The runs to make, derived only from the study context and the seed."""
-        raise NotImplementedError
+        """The runs to make, derived only from the study context and the seed (an iterative
+        analysis: its first runs, as `studyrun plan` shows them)."""
 
     def design_chunks(self, context: StudyContext, seed: np.random.SeedSequence,
                       rows: int) -> Iterator[Design]:
@@ -219,19 +238,6 @@ class AnalysisSpec(BaseModel):
         """What `studyrun plan` says of the design; empty: it lists the first runs."""
         return ""
 
-    def analyse_runs(self, runs: "PlannedRuns", context: StudyContext) -> dict[str, Any]:
-        """Results from the planned runs in the store; by default read whole and `analyse()`d."""
-        return self.analyse(runs.whole(), context)
-
-    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
-        """The `results` block of analysis.json, keyed by quantity (see the study format)."""
-        raise NotImplementedError
-
-    def iterate(self, evaluate: Evaluate, context: StudyContext,
-                seed: np.random.SeedSequence) -> dict[str, Any]:
-        """Iterative analyses: ask for runs through `evaluate` and return the results block."""
-        raise NotImplementedError
-
     def earlier_results(self, context: StudyContext) -> Path | None:
         """A finished results folder whose succeeded runs this study's plan may share (a grown
         design): the runs of the same identity are copied from its store instead of made
@@ -251,3 +257,28 @@ class AnalysisSpec(BaseModel):
     def report(self, analysis: dict[str, Any], outcome: Outcome | None, figures: "Figures") -> str:
         """Markdown sections (with figures) for report.md, from analysis.json and the runs."""
         return ""
+
+
+class FixedDesignAnalysis(AnalysisSpec):
+    """An analysis whose runs are planned at once (`design()`), then analysed (`analyse()`). One
+    whose sample may grow until a precision target is met (montecarlo, sobol, morris) also
+    writes `iterate()` and says when it is `iterative`."""
+
+    def analyse_runs(self, runs: "PlannedRuns", context: StudyContext) -> dict[str, Any]:
+        """Results from the planned runs in the store; by default read whole and `analyse()`d."""
+        return self.analyse(runs.whole(), context)
+
+    @abstractmethod
+    def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
+        """The `results` block of analysis.json, keyed by quantity (see the study format)."""
+
+
+class IterativeAnalysis(AnalysisSpec):
+    """An analysis that decides its next runs from the last ones' results (a fit, a search)."""
+
+    iterative: ClassVar[bool] = True
+
+    @abstractmethod
+    def iterate(self, evaluate: Evaluate, context: StudyContext,
+                seed: np.random.SeedSequence) -> dict[str, Any]:
+        """Ask for runs through `evaluate` and return the results block."""

@@ -27,6 +27,7 @@ from studyrun.analyses.salib import (
     with_notes,
 )
 from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 
 # SALib's delta (balanced and step modes) splits a parameter's range into equal bins (10; 5 for
 # the step's positive side), merges neighbours holding fewer than 10 runs (5), and draws
@@ -42,6 +43,9 @@ class Delta(GivenDataAnalysis):
     """`analysis: {type: delta}`: delta moment-independent and first-order indices."""
 
     type: Literal["delta"]
+    tutorial = "Delta"
+    example = Example({"analysis": {"type": "delta", "samples": 160, "resamples": 2}},
+                      failing={})
     method: Literal["all", "delta", "sobol"] = Field(
         "all", description="SALib's choice: delta indices, first-order S1, or both")
     confidence: Confidence = 0.95

@@ -50,6 +50,7 @@ from studyrun.analyses.salib import (
 )
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 BOOTSTRAP_BYTES = 16  # SALib's bootstrap: bytes x base points x resamples (bench_memory.py)
@@ -61,6 +62,9 @@ class Dgsm(SalibAnalysis):
     """`analysis: {type: dgsm}`: derivative-based measures; runs = samples x (parameters + 1)."""
 
     type: Literal["dgsm"]
+    tutorial = "DGSM"
+    example = Example({"analysis": {"type": "dgsm", "samples": 16, "resamples": 10}},
+                      failing={"parameters": {"a": {"bounds": [0.1, 0.95]}}})
     samples: int = Field(1024, ge=MIN_BLOCKS, description="base points N")
     delta: float = Field(0.01, gt=0, lt=0.5, description="finite-difference step as a fraction of "
                          "each parameter's box (its bounds, or 0.1% to 99.9% quantiles)")

@@ -27,12 +27,17 @@ from studyrun.analyses.salib import (
     with_notes,
 )
 from studyrun.core.design import Design
+from studyrun.core.plugin import Example
 
 
 class Fast(SalibAnalysis):
     """`analysis: {type: fast}`: eFAST S1 and ST; runs = samples x number of parameters."""
 
     type: Literal["fast"]
+    tutorial = "eFAST"
+    example = Example({"analysis": {"type": "fast", "samples": 24, "M": 2, "resamples": 10}},
+                      failing={},
+                      failures="refuses")
     samples: int = Field(1024, description="runs per parameter's search curve (> 4 M^2)")
     M: int = Field(4, ge=1, description="interference factor (harmonics)")
     confidence: Confidence = 0.95

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from studyrun.analyses.base import AnalysisSpec, StudyContext
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.calibrate.data import file_stamp
 from studyrun.core.csv_table import MISSING, read_table, unescape_text
 from studyrun.core.design import Design
@@ -83,7 +83,7 @@ class GivenRows:
         return given | (self.finished.provenance() if self.finished is not None else {})
 
 
-class ReadsGiven(AnalysisSpec):
+class ReadsGiven(FixedDesignAnalysis):
     """An analysis that may read runs that exist (`from:`) instead of running the model."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

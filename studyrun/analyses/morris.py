@@ -37,7 +37,7 @@ from pydantic import (
 
 from studyrun.analyses.base import (
     INDEPENDENT_INPUTS,
-    AnalysisSpec,
+    FixedDesignAnalysis,
     StudyContext,
     run_bytes,
     runs_footprint,
@@ -62,6 +62,7 @@ from studyrun.analyses.salib import (
 from studyrun.analyses.salib.report import facts_line, figure_name, index_table, nan, warnings_block
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 from studyrun.results.report.markdown import escape
 from studyrun.results.report.wide import shown, top_note
@@ -96,12 +97,16 @@ class Trajectories(BaseModel):
         return doublings(self.start, self.max)
 
 
-class Morris(AnalysisSpec):
+class Morris(FixedDesignAnalysis):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
 
     without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
+    tutorial = "Morris"
+    example = Example({"analysis": {"type": "morris", "trajectories": 12, "resamples": 10}},
+                      failing={"parameters": {"a": {"bounds": [0.1, 0.95]},
+                                              "b": {"bounds": [0.1, 0.9]}}})
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

@@ -27,7 +27,7 @@ Formulas, defaults and edge cases: docs/methods.md, "Optimisation".
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -41,12 +41,18 @@ from pydantic import (
     model_validator,
 )
 
-from studyrun.analyses.base import SEARCH_RUN_BYTES, AnalysisSpec, search_footprint, search_runs
+from studyrun.analyses.base import (
+    SEARCH_RUN_BYTES,
+    IterativeAnalysis,
+    search_footprint,
+    search_runs,
+)
 from studyrun.analyses.search.fit import make_box
 from studyrun.blocks.params import sample_unit
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 from studyrun.core.text import suggest
 from studyrun.results.report.markdown import escape, table
@@ -75,11 +81,15 @@ SORTING_BYTES = 18  # pymoo's sorting of a generation: bytes x population^2 (ben
 Count = Annotated[int, WithJsonSchema({"type": "integer", "exclusiveMinimum": 0})]
 
 
-class Optimize(AnalysisSpec):
+class Optimize(IterativeAnalysis):
     """Minimise a sum of quantity terms over the varied parameters' box."""
 
     type: Literal["optimize"]
-    iterative: ClassVar[bool] = True
+    tutorial = "Optimisation"
+    example = Example({"analysis": {"type": "optimize", "target": {"final": 0.5},
+                                    "max_evaluations": 30}},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="steers")
 
     minimize: list[str] = Field(default_factory=list, description="quantities to make small")
     maximize: list[str] = Field(default_factory=list, description="quantities to make large")

@@ -16,12 +16,16 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from studyrun.analyses.salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
+from studyrun.core.plugin import Example
 
 
 class Pawn(GivenDataAnalysis):
     """`analysis: {type: pawn}`: KS-distance sensitivity summaries per parameter."""
 
     type: Literal["pawn"]
+    tutorial = "PAWN"
+    example = Example({"analysis": {"type": "pawn", "samples": 32, "S": 3}},
+                      failing={})
     S: int = Field(10, ge=2, description="slices of each input's range (conditioning intervals)")
 
     without_correlation = None  # its sample is drawn correlated

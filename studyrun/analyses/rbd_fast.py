@@ -15,12 +15,16 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from studyrun.analyses.salib import Confidence, GivenDataAnalysis, Resamples
+from studyrun.core.plugin import Example
 
 
 class RbdFast(GivenDataAnalysis):
     """`analysis: {type: rbd_fast}`: first-order indices from one sample of `samples` runs."""
 
     type: Literal["rbd_fast"]
+    tutorial = "RBD-FAST"
+    example = Example({"analysis": {"type": "rbd_fast", "samples": 32, "M": 2, "resamples": 10}},
+                      failing={})
     M: int = Field(10, ge=1, description="harmonics summed (interference factor)")
     confidence: Confidence = 0.95
     resamples: Resamples = 100

@@ -11,17 +11,22 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
-from studyrun.analyses.base import AnalysisSpec
+from studyrun.analyses.base import FixedDesignAnalysis
 from studyrun.blocks.params import Real, Whole
 from studyrun.core.design import Design, Outcome
 from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
 from studyrun.results.report.markdown import table
 
 
-class Sweep(AnalysisSpec):
+class Sweep(FixedDesignAnalysis):
     """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
 
     type: Literal["sweep"]
+    tutorial = "Sweeps"
+    example = Example({"analysis": {"type": "sweep", "levels": 4}},
+                      failing={},
+                      failures="nulls")
     levels: PositiveInt | dict[str, PositiveInt | list[Whole | Real]] = Field(
         5, description="points per parameter across its bounds, or explicit values per parameter "
         "(integers stay whole numbers)")

@@ -79,14 +79,14 @@ class Results:
             raise not_results(self.folder, f"analysis.json: {error}") from None
 
     def _predictor(self):
+        from studyrun.study.spec.registry import registry
+
         kind = self.analysis.get("analysis")
-        if kind == "doe":
-            from studyrun.analyses.doe import predict
-        elif kind == "surrogate":
-            from studyrun.analyses.surrogate.predict import predict
-        else:
-            raise StudyError(f"{self.folder}: predict needs the results of a doe or surrogate "
-                             f"analysis; this folder holds a {kind} analysis")
+        predict = registry().predictor(kind)
+        if predict is None:
+            kinds = " or ".join(registry().predicting())
+            raise StudyError(f"{self.folder}: predict needs the results of a {kinds} analysis; "
+                             f"this folder holds a {kind} analysis")
         return predict
 
 

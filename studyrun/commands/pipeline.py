@@ -42,6 +42,7 @@ from studyrun.results.runs_csv import write_csv
 from studyrun.store.run_store import RunStore
 from studyrun.study.loading import Loaded, load_study
 from studyrun.study.spec import Study
+from studyrun.study.spec.registry import registry
 
 
 def settings_for(study: Study, scheduler: str | None = None, workers: int | None = None,
@@ -91,7 +92,7 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
     copy = study_copy(loaded)
     with RunStore.open(folder / "runs.sqlite", fresh=fresh) as store:  # held until all is written
         store.check(parameters, quantities)  # before anything in the folder changes
-        outputs.claim(folder, copy, fresh=fresh)
+        outputs.claim(folder, copy, fresh=fresh, files=registry().results_files())
         store.record_identity(identity_record(loaded))
         store.set_meta(iterative=loaded.study.analysis.iterative)  # for `studyrun status`
         if quantities is not None:

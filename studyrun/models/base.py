@@ -2,18 +2,21 @@
 
 A model evaluates a *batch* of runs at once (see core/batch.py for what it returns). Per-run
 models loop inside the batch; vectorized models take the batch whole. No per-run Python objects
-travel on the hot path.
+travel on the hot path. `build()` is abstract: a type without it is a TypeError when its class is
+made.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from studyrun.core.batch import Evaluator
 from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example, check_complete
 
 if TYPE_CHECKING:
     from studyrun.models.equations.system import EquationSystem
@@ -28,6 +31,12 @@ class ModelSpec(BaseModel):
     # PySD loads its model); a model that only reads its files says False. `studyrun diff --rev`
     # without --results leaves such a check out and asks static_dependencies() instead.
     runs_code_to_check: ClassVar[bool] = True
+    example: ClassVar[Example | None] = None  # the study studyrun.testing checks it with
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        check_complete(cls)
 
     def defaults(self) -> dict[str, float]:
         """The model's own values of its inputs (constants), used when a study does not vary them."""
@@ -85,9 +94,9 @@ class ModelSpec(BaseModel):
         its own; itself when it has no time limit."""
         return self
 
+    @abstractmethod
     def build(self, study_dir: Path) -> Evaluator:
         """The evaluator for this model; cheap, picklable, imports lazily where it runs."""
-        raise NotImplementedError
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 from studyrun.core.text import suggest
 from studyrun.models.equations import EquationModel, EquationSystem, Expression, TimeGrid, TimeSpan
 
@@ -29,6 +30,13 @@ class Ode(EquationModel):
     """``type: ode``: d state / dt = rate, one rate per state."""
 
     type: Literal["ode"]
+    example = Example({
+        "model": {"type": "ode", "time": {"start": 0, "stop": 10, "step": 0.5}, "method": "RK45",
+                  "states": {"population": "initial_population"},
+                  "rates": {"population": "rate * population * (1 - population / capacity)"},
+                  "constants": {"initial_population": 10, "rate": 0.4, "capacity": 1000}},
+        "parameters": {"rate": {"bounds": [0.3, 0.5]}, "capacity": {"bounds": [800, 1200]}},
+        "quantities": {"final": "final(population)"}})
     states: dict[str, Expression | None]  # name -> initial value
     rates: dict[str, Expression]
     time: OdeTime

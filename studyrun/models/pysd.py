@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from studyrun.blocks.dependencies import file_name
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import Problem, StudyError, outside
+from studyrun.core.plugin import Example
 from studyrun.core.seeds import run_seed_sequence
 from studyrun.models.base import ModelSpec
 
@@ -51,6 +52,18 @@ _NAMES_RANDOM = re.compile(r"(?i)\bRANDOM[ _]|\b(?:UNIFORM|NORMAL|EXPRND|POISSON
                            + _DRAWS.pattern)
 _GLOBAL_GENERATOR = threading.Lock()  # numpy's global generator: one per process
 
+
+# The example's model (studyrun.testing): Vensim's teacup, cooling to the room's temperature.
+EXAMPLE_MODEL = """{UTF-8}
+Characteristic Time = 10 ~ Minutes ~ |
+Heat Loss to Room = (Teacup Temperature - Room Temperature) / Characteristic Time ~ F/Minute ~ |
+Room Temperature = 70 ~ F ~ |
+Teacup Temperature = INTEG(-Heat Loss to Room, 180) ~ F ~ |
+FINAL TIME = 30 ~ Minute ~ |
+INITIAL TIME = 0 ~ Minute ~ |
+SAVEPER = TIME STEP ~ Minute ~ |
+TIME STEP = 0.125 ~ Minute ~ |
+"""
 
 class PysdTime(BaseModel):
     """Overrides of the model's own time settings (INITIAL TIME, FINAL TIME, TIME STEP, SAVEPER)."""
@@ -67,6 +80,11 @@ class Pysd(ModelSpec):
     """``type: pysd``: a system-dynamics model file run with PySD, one fresh model per run."""
 
     type: Literal["pysd"]
+    example = Example({"model": {"type": "pysd", "file": "teacup.mdl", "time": {"final_time": 10}},
+                       "parameters": {"characteristic_time": {"bounds": [5, 15]},
+                                      "room_temperature": 70},
+                       "quantities": {"final": "final(teacup_temperature)"}},
+                      files={"teacup.mdl": EXAMPLE_MODEL})
     file: str = Field(description="the model file (.mdl, .xmile, .stmx, or a PySD translation "
                                   ".py), relative to the study's folder")
     outputs: list[str] | None = Field(None, description="model variables to return (default: "

@@ -32,6 +32,7 @@ from studyrun.blocks.params import Whole
 from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import Problem, describe
 from studyrun.core.interrupts import fails_the_run
+from studyrun.core.plugin import Example
 from studyrun.core.prints import escaped_prints
 from studyrun.core.seeds import run_seed, run_seed_sequence
 from studyrun.models.base import ModelSpec
@@ -91,6 +92,8 @@ class Python(ModelSpec):
     """A Python function as the model."""
 
     type: Literal["python"]
+    example = Example({"model": {"type": "python", "function": "toy:toy"},
+                       "quantities": {"final": "final", "peak": "max(y)"}})
     function: str = Field(description="package.module:callable, importable from the study's folder")
     vectorized: bool = Field(False, description="called once per batch with arrays")
     constants: dict[str, Whole | float] = Field(

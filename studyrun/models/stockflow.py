@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 from studyrun.core.text import suggest
 from studyrun.models.equations import (
     EquationModel,
@@ -49,6 +50,16 @@ class Stockflow(EquationModel):
     """``type: stockflow``."""
 
     type: Literal["stockflow"]
+    example = Example({
+        "model": {"type": "stockflow", "method": "euler",
+                  "time": {"start": 0, "stop": 5, "step": 0.125, "save_every": 1},
+                  "stocks": {"area": {"initial": 10, "inflows": ["growth"],
+                                      "outflows": ["decay"]}},
+                  "flows": {"growth": "area * growth_rate * (1 - area / 1000)",
+                            "decay": "area * decay_rate"},
+                  "constants": {"growth_rate": 1.0, "decay_rate": 0.2}},
+        "parameters": {"growth_rate": {"bounds": [0.5, 1.5]}, "decay_rate": {"bounds": [0.1, 0.3]}},
+        "quantities": {"final": "final(area)"}})
     stocks: dict[str, Stock]
     flows: dict[str, Expression] = {}
     time: StockflowTime

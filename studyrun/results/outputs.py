@@ -17,10 +17,10 @@ from typing import Any, Iterator
 
 from studyrun.core.errors import StudyrunError
 
-# What a run writes next to runs.sqlite (analyses add their own files to this list).
+# What every run writes next to runs.sqlite; an analysis type declares its own files
+# (`results_files`), which `claim` is given.
 RESULTS = ("analysis.json", "report.md", "report.html", "runs.csv", "runs.parquet", "series.parquet",
-           "figures", "residuals.csv", "mcmc-samples.csv",
-           "fitted.csv")
+           "figures")
 PARTIAL = ".partial"  # the suffix of a file being written; its name starts with a dot
 DIGEST_KEY = "study_yaml_sha256"
 
@@ -62,10 +62,11 @@ def study_digest(text: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def clear(folder: Path, *, work: bool = False) -> None:
-    """Remove the results of an earlier run (and with `work`, the runs' working directories)."""
+def clear(folder: Path, *, work: bool = False, files: tuple[str, ...] = ()) -> None:
+    """Remove the results of an earlier run, `files` (the analyses' own) too (and with `work`,
+    the runs' working directories)."""
     folder = Path(folder)
-    for name in (*RESULTS, *(("work",) if work else ())):
+    for name in (*RESULTS, *files, *(("work",) if work else ())):
         path = folder / name
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -79,13 +80,14 @@ def remove_partials(folder: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def claim(folder: Path, text: str, *, fresh: bool) -> None:
+def claim(folder: Path, text: str, *, fresh: bool, files: tuple[str, ...] = ()) -> None:
     """Make the folder the study's before its runs: the results of another study there (with
-    `fresh`, of any) are removed first, then study.yaml is written. Only a folder holding a
-    study.yaml is a results folder: nothing is removed from any other."""
+    `fresh`, of any; `files`: the analyses' own besides RESULTS) are removed first, then
+    study.yaml is written. Only a folder holding a study.yaml is a results folder: nothing is
+    removed from any other."""
     old = study_text(folder)
     if old is not None and (fresh or study_digest(old) != study_digest(text)):
-        clear(folder, work=fresh)
+        clear(folder, work=fresh, files=files)
     remove_partials(folder)
     write_text(Path(folder) / "study.yaml", text)
 

@@ -1,6 +1,7 @@
 """The conformance suite (issue 15, section 3): the same checks over every model and analysis
-type, as scikit-learn checks every estimator. The examples are in conformance_table.py; a type
-added to a union without an example there fails `test_every_union_member_has_an_example`.
+type, as scikit-learn checks every estimator. The quick ones are studyrun.testing's, shipped for
+outside types too; the examples are the types' own (conformance_table.py), and a type without
+one fails its `check_declaration`.
 
 Checks: a design is the same for the same seed and its chunks make it whole; the spec is
 unchanged by loading, validation and a run; an evaluator pickles and gives the same output after
@@ -27,26 +28,18 @@ from unittest.mock import patch
 import cloudpickle
 import numpy as np
 import pytest
-from conformance_table import (
-    ALL,
-    ANALYSES,
-    MODELS,
-    Example,
-    member_types,
-    merged,
-    missing_examples,
-)
+from conformance_table import ALL, ANALYSES, Example, merged
 from hostile_html import PAYLOAD, live, text_of, views
 
-from studyrun.analyses.base import AnalysisSpec
 from studyrun.commands import pipeline
 from studyrun.commands.open_results import rebuild_report
 from studyrun.commands.pipeline import make_job, run_study
 from studyrun.core.batch import RunContext
 from studyrun.plan.study import plan_study
 from studyrun.study.loading import include_files, load_study, read_yaml, validate
-from studyrun.study.spec import AnalysisUnion, ModelUnion, Study
-from studyrun.study.spec.checks import check_study
+from studyrun.study.spec import Study
+from studyrun.study.spec.registry import registry
+from studyrun.testing import parametrize_with_checks
 
 
 @dataclass(frozen=True)
@@ -136,12 +129,12 @@ def runs(tmp_path_factory) -> Runs:
     return Runs(tmp_path_factory.mktemp("conformance"))
 
 
-def test_every_union_member_has_an_example():
-    missing = missing_examples()
-    assert not missing, (f"no conformance example for {', '.join(missing)}: add one to "
-                         "tests/conformance/conformance_table.py")
-    assert set(MODELS) == set(member_types(ModelUnion))  # and none for a type that is gone
-    assert set(ANALYSES) == set(member_types(AnalysisUnion))
+@parametrize_with_checks([*registry().models.values(), *registry().analyses.values()],
+                         runs=False)
+def test_every_type_passes_the_shipped_checks(check, tmp_path):
+    """studyrun.testing's checks that run no study: the declaration and example, the design and
+    its chunks, the memory footprint, the evaluator's pickling."""
+    check(tmp_path)
 
 
 def as_validated(path: Path) -> dict:
@@ -149,59 +142,15 @@ def as_validated(path: Path) -> dict:
     return validate(Study, include_files(read_yaml(path))).model_dump()
 
 
-@pytest.mark.parametrize("name", list(ANALYSES))
-def test_a_design_is_the_same_for_the_same_seed_and_its_chunks_make_it_whole(name, tmp_path):
-    path = ANALYSES[name].write(tmp_path)
-    loaded = load_study(path)
-    analysis, context = loaded.study.analysis, loaded.context
-    assert check_study(loaded.study, context) == []
-
-    def seed():
-        return np.random.SeedSequence(loaded.study.seed)
-
-    design, again = analysis.design(context, seed()), analysis.design(context, seed())
-    assert design.names == again.names == list(context.varied)
-    assert design.matrix.shape[1] == len(design.names) and len(design.matrix) >= 1
-    assert np.array_equal(design.matrix, again.matrix) and same(design.info, again.info)
-    own_chunks = type(analysis).design_chunks is not AnalysisSpec.design_chunks
-    for rows in (1, 7, len(design.matrix)):
-        chunks = list(analysis.design_chunks(context, seed(), rows))
-        assert all(chunk.names == design.names for chunk in chunks)
-        assert np.array_equal(np.vstack([chunk.matrix for chunk in chunks]), design.matrix)
-        assert not own_chunks or max(len(chunk.matrix) for chunk in chunks) <= rows
-    assert isinstance(analysis.describe_design(design, context), str)
-    assert plan_study(loaded).size == len(design.matrix)
-    assert loaded.study.model_dump() == as_validated(path)  # nor changed by any of this
-
-
 SMALL_BY_CONSTRUCTION = {"local", "gradient"}  # a few runs a parameter: no size of their own
 
 
-@pytest.mark.parametrize("name", list(ANALYSES))
-def test_every_analysis_states_its_memory_and_refuses_sizes_beyond_the_limit(name, tmp_path,
-                                                                              monkeypatch):
-    """Its footprint grows with the size at its key, and one byte less memory than it needs is
-    a problem at that key (core/sizes.py, each analysis's `footprint`)."""
-    loaded = load_study(ANALYSES[name].write(tmp_path))
-    analysis, context = loaded.study.analysis, loaded.context
-    footprint = analysis.footprint(context)
-    if name in SMALL_BY_CONSTRUCTION:
-        assert footprint is None
-        return
-    assert 0 < footprint.bytes < footprint.bytes_at(2 * footprint.size)
-    assert analysis.check_size(context) == []
-    monkeypatch.setenv("STUDYRUN_MEMORY_LIMIT", str(footprint.bytes - 1))
-    problems = analysis.check_size(context)
-    assert [p.path for p in problems] == [footprint.key], problems
-    assert f"{footprint.size:,} {footprint.counts} need about" in problems[0].message
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal, numpy arrays included."""
-    def text(value):
-        return json.dumps(value, sort_keys=True, default=repr)
-
-    return text(a) == text(b)
+def test_only_analyses_small_by_construction_state_no_memory(tmp_path):
+    """The shipped footprint check accepts None; here, only for the analyses that are small."""
+    loaded = {name: load_study(example.write(tmp_path / name))
+              for name, example in ANALYSES.items()}
+    assert {name for name, study in loaded.items()
+            if study.study.analysis.footprint(study.context) is None} == SMALL_BY_CONSTRUCTION
 
 
 @pytest.mark.slow

@@ -54,7 +54,7 @@ from pydantic import (
 
 from studyrun.analyses.base import (
     SEARCH_RUN_BYTES,
-    AnalysisSpec,
+    IterativeAnalysis,
     StudyContext,
     search_footprint,
     search_runs,
@@ -69,6 +69,7 @@ from studyrun.analyses.calibrate.data import (
 from studyrun.analyses.calibrate.sequential import Start
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
@@ -78,6 +79,11 @@ __all__ = ["Calibrate", "DataBlock", "Mcmc", "Start"]
 
 MCMC_RUN_BYTES = 4500  # bytes a run of MCMC (benchmarks/bench_memory.py)
 FIT_METHODS = ("lm", "trf", "nelder-mead", "lbfgsb", "differential-evolution")
+
+
+# The example's data (studyrun.testing): the toy model's y at a = 0.5, b = 0.3.
+OBSERVED = ("name,time,value\ny,0,0.8\ny,0.5,0.730353988213\ny,1,0.670409110341\n"
+            "y,1.5,0.618814075811\ny,2,0.574405818047\n")
 
 
 class Mcmc(BaseModel):
@@ -111,11 +117,16 @@ class Mcmc(BaseModel):
         return self
 
 
-class Calibrate(AnalysisSpec):
+class Calibrate(IterativeAnalysis):
     """Fit the varied parameters to observed data; see the module doc for the results keys."""
 
     type: Literal["calibrate"]
-    iterative: ClassVar[bool] = True
+    tutorial = "Calibration"
+    example = Example({"analysis": {"type": "calibrate", "data": {"file": "observed.csv"},
+                                    "max_evaluations": 60}},
+                      files={"observed.csv": OBSERVED},
+                      failing={"parameters": {"a": {"nominal": 0.9}}}, failures="steers")
+    results_files = ("residuals.csv", "fitted.csv", "mcmc-samples.csv")
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 
     data: DataBlock | list[DataBlock] = Field(

@@ -39,6 +39,7 @@ from studyrun.analyses.doe.terms import read_coding, select_terms, to_coded
 from studyrun.analyses.given import ReadsGiven, read_given
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
@@ -59,6 +60,10 @@ class Doe(ReadsGiven):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
+    tutorial = "Designed experiments"
+    example = Example({"analysis": {"type": "doe", "design": "full", "levels": 3}},
+                      failing={})
+    predicts = "studyrun.analyses.doe.surface:predict"
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
                               frozen=True)
 

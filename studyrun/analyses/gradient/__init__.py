@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, PositiveFloat, field_validator
 
-from studyrun.analyses.base import AnalysisSpec, StudyContext
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.gradient.objective import REDUCTIONS, parse_objective
 from studyrun.analyses.local import exact_status, tighten
 from studyrun.analyses.local.agreement import rank
@@ -34,6 +34,7 @@ from studyrun.analyses.local.sensitivity import difference_rows, perturbation_st
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem
 from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
 
 if TYPE_CHECKING:
     from studyrun.analyses.local.exact import SymbolicModel
@@ -42,10 +43,14 @@ if TYPE_CHECKING:
 Method = Literal["auto", "adjoint", "forward", "fd"]
 
 
-class Gradient(AnalysisSpec):
+class Gradient(FixedDesignAnalysis):
     """`analysis: {type: gradient}`: dJ/dp at the nominal point; see the module doc."""
 
     type: Literal["gradient"]
+    tutorial = "Gradients"
+    example = Example({"analysis": {"type": "gradient", "objective": "integral(y)"}},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="names")
     objective: str = Field(description="J: " + " | ".join(f"{k}(x)" for k in REDUCTIONS)
                            + " of a model output x; a window (x, T0, T1) but for final and at "
                              "(at(x, T))")

@@ -36,11 +36,12 @@ from pydantic import (
     field_validator,
 )
 
-from studyrun.analyses.base import AnalysisSpec, StudyContext
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.local.collinearity import MAX_SUBSETS, subset_count
 from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
 
 if TYPE_CHECKING:
     from studyrun.results.report.figures import Figures
@@ -68,10 +69,14 @@ class PartitionSpec(BaseModel):
                                 "df/dp_j as the dissertation writes it")
 
 
-class Local(AnalysisSpec):
+class Local(FixedDesignAnalysis):
     """`analysis: {type: local}`: sensitivity functions, their summaries and identifiability."""
 
     type: Literal["local"]
+    tutorial = "Local sensitivity"
+    example = Example({"analysis": {"type": "local", "outputs": ["y"]}},
+                      failing={"parameters": {"a": {"nominal": 0.9}}},
+                      failures="names")
     outputs: list[str] = Field(min_length=1, description="the model's time series to study")
     method: Method = Field("central", description="central | forward differences, or exact "
                            "(forward sensitivity equations; ode and stockflow models)")

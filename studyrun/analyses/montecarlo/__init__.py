@@ -27,6 +27,7 @@ from studyrun.blocks.params import (
     sample_unit_range,
 )
 from studyrun.core.design import Design, Outcome
+from studyrun.core.plugin import Example
 from studyrun.results.report.figures import shown_rows
 from studyrun.results.report.markdown import escape, table
 from studyrun.results.report.wide import TOP, shown, table_order, top_note
@@ -37,6 +38,9 @@ class Montecarlo(ReadsGiven):
     quantity's distribution."""
 
     type: Literal["montecarlo"]
+    tutorial = "Monte Carlo"
+    example = Example({"analysis": {"type": "montecarlo", "samples": 24}, "quantities": None},
+                      failing={})
     samples: PositiveInt | Samples = Field(
         1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
                           "max}: runs double until the 95% interval of every mean and "

@@ -27,7 +27,12 @@ from typing import (
 import numpy as np
 from pydantic import AfterValidator, Field, model_validator
 
-from studyrun.analyses.base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, runs_footprint
+from studyrun.analyses.base import (
+    INDEPENDENT_INPUTS,
+    FixedDesignAnalysis,
+    StudyContext,
+    runs_footprint,
+)
 from studyrun.analyses.given import ReadsGiven, not_with_from
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError
@@ -209,7 +214,7 @@ def constant_output(values: np.ndarray) -> bool:
         1.0, float(np.max(np.abs(values))))
 
 
-class SalibAnalysis(AnalysisSpec):
+class SalibAnalysis(FixedDesignAnalysis):
     """Base of the SALib methods analysed one quantity at a time with one SALib call, whose
     per-parameter arrays become maps (FAST, RBD-FAST, delta, PAWN).
 

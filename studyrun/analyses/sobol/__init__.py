@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from studyrun.analyses.base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, run_bytes
+from studyrun.analyses.base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes
 from studyrun.analyses.precision import PowerOfTwoSamples, Round, grow, reached
 from studyrun.analyses.salib import (
     MIN_BLOCKS,
@@ -54,6 +54,7 @@ from studyrun.analyses.salib.saltelli import saltelli_unit
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.numbers import finite_or_none
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
@@ -65,13 +66,16 @@ BOOTSTRAP_BYTES = 64  # SALib's bootstrap: bytes x base samples x resamples (ben
 SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 
 
-class Sobol(AnalysisSpec):
+class Sobol(FixedDesignAnalysis):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
 
     without_correlation = INDEPENDENT_INPUTS
     reads_series_quantities = True  # S1 and ST at every time of a series() quantity
 
     type: Literal["sobol"]
+    tutorial = "Sobol'"
+    example = Example({"analysis": {"type": "sobol", "samples": 16, "resamples": 10}},
+                      failing={"parameters": {"a": {"bounds": [0.1, 0.95]}}})
     samples: int | PowerOfTwoSamples = Field(
         1024, description="base samples N (a power of 2); runs = N (D + 2), or N (2D + 2) with "
                           "second_order; or {start, until: {ci}, max}: N doubles until every "

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-from studyrun.analyses.base import AnalysisSpec, StudyContext
+from studyrun.analyses.base import IterativeAnalysis, StudyContext
 from studyrun.analyses.given import given_problems, read_given
 from studyrun.analyses.salib import Confidence, Resamples
 from studyrun.analyses.surrogate.sizes import gp_footprint, pce_footprint
@@ -35,6 +35,7 @@ from studyrun.analyses.surrogate.training import Training, earlier_runs
 from studyrun.blocks.params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 
 if TYPE_CHECKING:
@@ -56,14 +57,18 @@ class Until(BaseModel):
                                                         "the initial samples)")
 
 
-class Surrogate(AnalysisSpec):
+class Surrogate(IterativeAnalysis):
     """`analysis: {type: surrogate}`: a PCE or GP surrogate, validated, and its indices."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    iterative = True
     without_correlation = None  # training runs drawn correlated; moments over correlated draws
 
     type: Literal["surrogate"]
+    tutorial = "Surrogates"
+    example = Example({"analysis": {"type": "surrogate", "samples": 24, "resamples": 10,
+                                    "validation": 4}},
+                      failing={})
+    predicts = "studyrun.analyses.surrogate.predict:predict"
     method: Literal["pce", "gp"] = "pce"
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")

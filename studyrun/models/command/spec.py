@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Union
 
@@ -25,6 +26,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from studyrun.blocks.dependencies import file_name
 from studyrun.core.errors import Problem, StudyError, outside
+from studyrun.core.plugin import Example
 from studyrun.core.sizes import parse_bytes
 from studyrun.core.text import suggest
 from studyrun.models.base import ModelSpec
@@ -52,6 +54,14 @@ def _check_relative(name: str) -> str:
         raise ValueError(f"must be a file name without control characters; got {name!r}")
     return name
 
+
+# The example's program (studyrun.testing): y = a * exp(-b * t), read from and written as JSON.
+EXAMPLE_PROGRAM = """import json, math, sys
+p = json.load(open(sys.argv[1]))
+time = [4 * k / 4 for k in range(5)]
+y = [p["a"] * math.exp(-p["b"] * t) for t in time]
+json.dump({"time": time, "y": y, "final": y[-1]}, open(sys.argv[2], "w"))
+"""
 
 class Template(BaseModel):
     """`params_file: {template: in.tmpl, file: in.txt}`: a text file with `{name}` or
@@ -92,6 +102,9 @@ class Command(ModelSpec):
     `columns` the block names); docs/reference/command.md."""
 
     type: Literal["command"]
+    example = Example({"model": {"type": "command", "timeout": 60, "run": [
+        sys.executable, "{study_dir}/sim.py", "{params_file}", "results.json"]},
+        "quantities": {"final": "final", "mean": "mean(y)"}}, files={"sim.py": EXAMPLE_PROGRAM})
     runs_code_to_check: ClassVar[bool] = False  # it looks for the program, never starts it
     run: list[Annotated[str, AfterValidator(_check_argument)]] = Field(
         min_length=1, description="argv list; fields such as {params_file} or {n} (a parameter)")

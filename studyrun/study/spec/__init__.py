@@ -1,46 +1,29 @@
 """The load step's result: the `Study` model and its unions (`execution` holds the execution
 block, `checks` the checks that span sections).
 
-The registry of model and analysis types is the discriminated unions below; a new type adds its
-class here and nowhere else.
+The unions are the registry's types (`registry.py`): a new type is found there, not added here.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
-from studyrun.analyses.calibrate import Calibrate
-from studyrun.analyses.delta import Delta
-from studyrun.analyses.dgsm import Dgsm
-from studyrun.analyses.doe import Doe
-from studyrun.analyses.fast import Fast
-from studyrun.analyses.gradient import Gradient
-from studyrun.analyses.local import Local
-from studyrun.analyses.montecarlo import Montecarlo
-from studyrun.analyses.morris import Morris
-from studyrun.analyses.optimize import Optimize
-from studyrun.analyses.pawn import Pawn
-from studyrun.analyses.rbd_fast import RbdFast
-from studyrun.analyses.sobol import Sobol
-from studyrun.analyses.surrogate import Surrogate
-from studyrun.analyses.sweep import Sweep
+from studyrun.analyses.base import AnalysisSpec
 from studyrun.blocks.params import ParameterSpec
 from studyrun.models.absent import NoModel
 from studyrun.models.base import ModelSpec
-from studyrun.models.command import Command
-from studyrun.models.ode import Ode
-from studyrun.models.pysd import Pysd
-from studyrun.models.python import Python
-from studyrun.models.stockflow import Stockflow
 from studyrun.study.spec.execution import Execution
+from studyrun.study.spec.registry import registry
 
-ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
-AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize],
-                          Field(discriminator="type")]
-
+if TYPE_CHECKING:  # what a checker knows of a member: its base
+    ModelUnion = ModelSpec
+    AnalysisUnion = AnalysisSpec
+else:
+    ModelUnion = Annotated[Union[tuple(registry().models.values())], Field(discriminator="type")]
+    AnalysisUnion = Annotated[Union[tuple(registry().analyses.values())],
+                              Field(discriminator="type")]
 
 
 class Study(BaseModel):

@@ -4,7 +4,6 @@ against the parameters), as located problems."""
 from __future__ import annotations
 
 import re
-import typing
 
 import numpy as np
 
@@ -14,7 +13,8 @@ from studyrun.blocks.expr import ExprError
 from studyrun.blocks.quantities import parse_quantity, shape_problem
 from studyrun.core.runtable import RESERVED
 from studyrun.core.text import suggest
-from studyrun.study.spec import AnalysisUnion, Study
+from studyrun.study.spec import Study
+from studyrun.study.spec.registry import registry
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -115,13 +115,6 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
     return problems
 
 
-def correlated_analyses() -> list[str]:
-    """The analysis types whose designs draw correlated inputs."""
-    members = typing.get_args(typing.get_args(AnalysisUnion)[0])
-    return sorted(typing.get_args(m.model_fields["type"].annotation)[0] for m in members
-                  if m.without_correlation is None)
-
-
 def check_correlation(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     """`correlation:` names varied parameters, each pair once, r in [-1, 1]; the completed matrix
     is positive definite; the analysis draws correlated inputs."""
@@ -158,7 +151,7 @@ def check_correlation(study: Study, context: StudyContext) -> list[tuple[tuple, 
     if reason is not None:
         problems.append((("correlation",), f"{study.analysis.type} cannot take correlated inputs: "
                          f"{reason}; remove `correlation:`, or use an analysis that supports it: "
-                         f"{', '.join(correlated_analyses())}"))
+                         f"{', '.join(registry().correlated())}"))
     elif study.analysis.rows_given():
         problems.append((("correlation",), f"{study.analysis.type} analyses the rows of "
                          "analysis.from as given, with the correlations they have; "
