@@ -130,7 +130,7 @@ def test_another_study_with_other_parameters_leaves_the_folder_as_it_was(folder)
 @pytest.mark.parametrize("legacy", [False, True], ids=["recorded-digest", "no-digest"])
 def test_outputs_of_another_study_are_a_one_line_error(folder, legacy):
     """Guarantee: analysis.json computed for another study.yaml than the folder's (a folder
-    assembled by hand, or left by an older studyrun) is a one-line error from `report`, `status`,
+    assembled by hand), or recording none, is a one-line error from `report`, `status`,
     `predict` and open_results, naming the file and the command that fixes it."""
     first, second = folder / "first-out", folder / "second-out"
     studyrun.run(write_study(folder, FIRST, "first.yaml"), first, quiet=True)
@@ -138,7 +138,7 @@ def test_outputs_of_another_study_are_a_one_line_error(folder, legacy):
         "{type: montecarlo, samples: 200}", "{type: sobol, samples: 16}")
     studyrun.run(write_study(folder, sobol, "second.yaml"), second, quiet=True)
     analysis = json.loads((first / "analysis.json").read_text())
-    if legacy:  # as studyrun wrote it before the digest: only its study name and type tell
+    if legacy:  # no digest recorded: not written by studyrun for this study.yaml
         del analysis["study_yaml_sha256"]
     (second / "analysis.json").write_text(json.dumps(analysis))
     for command in (["report", second], ["status", second], ["predict", second, "--at", "a=0"]):
