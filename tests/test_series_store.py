@@ -1,5 +1,6 @@
-"""Series in the run store: compressed blocks read back bit for bit, batches bounded by the bytes their model output takes, and series too large to
-read whole analysed a chunk at a time with the results of reading them whole."""
+"""Series in the run store: compressed blocks read back bit for bit, batches bounded by the
+bytes their model output takes, and series too large to read whole analysed a chunk at a time
+with the results of reading them whole."""
 
 from __future__ import annotations
 
