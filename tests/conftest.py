@@ -217,32 +217,6 @@ def count_runs(path: Path) -> int:
         return 0
 
 
-def as_rows(path: Path, layout: str) -> None:
-    """Rewrite a store in an older layout: a row per run, keyed by id (format 1, studyrun 0.1's
-    first stores) or in record order (format 2), with no meta key `columns`."""
-    import json
-    import sqlite3
-    from contextlib import closing
-
-    from studyrun.store.run_store import RunStore, column_names, quote
-
-    with RunStore.open(path) as store:
-        records, names = store.latest_records(), store.parameters + store.quantities
-    key = "id INTEGER PRIMARY KEY" if layout == "1" else "seq INTEGER PRIMARY KEY, id INTEGER"
-    columns = "id, status, error, duration, worker" + "".join(
-        f", {quote(c)}" for c in column_names(names))
-    with closing(sqlite3.connect(path)) as db, db:
-        db.execute("DROP TABLE batches")
-        db.execute(f"CREATE TABLE runs ({key}, status TEXT NOT NULL, error TEXT, duration REAL, "
-                   "worker TEXT" + "".join(f", {quote(c)} REAL" for c in column_names(names)) + ")")
-        rows = [(i, "ok" if ok else "failed", e, d, w, *x, *v) for i, ok, e, d, w, x, v in zip(
-            records.ids.tolist(), records.ok.tolist(), records.errors, records.duration.tolist(),
-            records.worker, records.inputs.tolist(), records.values.tolist())]
-        marks = ", ".join("?" * (5 + len(names)))
-        db.executemany(f"INSERT INTO runs ({columns}) VALUES ({marks})", rows)
-        db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (json.dumps(layout),))
-
-
 def stored_runs(folder: Path):
     """The latest record of every run in a results folder's store, in record order, as a frame:
     id, status, error, duration, worker, then a column per parameter and quantity."""

@@ -15,7 +15,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import as_rows, run_cli, stored_runs, write_study
+from conftest import run_cli, stored_runs, write_study
 
 import studyrun
 
@@ -130,7 +130,7 @@ def test_another_study_with_other_parameters_leaves_the_folder_as_it_was(folder)
 @pytest.mark.parametrize("legacy", [False, True], ids=["recorded-digest", "no-digest"])
 def test_outputs_of_another_study_are_a_one_line_error(folder, legacy):
     """Guarantee: analysis.json computed for another study.yaml than the folder's (a folder
-    assembled by hand, or left by an older studyrun) is a one-line error from `report`, `status`,
+    assembled by hand), or recording none, is a one-line error from `report`, `status`,
     `predict` and open_results, naming the file and the command that fixes it."""
     first, second = folder / "first-out", folder / "second-out"
     studyrun.run(write_study(folder, FIRST, "first.yaml"), first, quiet=True)
@@ -138,7 +138,7 @@ def test_outputs_of_another_study_are_a_one_line_error(folder, legacy):
         "{type: montecarlo, samples: 200}", "{type: sobol, samples: 16}")
     studyrun.run(write_study(folder, sobol, "second.yaml"), second, quiet=True)
     analysis = json.loads((first / "analysis.json").read_text())
-    if legacy:  # as studyrun wrote it before the digest: only its study name and type tell
+    if legacy:  # no digest recorded: not written by studyrun for this study.yaml
         del analysis["study_yaml_sha256"]
     (second / "analysis.json").write_text(json.dumps(analysis))
     for command in (["report", second], ["status", second], ["predict", second, "--at", "a=0"]):
@@ -281,29 +281,6 @@ def test_names_differing_only_from_runs_csv_columns_in_case_are_accepted_but_the
     error = run_cli("validate", study)
     assert error.returncode == 2 and "quantities.duration: 'duration' cannot name a quantity" \
         in error.stderr
-
-
-def test_stores_written_before_columns_were_recorded_are_read_as_they_are(folder):
-    """A store of format 1, or of format 2 without the meta key `columns`, is read as it was
-    written: `report` (which opens it read-only, upgrading format 1 in memory) and `status` leave
-    the file alone, and the next run upgrades it and reuses every run."""
-    out = folder / "out"
-    study = write_study(folder, FIRST)
-    studyrun.run(study, out, quiet=True)
-    report = (out / "report.md").read_text()
-    as_rows(out / "runs.sqlite", "1")  # studyrun 0.1's first layout
-    (out / "report.md").unlink()
-    assert run_cli("report", out).returncode == 0
-    assert (out / "report.md").read_text() == report
-    assert "200 recorded (200 succeeded, 0 failed)" in run_cli("status", out).stdout
-    with closing(sqlite3.connect(out / "runs.sqlite")) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ('"1"',)
-    results = json.loads((out / "analysis.json").read_text())["results"]
-    again = run_cli("run", study, "--out", out, "--quiet", cwd=folder)
-    assert again.returncode == 0 and "200 reused" in again.stdout, again.stderr
-    assert json.loads((out / "analysis.json").read_text())["results"] == results
-    with closing(sqlite3.connect(out / "runs.sqlite")) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ('"3"',)
 
 
 # -- 14.5: read-only results are readable ----------------------------------------------------------

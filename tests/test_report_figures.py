@@ -1,4 +1,4 @@
-"""The report's figures: laid out exactly as tight_layout lays them out, drawn without pyplot,
+"""The report's figures: laid out as tight_layout lays them out, drawn without pyplot,
 and bounded in what they draw whatever the number of runs."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from studyrun.core.design import Design, Outcome
 from studyrun.results.report.figures import (
     SCATTER_POINTS,
     Figures,
-    grid_layout,
     lay_out,
     shown_rows,
 )
@@ -117,30 +116,12 @@ def tight_params(make, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make", PLAIN)
-def test_plain_grids_are_laid_out_as_tight_layout_lays_them_out_bit_for_bit(make, tmp_path):
-    fig = make(Figures(tmp_path))
-    lay_out(fig)
-    assert {k: getattr(fig.subplotpars, k) for k in PARAMS} == tight_params(make, tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("make", OTHER)
-def test_other_figures_are_laid_out_by_tight_layout(make, tmp_path):
+@pytest.mark.parametrize("make", PLAIN + OTHER)
+def test_figures_are_laid_out_as_tight_layout_lays_them_out(make, tmp_path):
     fig = make(Figures(tmp_path))
     lay_out(fig)
     ours = {k: getattr(fig.subplotpars, k) for k in PARAMS}
     assert ours == pytest.approx(tight_params(make, tmp_path), rel=0, abs=1e-12)
-
-
-@pytest.mark.parametrize("make", PLAIN)
-def test_plain_grids_are_measured_without_tight_layout(make, tmp_path):
-    assert grid_layout(make(Figures(tmp_path))) is not None
-
-
-@pytest.mark.parametrize("make", OTHER)
-def test_anything_else_falls_back_to_tight_layout(make, tmp_path):
-    assert grid_layout(make(Figures(tmp_path))) is None
 
 
 def test_a_saved_figure_is_the_tight_layout_one_pixel_for_pixel(tmp_path):

@@ -1,20 +1,17 @@
-"""Series in the run store: compressed blocks read back bit for bit, stores of an npz per run
-still read, batches bounded by the bytes their model output takes, and series too large to
-read whole analysed a chunk at a time with the results of reading them whole."""
+"""Series in the run store: compressed blocks read back bit for bit, batches bounded by the
+bytes their model output takes, and series too large to read whole analysed a chunk at a time
+with the results of reading them whole."""
 
 from __future__ import annotations
 
-import io
 import json
-import sqlite3
-from contextlib import closing
 
 import numpy as np
 import pytest
-from conftest import as_rows, write_study
+from conftest import write_study
 
 from studyrun.core.batch import ModelOutput, SeriesGroup
-from studyrun.store.series import BLOCK_BYTES, Reader, decode, encode, pack
+from studyrun.store.series import BLOCK_BYTES, decode, encode, pack
 
 
 def odd_values(rng) -> np.ndarray:
@@ -81,53 +78,6 @@ def test_a_batch_is_stored_in_blocks_by_grid_and_read_back_exactly(tmp_path):
         assert same_bits(store.series_reader().read(ids[:2])[1]["y"], y1[1])
 
 
-# --- stores written before blocks: an npz per run in `series (id, data)` ------------------------
-
-def npz(**arrays) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
-
-
-def to_old_format(path) -> int:
-    """Rewrite a store's series as the studyrun before blocks kept them: an npz per run it
-    holds, empty where the run has none (a failed run); returns how many runs have some."""
-    from studyrun.store.run_store import RunStore
-
-    with RunStore.open_readonly(path) as store:
-        ids = store.recorded()[0]
-    with closing(sqlite3.connect(path)) as db:
-        stored = Reader(db).read(ids)
-        with db:
-            db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, data BLOB)")
-            db.executemany("INSERT INTO series VALUES (?, ?)",
-                           [(i, npz(**(s or {}))) for i, s in zip(ids.tolist(), stored)])
-            db.execute("DROP TABLE series_blocks")
-            db.execute("DROP TABLE series_values")
-    return sum(s is not None for s in stored)
-
-
-def test_an_old_store_reads_and_its_runs_are_adopted_as_blocks(tmp_path):
-    from test_store import batch, prepared
-
-    from studyrun.store.run_store import RunStore
-
-    t = np.linspace(0, 1, 11)
-    with prepared(tmp_path / "old.sqlite") as store:
-        store.write(batch([1, 2, 3], series=pack(ModelOutput(
-            3, series={"x": np.array([t, t**2, t**3])}, time=t), np.array([1, 2, 3]))))
-    assert to_old_format(tmp_path / "old.sqlite") == 3
-    with RunStore.open_readonly(tmp_path / "old.sqlite") as old:
-        first, absent = old.series_reader().read([2, 7])
-        assert absent is None and same_bits(first["x"], t**2) and same_bits(first["time"], t)
-        assert old.series_reader().grids([3])[0].tolist() == t.tolist()
-        with RunStore.open(tmp_path / "new.sqlite") as new:
-            assert new.adopt(old, np.array([1, 3])) == 2
-            one, three = new.series_reader().read([1, 3])
-            assert same_bits(one["x"], t) and same_bits(three["x"], t**3)
-            assert new.db.execute("SELECT count(*) FROM series_blocks").fetchone()[0] == 2
-
-
 CURVE = '''
 import numpy as np
 
@@ -175,9 +125,8 @@ def assert_close(a, b, where=""):
 def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whole(tmp_path,
                                                                                   monkeypatch):
     """Time-resolved Sobol' indices with failed runs (dropped blocks) and grids that differ
-    (runs interpolated, those too short named): read whole, then in chunks of 35 runs; and
-    again from the same store rewritten as an older studyrun left it (a row and an npz per run),
-    every run reused."""
+    (runs interpolated, those too short named): read whole, then in chunks of 35 runs, then
+    again from the chunked store, every run reused."""
     import studyrun.plan.runs as planned
     from studyrun.commands.pipeline import run_study
 
@@ -190,9 +139,6 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
     chunked = run_study(path, tmp_path / "chunked", fresh=True, quiet=True)
     assert_close(whole, chunked["results"])
     monkeypatch.undo()
-    store = tmp_path / "chunked" / "runs.sqlite"
-    assert to_old_format(store) == 64 * 5 - chunked["runs"]["failed"]
-    as_rows(store, "2")  # and a row per run: a store as studyrun wrote them before format 3
     again = run_study(path, tmp_path / "chunked", quiet=True)
     assert again["runs"]["reused"] == 64 * 5 - chunked["runs"]["failed"]  # failed: run again
     assert json.dumps(again["results"]) == json.dumps(whole)

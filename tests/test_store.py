@@ -1,4 +1,5 @@
-"""The run store's record: failed runs replaced when they succeed later, old stores upgraded,
+"""The run store's record: failed runs replaced when they succeed later, stores of another layout
+refused,
 runs.csv written column by column yet read back exactly (errors with commas, quotes, newlines;
 a failed run's quantities empty)."""
 
@@ -15,9 +16,10 @@ from contextlib import closing
 
 import numpy as np
 import pytest
-from conftest import REPO, as_rows, count_runs, write_study
+from conftest import REPO, count_runs, run_cli, write_study
 
 import studyrun
+from studyrun.core.errors import StoreError
 from studyrun.store.run_store import RunStore
 
 MOODY = '''
@@ -102,25 +104,46 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
     assert result.runs["y"].isna().sum() == len(failed) == result.analysis["runs"]["failed"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("layout", ["1", "2"])
-def test_a_store_of_a_row_per_run_is_upgraded_and_its_runs_reused(moody, tmp_path, layout):
-    (tmp_path / "broken").write_text("")
-    first = studyrun.run(moody, tmp_path / "out", quiet=True)
-    path = tmp_path / "out" / "runs.sqlite"
-    as_rows(path, layout)
-    with RunStore.open_readonly(path) as reader:  # read in a copy in memory, the file unchanged
-        assert reader.counts() == {"ok": 300 - first.analysis["runs"]["failed"],
-                                   "failed": first.analysis["runs"]["failed"]}
-    again = studyrun.run(moody, tmp_path / "out", quiet=True)  # the same runs fail again
-    assert again.analysis["runs"]["reused"] == 300 - first.analysis["runs"]["failed"]
-    assert again.analysis["results"] == first.analysis["results"]
-    with RunStore.open_readonly(path) as store:
-        assert store.meta("format") == "3"
-        assert count_runs(path) == 300 + first.analysis["runs"]["failed"]
-        records = store.latest_records()
-        assert all(e.startswith('ValueError: a is "too large", sorry\nsecond line')
-                   for e in records.errors[~records.ok])
+def row_per_run_store(path) -> None:
+    """A run store as development versions of studyrun wrote it (format 2: a row per run)."""
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [
+            ("format", '"2"'), ("parameters", '["a", "b"]'), ("quantities", '["y", "gap"]')])
+        db.execute("CREATE TABLE runs (seq INTEGER PRIMARY KEY, id INTEGER, status TEXT NOT NULL, "
+                   "error TEXT, duration REAL, worker TEXT, a REAL, b REAL, y REAL, gap REAL)")
+        db.execute("INSERT INTO runs (id, status, duration, worker, a, b, y, gap) "
+                   "VALUES (7, 'ok', 0.1, 'w', 0.5, 0.25, 0.75, 0.25)")
+
+
+def dump(path) -> list[str]:
+    with closing(sqlite3.connect(path)) as db:
+        return list(db.iterdump())
+
+
+@pytest.mark.parametrize("layout", ["row per run", "npz series"])
+def test_a_store_of_another_layout_is_refused_in_one_line(moody, tmp_path, layout):
+    """A store of a layout this studyrun does not write (no release wrote one) is left as it is:
+    run, report and status say so in one line and what to do; --fresh and --out start over."""
+    out = tmp_path / "out"
+    studyrun.run(moody, out, quiet=True)
+    if layout == "row per run":
+        (out / "runs.sqlite").unlink()
+        row_per_run_store(out / "runs.sqlite")
+    else:  # format 3, its series as an npz per run in `series (id, data)`
+        with closing(sqlite3.connect(out / "runs.sqlite")) as db, db:
+            db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, data BLOB)")
+    before = dump(out / "runs.sqlite")
+    for path in (RunStore.open, RunStore.open_readonly):
+        with pytest.raises(StoreError, match="another layout"):
+            path(out / "runs.sqlite")
+    for args in (("run", moody, "--out", out, "--quiet"), ("status", out), ("report", out)):
+        result = run_cli(*args, cwd=tmp_path)
+        assert result.returncode != 0 and "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "another layout" in lines[0] and "--out DIR" in lines[0], lines
+    assert dump(out / "runs.sqlite") == before  # (in WAL mode now: its rows unchanged)
+    assert run_cli("run", moody, "--out", out, "--quiet", "--fresh", cwd=tmp_path).returncode == 0
 
 
 @pytest.mark.slow
@@ -280,13 +303,6 @@ def test_prepare_records_the_columns_and_check_refuses_another_study(tmp_path):
         with pytest.raises(StoreError):
             store.prepare(["a", "b"], ["y", "w"])
         assert (store.parameters, store.quantities) == (["a", "b"], ["y", "z"])
-
-
-def test_column_names_tell_apart_names_sqlite_confuses():
-    from studyrun.store.run_store import column_names
-
-    assert column_names(["a", "Duration", "k", "K", "seq", "SEQ"]) == [
-        "a", "Duration:2", "k", "K:2", "seq:2", "SEQ:3"]
 
 
 def test_names_that_clash_in_sqlite_are_written_and_read_back_apart(tmp_path):

@@ -98,26 +98,11 @@ def check(folder: Path, analysis: dict) -> None:
     text = study_text(folder)
     if text is None:
         return
-    recorded = analysis.get(DIGEST_KEY)
-    if recorded is not None:
-        mismatch = recorded != study_digest(text)
-    else:  # written before the digest was recorded: compare what it says of itself
-        mismatch = _name_and_type(text) != (analysis.get("study"), analysis.get("analysis"))
-    if mismatch:
+    if analysis.get(DIGEST_KEY) != study_digest(text):  # (none recorded: not studyrun's)
         raise StudyrunError(
             f"{folder / 'analysis.json'}: belongs to another study than {folder / 'study.yaml'} "
             f"(left over from an earlier run); `studyrun run STUDY --out {folder}` writes the "
             "results of STUDY again (--fresh forgets its runs too)")
-
-
-def _name_and_type(text: str) -> tuple:
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-        return data.get("name"), (data.get("analysis") or {}).get("type")
-    except (yaml.YAMLError, AttributeError, RecursionError):
-        return None, None
 
 
 def read_analysis(folder: Path) -> dict:

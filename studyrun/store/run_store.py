@@ -30,30 +30,8 @@ from studyrun.core.numbers import sorted_search
 from studyrun.core.runtable import RunTable, objects
 from studyrun.store import series as series_store
 
-FORMAT = "3"  # 1, 2: a row per run (keyed by id; in record order); 3: a record per batch
+FORMAT = "3"  # a record per batch; a store of any other format is refused (`refuse_other`)
 RECORD_BYTES = 1 << 26  # a batch's record holds at most this many bytes of inputs and quantities
-FIXED_COLUMNS = ("seq", "id", "status", "error", "duration", "worker")  # of formats 1 and 2
-
-
-def quote(name: str) -> str:
-    """A column name as an SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def column_names(names: list[str]) -> list[str]:
-    """The column of a row-per-run store (formats 1 and 2) for each parameter and quantity: its
-    own name, unless SQLite, for which names differ only beyond case, would take it for a fixed
-    column or an earlier one; then the name with `:2` (`:3`, ...) after it."""
-    taken = set(FIXED_COLUMNS)
-    columns = []
-    for name in names:
-        column, k = name, 1
-        while column.lower() in taken:
-            k += 1
-            column = f"{name}:{k}"
-        taken.add(column.lower())
-        columns.append(column)
-    return columns
 
 
 @dataclass
@@ -113,17 +91,20 @@ class RunStore:
         except sqlite3.DatabaseError as error:
             raise unreadable(path, error) from None
         store = cls(path, db, handle)
+        try:
+            store._refuse_other()
+        except StoreError:
+            store.close()
+            raise
         store._read_columns()
-        if store.meta("format") in ("1", "2"):
-            store._upgrade_rows()
         store._count_records()
         return store
 
     @classmethod
     def open_readonly(cls, path: Path, check: bool = True) -> "RunStore":
         """Open an existing store for reading only, without its lock: it may be in use, or in a
-        folder this process cannot write (an old format is upgraded in a copy in memory);
-        `check=False` skips the pages' check, for a store this study has just checked."""
+        folder this process cannot write; `check=False` skips the pages' check, for a store
+        this study has just checked."""
         path = Path(path)
         journal = [Path(f"{path}-wal"), Path(f"{path}-shm")]
         made_journal = not any(f.exists() for f in journal) and os.access(path.parent, os.W_OK)
@@ -135,16 +116,28 @@ class RunStore:
                 db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
             store = cls(path, db, None)
             store._leaves_journal = made_journal
+            try:
+                store._refuse_other()
+            except StoreError:
+                store.close()
+                raise
             store._read_columns()
-            if store.meta("format") in ("1", "2"):
-                store.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                db.backup(store.db)
-                db.close()
-                store._upgrade_rows()
             store._count_records()
         except sqlite3.DatabaseError as error:
             raise unreadable(path, error) from None
         return store
+
+    def _refuse_other(self) -> None:
+        """Refuse a store this studyrun does not write: another format (the row per run of
+        development versions 1 and 2, or a newer one), or series kept as an npz per run."""
+        found = self.meta("format")
+        old_series = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'series'").fetchone()
+        if found not in (None, FORMAT) or old_series:
+            what = f"format {found}" if found not in (None, FORMAT) else "series as an npz per run"
+            raise StoreError(f"{self.path}: a run store of another layout ({what}), which this "
+                             f"studyrun (format {FORMAT}) does not read; run the study again into "
+                             "a new folder (--out DIR), or here with --fresh")
 
     def _count_records(self) -> None:
         if self.meta("format") is not None:
@@ -216,22 +209,6 @@ class RunStore:
                         "ok BLOB NOT NULL, inputs BLOB NOT NULL, outputs BLOB NOT NULL, "
                         "errors TEXT, duration REAL, worker TEXT)")
         series_store.create(self.db)
-
-    def _upgrade_rows(self) -> None:
-        """A store of a row per run (format 1 or 2) rewritten in place as format 3, its runs in
-        the order they were recorded, a record per stretch of one duration and worker."""
-        columns = stored_columns(self.parameters, self.quantities, self.meta("columns"))
-        order = "rowid" if self.meta("format") == "1" else "seq"
-        selected = "".join(f", {quote(columns[name])}" for name in self.parameters + self.quantities)
-        with self.transaction():
-            self._create_tables()
-            cursor = self.db.execute(f"SELECT id, status = 'ok', error, duration, worker{selected} "
-                                     f"FROM runs ORDER BY {order}")
-            for rows in iter(lambda: cursor.fetchmany(65536), []):
-                self._insert(_table_of_rows(rows, len(self.parameters), len(self.quantities)))
-            self.db.execute("DROP TABLE runs")
-            self.db.execute("DELETE FROM meta WHERE key = 'columns'")
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
 
     def transaction(self):
         return _Transaction(self.db)
@@ -480,17 +457,6 @@ def _record_parts(table: RunTable, width: int) -> Iterator[np.ndarray]:
             yield np.arange(part, min(part + most, stop))
 
 
-def _table_of_rows(rows: list[tuple], parameters: int, quantities: int) -> RunTable:
-    """Runs read from a row-per-run store: (id, ok, error, duration, worker, *inputs, *values)."""
-    n = len(rows)
-    columns = list(zip(*rows))
-    numbers = np.array(columns[5:], dtype=float).reshape(parameters + quantities, n).T
-    return RunTable(ids=np.array(columns[0], dtype=np.int64), found=np.ones(n, bool),
-                    ok=np.array(columns[1], dtype=bool), errors=objects(columns[2]),
-                    duration=np.array(columns[3], dtype=float), worker=objects(columns[4]),
-                    inputs=numbers[:, :parameters], values=numbers[:, parameters:])
-
-
 def latest_identity(db: sqlite3.Connection) -> dict | None:
     """The context the latest run of a store was made in; None for a store without one."""
     try:
@@ -500,14 +466,6 @@ def latest_identity(db: sqlite3.Connection) -> dict | None:
             return None
         raise
     return None if row is None else json.loads(row[0])
-
-
-def stored_columns(parameters: list[str], quantities: list[str],
-                   recorded: list[str] | None = None) -> dict[str, str]:
-    """Each parameter's and quantity's column: as the store's meta records them, or (a store
-    written before they were recorded, whose names never clashed) by `column_names`."""
-    names = parameters + quantities
-    return dict(zip(names, recorded or column_names(names)))
 
 
 _EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))

@@ -4,14 +4,11 @@ A block holds the series of some runs of one batch that share a grid: their ids,
 per output one (runs, points) float64 array, encoded losslessly (int64 second differences of the
 values' bits along time, bytes shuffled, deflated: a smooth series takes 3-5 bytes a value, noise
 about 7) and read back bit for bit. A run's latest block holds its series. Workers pack the blocks
-(`pack`), so what crosses to the driver is compressed already. Stores written before blocks kept
-an npz per run in `series (id, data)`; they still read, and `extract` re-packs their runs.
+(`pack`), so what crosses to the driver is compressed already.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import sqlite3
 import zlib
 from dataclasses import dataclass
@@ -100,7 +97,7 @@ def write(db: sqlite3.Connection, blocks: list[Block]) -> None:
 
 def extract(db: sqlite3.Connection, run_ids: np.ndarray) -> list[Block]:
     """The blocks of these runs' series, to copy into another store: blocks as stored, narrowed
-    to these runs (re-encoded only where a block holds others too); an old store's npz re-packed."""
+    to these runs (re-encoded only where a block holds others too)."""
     run_ids = np.asarray(run_ids, dtype=np.int64)
     reader = Reader(db)
     blocks, rows, found = reader.locate(run_ids)
@@ -118,18 +115,7 @@ def extract(db: sqlite3.Connection, run_ids: np.ndarray) -> list[Block]:
         out.append(Block(ids[picked], points, {
             name: encode(values[None, :] if name == TIME else values[picked])
             for name, values in arrays.items()}))
-    for run_id, stored in zip(run_ids[~found].tolist(), reader.old_runs(run_ids[~found])):
-        if stored:
-            out.extend(pack_stored(run_id, stored))
     return out
-
-
-def pack_stored(run_id: int, stored: Stored) -> list[Block]:
-    """One run's series as read from an npz (an old store), as blocks."""
-    time = stored.get(TIME)
-    series = {k: np.asarray(v, float)[None, :] for k, v in stored.items() if k != TIME}
-    out = ModelOutput(1, series=series, time=time)
-    return pack(out, np.array([run_id], np.int64))
 
 
 class Reader:
@@ -139,7 +125,6 @@ class Reader:
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
-        self.old = False  # whether the store keeps an npz per run (written before blocks)
         self.blocks: dict[int, tuple[np.ndarray, int, str]] = {}
         self._ids = self._blocks = self._rows = np.zeros(0, np.int64)
         self.refresh()
@@ -148,7 +133,6 @@ class Reader:
         """Take in the blocks written since the last look."""
         tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master "
                                                     "WHERE type = 'table'")}
-        self.old = "series" in tables
         if "series_blocks" not in tables:
             return
         parts = [(self._ids, self._blocks, self._rows)]
@@ -167,7 +151,7 @@ class Reader:
         self._ids, self._blocks, self._rows = ids[last], blocks[last], rows[last]
 
     def longest(self) -> int:
-        """The most points a stored series has (0 for a store of none, or only of npz)."""
+        """The most points a stored series has (0 for a store of none)."""
         self.refresh()
         return max((points for _, points, _ in self.blocks.values()), default=0)
 
@@ -210,9 +194,6 @@ class Reader:
                 row = rows[i]
                 result[i] = {name: values if name == TIME else values[row]
                              for name, values in arrays.items()}
-        missing = np.flatnonzero(~found)
-        for i, stored in zip(missing.tolist(), self.old_runs(run_ids[missing], wanted)):
-            result[i] = stored
         return result
 
     def grids(self, run_ids: np.ndarray) -> list[np.ndarray | None]:
@@ -224,26 +205,4 @@ class Reader:
             row = self.db.execute("SELECT data FROM series_values WHERE block = ? AND output = ?",
                                   (block, TIME)).fetchone()
             grids[block] = None if row is None else decode(row[0], 1, self.blocks[block][1])[0]
-        result = [grids[b] if f else None for b, f in zip(blocks.tolist(), found.tolist())]
-        missing = np.flatnonzero(~found)
-        alike: dict[bytes, np.ndarray] = {}  # an old store's runs sharing a grid share its array
-        for i, stored in zip(missing.tolist(), self.old_runs(run_ids[missing], {TIME})):
-            grid = None if stored is None else stored.get(TIME)
-            result[i] = None if grid is None else alike.setdefault(grid.tobytes(), grid)
-        return result
-
-    def old_runs(self, run_ids: np.ndarray, outputs: set[str] | None = None) -> list[Stored | None]:
-        """Runs' series from the npz per run of a store written before blocks."""
-        if not self.old or not len(run_ids):
-            return [None] * len(run_ids)
-        found = dict(self.db.execute("SELECT id, data FROM series WHERE id IN "
-                                     "(SELECT value FROM json_each(?))",
-                                     (json.dumps(np.asarray(run_ids).tolist()),)))
-        return [None if i not in found else load_npz(found[i], outputs) for i in run_ids.tolist()]
-
-
-def load_npz(data: bytes, outputs: set[str] | None) -> Stored:
-    """One run's arrays from an old store's npz (the named outputs and the grid)."""
-    with np.load(io.BytesIO(data)) as arrays:
-        return {key: arrays[key] for key in arrays.files
-                if outputs is None or key in outputs or key == TIME}
+        return [grids[b] if f else None for b, f in zip(blocks.tolist(), found.tolist())]

@@ -127,6 +127,29 @@ def test_designs_have_expected_runs_and_stay_in_bounds(spec, runs):
     json.dumps(design.info, allow_nan=False)
 
 
+def test_plackett_burman_of_any_number_of_factors_is_an_orthogonal_two_level_design():
+    """40 factors: pydoe has no Hadamard matrix of 44 runs and failed; the design takes the
+    next it has (48). Sizes pydoe builds stay as they were (the same runs for the same study)."""
+    import pydoe
+
+    from studyrun.analyses.doe.designs import plackett_burman
+
+    for k in range(2, 65):
+        coded = plackett_burman(k)
+        runs = len(coded)
+        assert runs % 4 == 0 and runs > k and coded.shape == (runs, k)
+        np.testing.assert_array_equal(coded.T @ coded, runs * np.eye(k))  # orthogonal, balanced
+        try:
+            np.testing.assert_array_equal(coded, pydoe.pbdesign(k))
+        except ValueError:  # 24-27, 32-35, 40-43, 48-59 factors: pydoe has none
+            assert runs > 4 * (k // 4 + 1)
+    assert len(plackett_burman(40)) == 48
+    names = {f"p{i}": Box(0.0, 1.0) for i in range(40)}
+    design = Doe(type="doe", design="plackett_burman").design(context_of(names),
+                                                              np.random.SeedSequence(1))
+    assert design.matrix.shape == (48, 40) and design.info["runs"] == 48
+
+
 def test_lhs_is_reproducible_from_the_seed():
     doe = Doe(type="doe", design="lhs", samples=9)
     one = doe.design(context_of(PARAMS3), np.random.SeedSequence(5)).matrix

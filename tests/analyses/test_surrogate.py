@@ -330,6 +330,50 @@ def test_each_familys_polynomials_are_orthonormal_under_its_distribution(paramet
     assert Germ.from_json(germ.as_json()) == germ
 
 
+FIT_WIDE = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1000 << 20,) * 2)  # 1,000 MiB of address space
+import numpy as np
+from studyrun.analyses.surrogate.basis import Germ
+from studyrun.analyses.surrogate.pce import fit
+d = 200
+z = np.random.default_rng(0).uniform(-1, 1, (60, d))
+y = z[:, 0] + 2 * z[:, 0] ** 3 + 0.3 * np.sin(5 * z[:, 1])
+expansion, notes = fit(z, y, [Germ("legendre", "affine")] * d, None, 0.5, "lars")
+print(expansion.degree, *notes)
+"""
+
+
+@pytest.mark.slow
+def test_degree_auto_with_hyperbolic_truncation_holds_only_the_terms_it_counts(tmp_path):
+    """200 inputs, q = 0.5: degree 4 has 20,701 terms, cut from 70 million of total degree 4,
+    which `degree: auto` made (about 10 GB) before it counted them. Now it counts first, makes
+    only the terms it keeps, and a 1,000 MiB process suffices; validate's footprint names the
+    bound on candidate terms."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO, context_of
+    from pydantic import TypeAdapter
+
+    from studyrun.analyses.surrogate import Surrogate
+    from studyrun.analyses.surrogate.basis import term_count
+
+    for d, p, q in [(200, 4, 0.5), (6, 7, 0.6), (3, 9, 0.3), (5, 6, 1.0)]:
+        assert term_count(d, p, q) == len(multi_indices(d, p, q))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", FIT_WIDE], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "degree 4 would have 20,701 candidate terms" in done.stdout
+    spec = Surrogate.model_validate({"type": "surrogate", "samples": 60, "q": 0.5})
+    uniform = TypeAdapter(ParameterSpec).validate_python({"bounds": [0, 1]})
+    wide = {f"x{i}": uniform for i in range(200)}
+    assert "at most 20,000 candidate terms of 200 inputs" in spec.footprint(
+        context_of(wide)).describe()
+
+
 def test_hyperbolic_truncation_keeps_fewer_interactions():
     full, hyperbolic = multi_indices(4, 5), multi_indices(4, 5, q=0.5)
     assert len(full) == 126 and len(hyperbolic) < len(full)

@@ -71,7 +71,7 @@ def build_coded(spec: Any, names: list[str], seed: np.random.SeedSequence) -> tu
         return build_fraction(spec, k)
     if kind == "plackett_burman":
         require_factors(k, 2, kind)
-        return pydoe.pbdesign(k)[:, :k].astype(float), {}
+        return plackett_burman(k), {}
     if kind == "ccd":
         return build_ccd(spec, k)
     if kind == "bbd":
@@ -84,6 +84,18 @@ def build_coded(spec: Any, names: list[str], seed: np.random.SeedSequence) -> tu
         unit = pydoe.lhs(k, samples=samples, criterion="maximin", iterations=20, seed=rng)
         return 2.0 * unit - 1.0, {"criterion": "maximin"}
     raise StudyError(f"unknown design {kind!r}", path="analysis.design")
+
+
+def plackett_burman(k: int) -> np.ndarray:
+    """A Plackett-Burman design of k factors: the fewest runs above k, a multiple of 4, of which
+    pydoe builds a Hadamard matrix (2^a, 12 * 2^a or 20 * 2^a runs; 48 runs for 40 factors,
+    where 44 has no such matrix and pydoe fails)."""
+    import pydoe
+
+    runs = 4 * (k // 4 + 1)
+    while not any(runs % m == 0 and (runs // m) & (runs // m - 1) == 0 for m in (1, 12, 20)):
+        runs += 4
+    return pydoe.pbdesign(runs - 1)[:, :k].astype(float)  # pydoe's matrix for `runs`, k columns
 
 
 def require_factors(k: int, least: int, kind: str, hint: str = "") -> None:

@@ -12,6 +12,7 @@ Formulas: docs/methods.md, "Surrogate models".
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -119,30 +120,56 @@ def _norms(family: str, degree: int, a: float, b: float) -> np.ndarray:
 
 def multi_indices(dimension: int, degree: int, q: float = 1.0) -> np.ndarray:
     """Every multi-index alpha with sum(alpha_i^q)^(1/q) <= degree (q = 1: total degree), in
-    order of total degree, then lexicographically from the last input; row 0 is the constant."""
-    rows: list[tuple[int, ...]] = []
-    for total in range(degree + 1):
-        rows.extend(_compositions(total, dimension))
-    indices = np.array(rows, dtype=np.int64).reshape(-1, dimension)
+    order of total degree, then lexicographically from the last input; row 0 is the constant.
+    Only those are made (`term_count` of them): the inputs a term involves, then their degrees."""
+    budget = _budget(degree, q)
+    parts = [np.zeros((1, dimension), np.int64)]
+    for k in range(1, min(dimension, int(budget)) + 1):
+        degrees = np.array(_positive(k, degree, q, budget), dtype=np.int64).reshape(-1, k)
+        if not len(degrees):
+            break
+        inputs = np.array(list(itertools.combinations(range(dimension), k)), dtype=np.int64)
+        block = np.zeros((len(inputs) * len(degrees), dimension), np.int64)
+        rows = np.arange(len(block))[:, None]
+        block[rows, np.repeat(inputs, len(degrees), axis=0)] = np.tile(degrees, (len(inputs), 1))
+        parts.append(block)
+    indices = np.concatenate(parts)
     if q < 1.0:
         norm = np.sum(indices.astype(float) ** q, axis=1) ** (1.0 / q)
         indices = indices[norm <= degree + 1e-9]
-    return indices
+    order = np.lexsort((*(-indices[:, ::-1].T), indices.sum(axis=1)))
+    return indices[order]
 
 
-def _compositions(total: int, parts: int):
-    """The ways of writing `total` as an ordered sum of `parts` non-negative integers."""
-    if parts == 1:
-        yield (total,)
-        return
-    for first in range(total, -1, -1):
-        for rest in _compositions(total - first, parts - 1):
-            yield (first, *rest)
+def _budget(degree: int, q: float) -> float:
+    """sum(alpha_i^q) at most, a little above the bound `multi_indices` keeps to."""
+    return (degree + 1e-9) ** q * (1 + 1e-9)
 
 
-def term_count(dimension: int, degree: int) -> int:
-    """Terms of a total-degree basis: binomial(dimension + degree, degree)."""
-    return int(special.comb(dimension + degree, degree, exact=True))
+def _positive(k: int, degree: int, q: float, left: float) -> list[tuple[int, ...]]:
+    """The k-tuples of degrees 1..degree whose q-th powers sum to at most `left`."""
+    if k == 0:
+        return [()]
+    return [(a, *rest) for a in range(1, degree + 1) if a ** q <= left
+            for rest in _positive(k - 1, degree, q, left - a ** q)]
+
+
+def term_count(dimension: int, degree: int, q: float = 1.0) -> int:
+    """Terms of `multi_indices(dimension, degree, q)`, counted without making them: binomial(
+    dimension + degree, degree) for q = 1; else, as each non-zero alpha_i adds at least 1 to
+    sum(alpha_i^q), a sum over the k inputs of a term of binomial(dimension, k) times the
+    k-tuples of positive degrees within the bound."""
+    if q >= 1.0:
+        return int(special.comb(dimension + degree, degree, exact=True))
+    budget = _budget(degree, q)
+
+    def positive(k: int, left: float) -> int:  # len(_positive(k, degree, q, left))
+        if k == 0:
+            return 1
+        return sum(positive(k - 1, left - a ** q) for a in range(1, degree + 1) if a ** q <= left)
+
+    return sum(int(special.comb(dimension, k, exact=True)) * positive(k, budget)
+               for k in range(min(dimension, int(budget)) + 1))
 
 
 def design_matrix(standard: np.ndarray, germs: list[Germ], indices: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from studyrun.analyses.surrogate.basis import Germ, design_matrix, multi_indices
+from studyrun.analyses.surrogate.basis import Germ, design_matrix, multi_indices, term_count
 
 MAX_TERMS = 20_000  # candidate terms of one degree, beyond which higher degrees are not tried
 MAX_CELLS = 30_000_000  # points x candidate terms held at once (240 MB)
@@ -46,18 +46,18 @@ def fit(standard: np.ndarray, y: np.ndarray, germs: list[Germ], degree: int | No
     notes: list[str] = []
     worse = 0
     for p in range(1, AUTO_DEGREES + 1):
-        indices = multi_indices(len(germs), p, q)
-        if len(indices) > MAX_TERMS or len(indices) * len(y) > MAX_CELLS:
-            notes.append(f"degree {p} would have {len(indices):,} candidate terms; degrees from "
+        terms = term_count(len(germs), p, q)  # counted first: the terms are made only if few
+        if terms > MAX_TERMS or terms * len(y) > MAX_CELLS:
+            notes.append(f"degree {p} would have {terms:,} candidate terms; degrees from "
                          f"{p} on were not tried (set degree, or q below 1, to go higher)")
             break
-        if method == "ols" and len(indices) >= len(y):
+        if method == "ols" and terms >= len(y):
             if best is not None and best.degree == p - 1:  # the best is the last degree tried
-                notes.append(f"degree {p} has {len(indices):,} candidate terms, more than least "
+                notes.append(f"degree {p} has {terms:,} candidate terms, more than least "
                              f"squares can fit to {len(y)} runs: degree {p - 1}, the highest "
                              "tried, was kept (more runs, or fit: lars, can go higher)")
             break
-        expansion = fit_indices(standard, y, germs, indices, p, method)
+        expansion = fit_indices(standard, y, germs, multi_indices(len(germs), p, q), p, method)
         if best is None or expansion.loo < best.loo:
             best, worse = expansion, 0
             if best.loo <= EXACT * np.var(y):  # the model is a polynomial of this degree

@@ -4,9 +4,11 @@ A GP (scikit-learn) holds, at n training runs and d inputs: the log-likelihood's
 three n x n x (d + 2) arrays (LIKELIHOOD_BYTES = 24 bytes x n^2 x (d + 2)); its predictions at
 the Saltelli design of the indices (m = GP_BASE x (d + 2) points, 2d + 2 with second order),
 PREDICT_BYTES = 48 bytes x m x n; and the joint posterior at GP_DRAW_BASE x (d + 2) points, their
-covariance. A PCE of a set degree holds its candidate terms, binomial(d + degree, degree) of
-them, as Python tuples and an array (TERM_BYTES + 16 d bytes each), and the basis evaluated at
-the runs, BASIS_BYTES x n a term; `degree: auto` never holds more than MAX_CELLS basis values.
+covariance. A PCE of a set degree holds its candidate terms, at most binomial(d + degree,
+degree) of them (fewer for q < 1, not cheap to count for any degree), as an array
+(TERM_BYTES + 16 d bytes each), and the basis evaluated at the runs, BASIS_BYTES x n a term;
+`degree: auto` counts a degree's terms before it makes them, and never holds more than
+MAX_TERMS terms or MAX_CELLS basis values.
 Measured: benchmarks/bench_memory.py.
 """
 
@@ -46,10 +48,12 @@ def pce_footprint(key: str, runs: int, context: StudyContext, spec: Any) -> Foot
     d = len(context.varied)
     each = run_bytes(context)
     if spec.degree == "auto":
+        terms = (TERM_BYTES + 16 * d) * MAX_TERMS
         return Footprint(key, runs, "training runs", lambda n: (
-            each * n + BASIS_BYTES * min(n * MAX_TERMS, MAX_CELLS)),
-            f"{each:,} bytes a run, and the basis at the runs, {BASIS_BYTES} bytes x runs x "
-            f"terms, at most {MAX_CELLS:,} values", lower=lower(key))
+            each * n + BASIS_BYTES * min(n * MAX_TERMS, MAX_CELLS) + terms),
+            f"{each:,} bytes a run, at most {MAX_TERMS:,} candidate terms of {d} inputs, "
+            f"{TERM_BYTES + 16 * d} bytes each, and the basis at the runs, {BASIS_BYTES} bytes x "
+            f"runs x terms, at most {MAX_CELLS:,} values", lower=lower(key))
     term = TERM_BYTES + 16 * d + BASIS_BYTES * runs
     return Footprint("degree", spec.degree, "degree", lambda p: (
         each * runs + term * term_count(d, p)),

@@ -2,19 +2,22 @@
 
 The page is report.md rendered by Python-Markdown, each figure inlined as the SVG drawn beside
 its PNG (figures/NAME.svg; the PNG as a data URI where no SVG is), styles and a small script
-inline: no request leaves the page. report.md escapes every text studyrun did not write; the
-renderer is safe even where it did not (`render`): raw HTML in the Markdown is shown as text,
-and a link or an image may only point inside the page (an #anchor, a figure of figures/).
-Tables of more than a few rows sort by a click on a column's header; a table of more than LONG
-rows shows its first LONG under a filter box, the rest on demand (a study of 1,000 parameters).
+(static/report.css, static/report.js) inline: no request leaves the page. report.md escapes
+every text studyrun did not write; the renderer is safe even where it did not (`render`): raw
+HTML in the Markdown is shown as text, and a link or an image may only point inside the page
+(an #anchor, a figure of figures/). Tables of more than a few rows sort by a click on a
+column's header; a table of more than LONG rows shows its first LONG under a filter box, the
+rest on demand (a study of 1,000 parameters).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import itertools
 import re
+from importlib import resources
 from pathlib import Path
 
 LONG = 50  # rows a long table shows before "show all"
@@ -32,7 +35,14 @@ def build_html(folder: Path, text: str, title: str) -> str:
     count = itertools.count(1)
     body = _IMAGE.sub(lambda m: figure(Path(folder) / "figures", m.group(2),
                                        html.unescape(m.group(1)), next(count)), body)
-    return PAGE.format(title=html.escape(title), style=STYLE, script=SCRIPT, long=LONG, body=body)
+    return PAGE.format(title=html.escape(title), style=static("report.css"),
+                       script=static("report.js"), long=LONG, body=body)
+
+
+@functools.cache
+def static(name: str) -> str:
+    """A file of the page's own (its styles, its script), shipped as package data in static/."""
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
 
 
 def render(text: str) -> str:
@@ -104,85 +114,6 @@ def write_html(folder: Path, text: str, title: str) -> None:
     outputs.write_text(Path(folder) / "report.html", build_html(folder, text, title))
 
 
-STYLE = """
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1b1f24;
-       max-width: 1100px; margin: 2em auto; padding: 0 1.5em; }
-h1, h2, h3 { line-height: 1.25; } h2 { border-bottom: 1px solid #d8dee4; padding-bottom: .2em; }
-table { border-collapse: collapse; margin: 1em 0; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #d8dee4; padding: .25em .6em; text-align: right; }
-th { background: #f3f5f7; } td:first-child, th:first-child { text-align: left; }
-table.sortable th { cursor: pointer; user-select: none; }
-table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
-table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
-.filter { margin: 1em 0 -.5em; } .filter input { font: inherit; padding: .2em .4em; width: 18em; }
-.more { font: inherit; margin: -.5em 0 1em; }
-figure { margin: 1.5em 0; } figure svg, figure img { max-width: 100%; height: auto; }
-figcaption { color: #57606a; font-size: .9em; }
-svg g.tip { cursor: help; } svg g.tip:hover { opacity: .6; }
-pre { background: #f6f8fa; padding: .8em; overflow: auto; } code { font-size: .9em; }
-"""
-
-SCRIPT = """
-(function () {
-  function value(cell) {
-    var text = cell.textContent.trim(), number = Number(text);
-    return text !== "" && !isNaN(number) ? number : text.toLowerCase();
-  }
-  function compare(a, b) {
-    if (typeof a === typeof b) { return a < b ? -1 : a > b ? 1 : 0; }
-    return typeof a === "number" ? -1 : 1;
-  }
-  document.querySelectorAll("table").forEach(function (table) {
-    var body = table.tBodies[0];
-    if (!body || body.rows.length < 4) { return; }
-    table.classList.add("sortable");
-    var headers = table.tHead ? table.tHead.rows[0].cells : [];
-    var long = body.rows.length > LONG, showAll = false, filter = null, more = null;
-    function show() {
-      var needle = filter ? filter.value.trim().toLowerCase() : "", shown = 0;
-      Array.prototype.forEach.call(body.rows, function (row) {
-        var match = !needle || row.textContent.toLowerCase().indexOf(needle) >= 0;
-        var visible = match && (showAll || needle || shown < LONG);
-        row.hidden = !visible;
-        if (visible) { shown += 1; }
-      });
-      if (more) { more.hidden = showAll || !!needle; }
-    }
-    Array.prototype.forEach.call(headers, function (header, column) {
-      header.setAttribute("title", "sort by this column");
-      header.addEventListener("click", function () {
-        var ascending = header.getAttribute("aria-sort") !== "ascending";
-        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
-        header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var order = compare(value(a.cells[column]), value(b.cells[column]));
-          return ascending ? order : -order;
-        });
-        rows.forEach(function (row) { body.appendChild(row); });
-        show();
-      });
-    });
-    if (long) {
-      var box = document.createElement("div");
-      box.className = "filter";
-      filter = document.createElement("input");
-      filter.type = "search";
-      filter.placeholder = "filter " + body.rows.length + " rows";
-      filter.addEventListener("input", show);
-      box.appendChild(filter);
-      table.parentNode.insertBefore(box, table);
-      more = document.createElement("button");
-      more.className = "more";
-      more.textContent = "show all " + body.rows.length + " rows";
-      more.addEventListener("click", function () { showAll = true; show(); });
-      table.parentNode.insertBefore(more, table.nextSibling);
-      show();
-    }
-  });
-})();
-"""
-
 PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -190,11 +121,13 @@ PAGE = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="studyrun">
 <title>{title}</title>
-<style>{style}</style>
+<style>
+{style}</style>
 </head>
 <body>
 {body}
-<script>var LONG = {long};{script}</script>
+<script>var LONG = {long};
+{script}</script>
 </body>
 </html>
 """
