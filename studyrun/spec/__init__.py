@@ -11,6 +11,8 @@ from typing import Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
+from studyrun.analyses.reliability import Reliability
+
 from ..analyses.calibrate import Calibrate
 from ..analyses.delta import Delta
 from ..analyses.dgsm import Dgsm
@@ -38,7 +40,8 @@ from .execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize],
+                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize,
+                                Reliability],
                           Field(discriminator="type")]
 
 
