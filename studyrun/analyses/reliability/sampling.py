@@ -145,9 +145,15 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
     length = per_level // chains
     n = chains * length
     rng = stream(seed, 3)
+    evaluated = [0]
+
+    def counted(points: np.ndarray) -> np.ndarray:
+        evaluated[0] += len(points)
+        return g(points)
+
     u = rng.standard_normal((n, d))
-    values = g(u)
-    runs, product, deltas = n, 1.0, []
+    values = counted(u)
+    product, deltas = 1.0, []
     convergence: list[dict[str, Any]] = []
     levels: list[float] = []
     states_by_chain = None  # (chains, length) indices of the level's states, None at level 0
@@ -169,24 +175,24 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
             indicator[states_by_chain], p)
         deltas.append((1 - p) / (n * p) * (1 + gamma) if p > 0 else np.inf)
         product *= p
-        convergence.append({"runs": runs, "pf": product, "cov": float(np.sqrt(sum(deltas))),
+        convergence.append({"runs": evaluated[0], "pf": product, "cov": float(np.sqrt(sum(deltas))),
                             "threshold": threshold})
         if seeds_next is None:
             converged = p > 0
             pf = product if p > 0 else None
             break
-        if runs + n - chains > max_runs:
+        if evaluated[0] + n - chains > max_runs:  # a level evaluates at most n - chains runs
             break
         levels.append(threshold)
-        u, values = markov_chains(g, u[seeds_next], values[seeds_next], threshold, length, rng,
+        u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length, rng,
                                   spread)
-        runs += n - chains
         states_by_chain = np.arange(n).reshape(chains, length)
     cov = float(np.sqrt(sum(deltas))) if converged else None
     ci = None
     if pf is not None and cov is not None:
         half = Z95 * cov * pf
         ci = [max(pf - half, 0.0), pf + half]
+    runs = evaluated[0]
     result = estimate(pf, cov, ci, runs, "subset", converged, convergence)
     result["levels"] = len(levels)
     if not converged:
