@@ -10,8 +10,8 @@ import shutil
 
 import numpy as np
 import pytest
-from scipy.special import ndtri
 from conftest import STUDIES, killed_and_resumed, run_cli, write_study
+from scipy.special import ndtri
 
 import studyrun
 from studyrun.analyses.reliability.form import form
