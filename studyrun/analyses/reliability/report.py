@@ -20,7 +20,8 @@ def section(analysis: dict[str, Any], figures) -> str:
                   f"{escape(_number(r.get('beta_above')))}.", ""]
     ci = r.get("ci") if isinstance(r.get("ci"), list) and len(r["ci"]) == 2 else [None, None]
     lines += [table(["pf", "95% interval", "beta", "cov"],
-                    [[r.get("pf"), f"{_number(ci[0])} to {_number(ci[1])}", r.get("beta"),
+                    [[r.get("pf"), "-" if ci[0] is None else f"{_number(ci[0])} to {_number(ci[1])}",
+                      r.get("beta"),
                       r.get("cov")]]), ""]
     if r.get("error"):
         lines += [f"- **error**: {escape(r['error'])}", ""]
