@@ -148,6 +148,9 @@ ANALYSES: dict[str, Example] = {
     "optimize": toy_study("optimize", {"type": "optimize", "target": {"final": 0.5},
                                        "max_evaluations": 30}, failures="steers",
                           failing=merged(FAILING, {"parameters": {"a": {"nominal": 0.9}}})),
+    "reliability": toy_study("reliability", {"type": "reliability", "failure": "final < 0.6",
+                                             "start": 32, "max_runs": 64,
+                                             "until": {"cov": 0.05}}),
 }
 ANALYSES["calibrate"].files["observed.csv"] = OBSERVED
 

@@ -23,6 +23,7 @@ from studyrun.analyses.morris import Morris
 from studyrun.analyses.optimize import Optimize
 from studyrun.analyses.pawn import Pawn
 from studyrun.analyses.rbd_fast import RbdFast
+from studyrun.analyses.reliability import Reliability
 from studyrun.analyses.sobol import Sobol
 from studyrun.analyses.surrogate import Surrogate
 from studyrun.analyses.sweep import Sweep
@@ -38,7 +39,8 @@ from studyrun.study.spec.execution import Execution
 
 ModelUnion = Annotated[Union[Python, Command, Ode, Stockflow, Pysd], Field(discriminator="type")]
 AnalysisUnion = Annotated[Union[Montecarlo, Sweep, Sobol, Morris, Fast, RbdFast, Delta, Pawn, Dgsm,
-                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize],
+                                Doe, Local, Gradient, Surrogate, Calibrate, Optimize,
+                                Reliability],
                           Field(discriminator="type")]
 
 
