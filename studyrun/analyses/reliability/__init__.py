@@ -1,0 +1,201 @@
+"""Reliability analysis: the probability that a failure condition on the quantities holds, pf,
+and the reliability index beta = -Phi^-1(pf), by crude Monte Carlo, FORM, SORM, importance
+sampling or subset simulation, every run through the executor and the store (resumable).
+
+Formulas, defaults and edge cases: docs/methods.md, "Reliability: the probability of failure".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from studyrun.analyses.base import IterativeAnalysis, StudyContext
+from studyrun.core.design import Design
+from studyrun.core.errors import Problem
+from studyrun.core.plugin import Example
+
+METHODS = ("monte_carlo", "form", "sorm", "importance", "subset")
+SAMPLERS = {"monte_carlo": 1000, "importance": 1000, "subset": 2000}  # default start
+DEFAULT_COV = 0.1
+
+
+class Cov(BaseModel):
+    """`until: {cov}`: the coefficient of variation of pf to reach."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cov: float = Field(gt=0, lt=1, description="the target coefficient of variation of pf")
+
+
+class Reliability(IterativeAnalysis):
+    """The probability of failure of the model, where `failure` holds, over the parameters'
+    joint distribution."""
+
+    type: Literal["reliability"]
+    tutorial = "Reliability"
+    example = Example({"analysis": {"type": "reliability", "failure": "final < 0.6", "start": 32,
+                                    "max_runs": 64, "until": {"cov": 0.05}}})
+    without_correlation = None  # the Nataf transform works through the study's copula
+
+    failure: str = Field(description="a condition on quantities that means failure, e.g. "
+                                     "'g < 0' or 'peak > 5'")
+    method: Literal["monte_carlo", "form", "sorm", "importance", "subset"] = Field(
+        "monte_carlo", description="monte_carlo | form | sorm | importance | subset")
+    until: Cov | None = Field(None, description="monte_carlo, importance: {cov: c}, the cov of "
+                                                "pf to reach (default 0.1)")
+    max_runs: PositiveInt = Field(100_000, description="never more model runs than this")
+    start: PositiveInt | None = Field(
+        None, description="monte_carlo, importance: runs in the first round (default 1000; "
+                          "each round doubles the runs); subset: runs per level (default 2000)")
+    p0: float = Field(0.1, gt=0, lt=0.5, description="subset: the conditional probability of "
+                                                      "each level")
+    gradient: Literal["differences"] = Field(
+        "differences", description="form, sorm, importance: forward differences of g in the "
+                                   "standard normal space, through the executor")
+    step: float = Field(1e-3, gt=0, le=0.1, description="form, sorm, importance: the "
+                                                         "differences' step, in standard "
+                                                         "deviations")
+    design_points: bool = Field(True, description="form, sorm: search again from three other "
+                                                  "starts, and warn when they find other design "
+                                                  "points")
+
+    def condition(self):
+        from studyrun.analyses.reliability.space import failure
+
+        return failure(self.failure)
+
+    @property
+    def first_round(self) -> int:
+        return min(self.start or SAMPLERS.get(self.method, 1), self.max_runs)
+
+    def check(self, context: StudyContext) -> list[Problem]:
+        """The condition parses and names quantities; the parameters are continuous."""
+        from studyrun.blocks.expr import ExprError
+        from studyrun.core.text import suggest
+
+        problems = [Problem(f"parameters.{name} is discrete; a reliability analysis works in a "
+                            "continuous standard normal space (fix it, or give it a continuous "
+                            "distribution)", "type")
+                    for name, p in context.varied.items() if p.kind == "discrete"]
+        if not context.varied:
+            problems.append(Problem("a reliability analysis needs at least one varied "
+                                    "parameter", "type"))
+        try:
+            condition = self.condition()
+        except ExprError as error:
+            return [*problems, Problem(str(error), "failure")]
+        known = (set(context.quantities) if context.quantities is not None
+                 else set(context.model.output_names() or []) or None)
+        for name in sorted(condition.names - (known or condition.names)):
+            problems.append(Problem(f"{name!r} is not a quantity of the study"
+                                    f"{suggest(name, known or set())} (quantities: "
+                                    f"{', '.join(sorted(known or [])) or 'none'})", "failure"))
+        if self.method == "subset" and self.first_round * self.p0 < 1:
+            problems.append(Problem(f"start ({self.first_round}) times p0 ({self.p0:g}) is "
+                                    "below one run: no level would have a seed", "start"))
+        return problems
+
+    def run_count(self, context: StudyContext) -> tuple[int, str] | None:
+        return self.max_runs, "max_runs"
+
+    def design(self, context: StudyContext, seed) -> Design:
+        """The first round: a Monte Carlo round or level 0 of subset (the same points the
+        analysis runs first), or the median point where FORM starts."""
+        from studyrun.analyses.reliability.sampling import stream
+
+        names, d = list(context.varied), len(context.varied)
+        if self.method in ("monte_carlo", "subset"):
+            u = (stream(seed, 1, 0) if self.method == "monte_carlo" else stream(seed, 3)) \
+                .standard_normal((self.first_round, d))
+        else:
+            u = np.zeros((1, d))
+        return Design(names, self.transform(context).to_physical(u),
+                      {"iterative": True, "method": self.method})
+
+    def transform(self, context: StudyContext):
+        from studyrun.analyses.reliability.space import Transform
+
+        return Transform(dict(context.varied), context.correlation)
+
+    def describe_design(self, design: Design, context: StudyContext) -> str:
+        target = (self.until or Cov(cov=DEFAULT_COV)).cov
+        bound = f"at most {self.max_runs:,} runs"
+        if self.method == "monte_carlo":
+            return (f"reliability (monte_carlo): {self.first_round:,} runs, doubled round by "
+                    f"round until the cov of pf is {target:g}, {bound}")
+        if self.method == "subset":
+            return (f"reliability (subset): {self.first_round:,} runs, then levels of "
+                    f"{self.first_round - round(self.p0 * self.first_round):,} runs (p0 "
+                    f"{self.p0:g}) until a level reaches the failure domain, {bound}")
+        also = {"form": "", "sorm": ", then a Hessian of differences there",
+                "importance": f", then importance sampling around it in rounds from "
+                              f"{self.first_round:,} runs until the cov of pf is {target:g}"}
+        return (f"reliability ({self.method}): the median point and {len(context.varied)} "
+                f"more for its gradient, then iHL-RF steps to the design point{also[self.method]}"
+                f", {bound}")
+
+    def iterate(self, evaluate, context: StudyContext, seed) -> dict[str, Any]:
+        from studyrun.analyses.reliability import form as form_
+        from studyrun.analyses.reliability import sampling
+        from studyrun.analyses.reliability.space import LimitState
+
+        condition = self.condition()
+        transform = self.transform(context)
+        limit = LimitState(evaluate, transform, condition)
+        d, names = len(context.varied), list(context.varied)
+        target = (self.until or Cov(cov=DEFAULT_COV)).cov
+        if self.method == "monte_carlo":
+            results = sampling.monte_carlo(limit, condition.failed, d, seed, self.first_round,
+                                           target, self.max_runs)
+        elif self.method == "subset":
+            results = sampling.subset(limit, condition.failed, d, seed, self.first_round,
+                                      self.p0, self.max_runs)
+        else:
+            results = form_.form(limit, names, transform.named, self.step, self.max_runs,
+                                 self.design_points and self.method != "importance",
+                                 self.method == "sorm")
+            if self.method == "importance":
+                results = self.sampled_around(results, limit, seed, target)
+        results["runs"] = limit.runs  # points evaluated, a point asked for twice counted twice
+        results["dropped_runs"] = limit.dropped
+        if limit.dropped:
+            results.setdefault("warnings", []).append(
+                f"{limit.dropped} runs failed or gave no finite value of the condition; "
+                "they count as neither failed nor safe")
+        correlated = context.correlation is not None and "importance" in results
+        if correlated:
+            results.setdefault("notes", []).append(
+                "with correlated inputs, importance holds alpha^2 of the independent standard "
+                "variables in the parameters' order (each given those before it)")
+        return results
+
+    def sampled_around(self, found: dict[str, Any], limit, seed, target: float) -> dict[str, Any]:
+        """Importance sampling around FORM's design point, with what FORM found beside it."""
+        from studyrun.analyses.reliability import sampling
+
+        if found.get("design_point") is None:
+            found["method"] = "importance"
+            return found
+        centre = np.array(list(found["design_point"]["standard"].values()))
+        used = limit.runs
+        results = sampling.importance(limit, limit.condition.failed, centre, seed,
+                                      min(self.first_round, self.max_runs - used), target,
+                                      self.max_runs - used) \
+            if used < self.max_runs else sampling.estimate(None, None, None, 0, "importance",
+                                                           False, [])
+        results["runs"] = limit.runs
+        results["design_point"] = found["design_point"]
+        results["importance"] = found["importance"]
+        results["form_pf"] = found["pf"]
+        results["warnings"] = found.get("warnings", []) + results.get("warnings", [])
+        if not results["warnings"]:
+            del results["warnings"]
+        return results
+
+    def report(self, analysis, outcome, figures) -> str:
+        from studyrun.analyses.reliability.report import section
+
+        return section(analysis, figures)

@@ -1,0 +1,79 @@
+"""The reliability section of report.md: pf with its interval, beta, the convergence plot, the
+design point and the importance factors as bars. Computes nothing new."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studyrun.results.report.markdown import escape, table
+
+
+def section(analysis: dict[str, Any], figures) -> str:
+    r = analysis["results"]
+    if not isinstance(r, dict):
+        return ""
+    lines = ["## Reliability", "", f"Method: {escape(r.get('method'))}; runs: "
+             f"{escape(r.get('runs'))}; converged: {escape(r.get('converged'))}.", ""]
+    if r.get("pf") is None and r.get("pf_below") is not None:
+        bound = _number(r["pf_below"])
+        lines += [f"pf is below {escape(bound)} (one-sided 95% upper bound); beta is above "
+                  f"{escape(_number(r.get('beta_above')))}.", ""]
+    ci = r.get("ci") if isinstance(r.get("ci"), list) and len(r["ci"]) == 2 else [None, None]
+    lines += [table(["pf", "95% interval", "beta", "cov"],
+                    [[r.get("pf"), "-" if ci[0] is None else f"{_number(ci[0])} to {_number(ci[1])}",
+                      r.get("beta"),
+                      r.get("cov")]]), ""]
+    if r.get("error"):
+        lines += [f"- **error**: {escape(r['error'])}", ""]
+    lines += [f"- {escape(w)}" for w in r.get("warnings", []) if isinstance(w, str)]
+    lines += [f"- {escape(n)}" for n in r.get("notes", []) if isinstance(n, str)]
+    lines.append("")
+    sorm = r.get("sorm")
+    if isinstance(sorm, dict):
+        lines += ["### SORM", "", table(["FORM pf", "Breitung", "Hohenbichler-Rackwitz"],
+                                        [[sorm.get("form_pf"), sorm.get("breitung"),
+                                          sorm.get("hohenbichler_rackwitz")]]), "",
+                  f"Curvatures: {escape(', '.join(_number(k) for k in sorm.get('curvatures', [])))}",
+                  ""]
+    point = r.get("design_point")
+    importance = r.get("importance")
+    if isinstance(point, dict) and isinstance(importance, dict):
+        physical, standard = point.get("physical", {}), point.get("standard", {})
+        lines += ["### Design point", "", table(
+            ["parameter", "value", "standard normal", "importance (alpha^2)"],
+            [[name, physical.get(name), standard.get(name), importance.get(name)]
+             for name in importance]), ""]
+        lines += _bars(importance, figures)
+    lines += _convergence(r.get("convergence"), figures)
+    return "\n".join(lines)
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, (int, float)) else "-"
+
+
+def _bars(importance: dict[str, Any], figures) -> list[str]:
+    values = {k: v for k, v in importance.items() if isinstance(v, (int, float))}
+    if not values:
+        return []
+    shown = sorted(values, key=lambda k: -values[k])[:20]
+    fig, ax = figures.new(size=(6.0, 0.3 * len(shown) + 1.5))
+    ax.barh(range(len(shown)), [values[k] for k in shown], color="steelblue")
+    ax.set_yticks(range(len(shown)), [str(k) for k in shown])
+    ax.invert_yaxis()
+    ax.set(xlabel="importance (alpha^2)", title="Importance at the design point")
+    return [figures.save(fig, "reliability-importance", "Importance factors (FORM's alpha^2)"),
+            ""]
+
+
+def _convergence(rounds: Any, figures) -> list[str]:
+    points = [(p["runs"], p["pf"]) for p in rounds or [] if isinstance(p, dict)
+              and isinstance(p.get("runs"), (int, float)) and isinstance(p.get("pf"), (int, float))
+              and p["pf"] > 0]
+    if len(points) < 2:
+        return []
+    fig, ax = figures.new()
+    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o")
+    ax.set(xlabel="runs", ylabel="pf", yscale="log", title="pf as the runs grow")
+    return [figures.save(fig, "reliability-convergence", "pf after each round, level or step"),
+            ""]

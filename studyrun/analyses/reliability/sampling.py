@@ -1,0 +1,245 @@
+"""The sampling estimators of pf in the standard normal space: crude Monte Carlo and importance
+sampling in growing rounds, and subset simulation (Au and Beck 2001) level by level.
+
+Each takes g (standard normal rows -> limit state, NaN where a run gave none) and a seed, so the
+same seed gives the same points whatever the execution's batch size. Formulas: docs/methods.md,
+"Reliability: the probability of failure".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from studyrun.analyses.reliability.space import GFunction
+
+Fails = Callable[[np.ndarray], np.ndarray]
+CONFIDENCE = 0.95
+Z95 = 1.959963984540054
+
+
+def stream(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
+    """The generator of one part of the analysis (a round, a level), from the study's seed."""
+    return np.random.default_rng(np.random.SeedSequence(seed.entropy,
+                                                        spawn_key=(*seed.spawn_key, *key)))
+
+
+def sizes(start: int, most: int) -> list[int]:
+    """Runs after each round: start, 2 start, 4 start... the last one capped at `most`."""
+    out = [min(start, most)]
+    while out[-1] < most:
+        out.append(min(out[-1] * 2, most))
+    return out
+
+
+def beta_of(pf: float | None) -> float | None:
+    """The generalised reliability index -Phi^-1(pf)."""
+    from scipy.special import ndtri
+
+    return None if pf is None or not 0 < pf < 1 else float(-ndtri(pf))
+
+
+def estimate(pf: float | None, cov: float | None, ci: list[float] | None, runs: int,
+             method: str, converged: bool, convergence: list[dict[str, Any]]) -> dict[str, Any]:
+    """The common part of every method's results."""
+    return {"pf": pf, "beta": beta_of(pf), "cov": cov, "ci": ci, "runs": runs, "method": method,
+            "converged": converged, "convergence": convergence}
+
+
+def below_bound(failed: int, n: int) -> float:
+    """The one-sided 95% upper bound of pf after `n` runs with `failed` failures (Clopper-Pearson;
+    1 - 0.05^(1/n), about 3/n, when none failed)."""
+    from scipy.stats import beta
+
+    return 1.0 if failed >= n else float(beta.ppf(CONFIDENCE, failed + 1, n - failed))
+
+
+def binomial_ci(failed: int, n: int) -> list[float]:
+    """The two-sided 95% Clopper-Pearson interval of a proportion."""
+    from scipy.stats import beta
+
+    low = 0.0 if failed == 0 else float(beta.ppf(0.025, failed, n - failed + 1))
+    high = 1.0 if failed == n else float(beta.ppf(0.975, failed + 1, n - failed))
+    return [low, high]
+
+
+def no_failure(result: dict[str, Any], failed: int, n: int) -> dict[str, Any]:
+    """A study where no run failed: pf is below a bound, never zero."""
+    bound = below_bound(failed, n)
+    result.update(pf=None, beta=None, cov=None, ci=[0.0, bound], pf_below=bound,
+                  beta_above=beta_of(bound), converged=False)
+    result.setdefault("warnings", []).append(
+        f"no run of {n:,} failed: pf is below {bound:.3g} (the one-sided 95% upper bound), not "
+        "zero; to measure it, raise max_runs or use subset, form or importance")
+    return result
+
+
+def monte_carlo(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, start: int,
+                cov_target: float, max_runs: int) -> dict[str, Any]:
+    """Crude Monte Carlo: rounds of standard normal draws, doubling the runs until the cov of pf
+    reaches the target or the runs reach max_runs."""
+    failed = kept = 0
+    convergence: list[dict[str, Any]] = []
+    done = 0
+    for k, total in enumerate(sizes(start, max_runs)):
+        values = g(stream(seed, 1, k).standard_normal((total - done, d)))
+        done = total
+        ok = ~np.isnan(values)
+        kept += int(ok.sum())
+        failed += int(fails(values[ok]).sum())
+        pf = failed / kept if kept else None
+        cov = float(np.sqrt((1 - pf) / (kept * pf))) if pf else None
+        convergence.append({"runs": done, "pf": pf, "cov": cov})
+        if cov is not None and cov <= cov_target:
+            break
+    result = estimate(pf, cov, binomial_ci(failed, kept) if kept else None, done, "monte_carlo",
+                      cov is not None and cov <= cov_target, convergence)
+    result["failures"] = failed
+    return no_failure(result, failed, kept) if kept and not failed else result
+
+
+def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.SeedSequence,
+               start: int, cov_target: float, max_runs: int) -> dict[str, Any]:
+    """Importance sampling from the standard normal shifted to the design point `centre`,
+    weighted by phi(u) / phi(u - centre); rounds double until the cov reaches the target."""
+    centre = np.asarray(centre, dtype=float)
+    terms: list[np.ndarray] = []
+    convergence: list[dict[str, Any]] = []
+    done, pf, cov, failed = 0, None, None, 0
+    shift = centre @ centre / 2
+    for k, total in enumerate(sizes(start, max_runs)):
+        u = centre + stream(seed, 2, k).standard_normal((total - done, len(centre)))
+        values = g(u)
+        done = total
+        ok = ~np.isnan(values)
+        hit = fails(values[ok])
+        failed += int(hit.sum())
+        terms.append(np.where(hit, np.exp(shift - u[ok] @ centre), 0.0))
+        every = np.concatenate(terms)
+        pf = float(every.mean()) if len(every) else None
+        sd = float(every.std(ddof=1) / np.sqrt(len(every))) if len(every) > 1 else None
+        cov = sd / pf if pf and sd is not None else None
+        convergence.append({"runs": done, "pf": pf, "cov": cov})
+        if cov is not None and cov <= cov_target:
+            break
+    n = sum(len(t) for t in terms)
+    if not failed:
+        result = estimate(None, None, None, done, "importance", False, convergence)
+        result["warnings"] = [f"no run of {n:,} around the design point failed: the design "
+                              "point is not on the limit state; check form's results"]
+        return result
+    half = Z95 * cov * pf  # type: ignore[operator]
+    result = estimate(pf, cov, [max(pf - half, 0.0), pf + half], done, "importance",  # type: ignore[operator]
+                      cov is not None and cov <= cov_target, convergence)
+    result["failures"] = failed
+    return result
+
+
+def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per_level: int,
+           p0: float, max_runs: int, spread: float = 1.0) -> dict[str, Any]:
+    """Subset simulation: Monte Carlo, then levels of intermediate failure domains g <= b_i,
+    each holding the p0 fraction of the previous level's runs, populated by the modified
+    Metropolis sampler (component by component, Au and Beck 2001) from those seeds."""
+    chains = max(int(round(p0 * per_level)), 1)
+    length = per_level // chains
+    n = chains * length
+    rng = stream(seed, 3)
+    evaluated = [0]
+
+    def counted(points: np.ndarray) -> np.ndarray:
+        evaluated[0] += len(points)
+        return g(points)
+
+    u = rng.standard_normal((n, d))
+    values = counted(u)
+    product, deltas = 1.0, []
+    convergence: list[dict[str, Any]] = []
+    levels: list[float] = []
+    states_by_chain = None  # (chains, length) indices of the level's states, None at level 0
+    converged = False
+    pf = None
+    while True:
+        order = np.argsort(np.where(np.isnan(values), np.inf, values), kind="stable")
+        ranked = values[order]
+        hit = fails(np.nan_to_num(values, nan=np.inf))
+        if hit.sum() >= chains or len(levels) >= 60:
+            p = float(hit.mean())
+            threshold, seeds_next = 0.0, None
+        else:
+            threshold = float((ranked[chains - 1] + ranked[chains]) / 2)
+            p, seeds_next = chains / n, order[:chains]
+        indicator = np.nan_to_num(values, nan=np.inf) <= threshold if seeds_next is not None \
+            else hit
+        gamma = 0.0 if states_by_chain is None else correlation_factor(
+            indicator[states_by_chain], p)
+        deltas.append((1 - p) / (n * p) * (1 + gamma) if p > 0 else np.inf)
+        product *= p
+        convergence.append({"runs": evaluated[0], "pf": product, "cov": float(np.sqrt(sum(deltas))),
+                            "threshold": threshold})
+        if seeds_next is None:
+            converged = p > 0
+            pf = product if p > 0 else None
+            break
+        if evaluated[0] + n - chains > max_runs:  # a level evaluates at most n - chains runs
+            break
+        levels.append(threshold)
+        u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length, rng,
+                                  spread)
+        states_by_chain = np.arange(n).reshape(chains, length)
+    cov = float(np.sqrt(sum(deltas))) if converged else None
+    ci = None
+    if pf is not None and cov is not None:
+        half = Z95 * cov * pf
+        ci = [max(pf - half, 0.0), pf + half]
+    runs = evaluated[0]
+    result = estimate(pf, cov, ci, runs, "subset", converged, convergence)
+    result["levels"] = len(levels)
+    if not converged:
+        bound = product
+        result.update(pf=None, beta=None, pf_below=bound, beta_above=beta_of(bound))
+        result["warnings"] = [
+            f"the levels did not reach the failure domain in {runs:,} runs ({len(levels)} "
+            f"levels): pf is below about {bound:.3g}; raise max_runs"]
+    return result
+
+
+def markov_chains(g: GFunction, seeds: np.ndarray, seed_values: np.ndarray, threshold: float,
+                  length: int, rng: np.random.Generator,
+                  spread: float) -> tuple[np.ndarray, np.ndarray]:
+    """`length` states of a chain from each seed (the seed first), every state in g <= threshold:
+    each step proposes a move per component, kept with probability phi(new)/phi(old), and the
+    moved point where g stays within the threshold. All chains step together (one batch)."""
+    chains, d = seeds.shape
+    states = np.empty((chains, length, d))
+    values = np.empty((chains, length))
+    states[:, 0], values[:, 0] = seeds, seed_values
+    current, now = seeds.copy(), seed_values.copy()
+    for step in range(1, length):
+        proposal = current + spread * rng.standard_normal((chains, d))
+        keep = rng.random((chains, d)) < np.exp((current ** 2 - proposal ** 2) / 2)
+        candidate = np.where(keep, proposal, current)
+        moved = keep.any(axis=1)
+        found = np.full(chains, np.nan)
+        found[moved] = g(candidate[moved])
+        accept = moved & ~np.isnan(found) & (found <= threshold)
+        current = np.where(accept[:, None], candidate, current)
+        now = np.where(accept, found, now)
+        states[:, step], values[:, step] = current, now
+    return states.reshape(chains * length, d), values.reshape(chains * length)
+
+
+def correlation_factor(indicator: np.ndarray, p: float) -> float:
+    """Au and Beck's gamma: the correlation of the chains' indicator states, which widens a
+    level's cov from sqrt((1 - p) / (N p)) to sqrt((1 - p) / (N p) (1 + gamma))."""
+    chains, length = indicator.shape
+    n = chains * length
+    variance = p * (1 - p)
+    if variance <= 0:
+        return 0.0
+    ind = indicator.astype(float)
+    gamma = 0.0
+    for k in range(1, length):
+        r = (ind[:, :-k] * ind[:, k:]).sum() / (n - k * chains) - p * p
+        gamma += 2 * (1 - k * chains / n) * r / variance
+    return float(max(gamma, 0.0))

@@ -1,0 +1,121 @@
+"""The two spaces of a reliability analysis: the parameters' own (physical) space and the
+standard normal space in which FORM, SORM and the samplers work, joined by the Nataf transform
+(the study's Gaussian copula); and the limit state g read from the study's `failure:` condition.
+
+Formulas: docs/methods.md, "Reliability: the probability of failure".
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from studyrun.blocks.expr import Expr, ExprError, parse
+from studyrun.core.design import Evaluate
+
+_EPS = 2.0 ** -53  # as the unit-cube samplers: a point stays inside (0, 1)
+_STRICT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """`left < right` (or <=, >, >=) over quantities, read as the limit state g = left - right
+    (right - left for > and >=): the run fails where g < 0 (g <= 0 for the non-strict forms)."""
+
+    text: str
+    left: Expr
+    right: Expr
+    below: bool  # True for < and <=: failure where left is below right
+    strict: bool
+
+    @property
+    def names(self) -> set[str]:
+        return set(self.left.names | self.right.names)
+
+    def g(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The limit state of each run (NaN where a quantity is)."""
+        left, right = (np.asarray(side(values), dtype=float) for side in (self.left, self.right))
+        return np.broadcast_to(left - right if self.below else right - left,
+                               np.broadcast(left, right).shape).astype(float)
+
+    def failed(self, g: np.ndarray) -> np.ndarray:
+        return g < 0 if self.strict else g <= 0
+
+
+def failure(text: str) -> Failure:
+    """Parse a failure condition; ExprError says what is wrong and what is allowed."""
+    whole = parse(text)  # the safe language's checks; nothing is evaluated as text
+    body = whole.tree.body
+    if not (isinstance(body, ast.Compare) and len(body.ops) == 1
+            and type(body.ops[0]) in _STRICT):
+        raise ExprError(f"{text!r} is not a condition: write one inequality over quantities, "
+                        "such as 'g < 0' or 'peak > 5' (several limit states: "
+                        "'min(g1, g2) < 0' fails where either does)")
+    source = text.replace("\r", " ").replace("\n", " ").replace("\t", " ").lstrip(" ")
+    left, right = (ast.get_source_segment(source, side) for side in (body.left,
+                                                                     body.comparators[0]))
+    if left is None or right is None:
+        raise ExprError(f"cannot read the two sides of {text!r}")
+    op = type(body.ops[0])
+    return Failure(text, parse(left), parse(right), op in (ast.Lt, ast.LtE),
+                   op in (ast.Lt, ast.Gt))
+
+
+@dataclass(frozen=True)
+class Transform:
+    """Standard normal points u to parameter values x: z = L u (L the Cholesky factor of the
+    normal scores' correlation), then each column through Phi and its parameter's inverse CDF."""
+
+    parameters: dict[str, Any]
+    correlation: np.ndarray | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.parameters)
+
+    def to_physical(self, u: np.ndarray) -> np.ndarray:
+        from scipy.special import ndtr
+
+        from studyrun.blocks.params import map_unit
+
+        z = np.atleast_2d(np.asarray(u, dtype=float))
+        if self.correlation is not None:
+            z = z @ np.linalg.cholesky(self.correlation).T
+        return map_unit(self.parameters, np.clip(ndtr(z), _EPS, 1 - _EPS))
+
+    def named(self, u: np.ndarray) -> dict[str, dict[str, float]]:
+        """A point in both spaces, by parameter name."""
+        x = self.to_physical(u)[0]
+        return {"physical": dict(zip(self.names, map(float, x))),
+                "standard": dict(zip(self.names, map(float, np.ravel(u))))}
+
+
+@dataclass
+class LimitState:
+    """g at standard normal points, through the study's `evaluate` (executor and store): counts
+    the runs asked for and the runs that gave no finite g."""
+
+    evaluate: Evaluate
+    transform: Transform
+    condition: Failure
+    runs: int = 0
+    dropped: int = 0
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        u = np.atleast_2d(np.asarray(u, dtype=float))
+        if not len(u):
+            return np.zeros(0)
+        outcome = self.evaluate(self.transform.to_physical(u))
+        g = self.condition.g(outcome.values)
+        g = np.where(outcome.ok, g, np.nan)
+        g[~np.isfinite(g)] = np.nan
+        self.runs += len(u)
+        self.dropped += int(np.isnan(g).sum())
+        return g
+
+
+GFunction = Callable[[np.ndarray], np.ndarray]  # standard normal rows -> g, NaN where none
