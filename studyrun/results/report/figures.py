@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -163,8 +164,11 @@ def lay_out(fig) -> None:
 
     # rect=None measures once (the default rect (0, 0, 1, 1) measures twice, to the same
     # margins up to a rounding error); running the engine without setting it on the figure
-    # leaves no placeholder engine behind for savefig to measure the figure again.
-    TightLayoutEngine(pad=PAD, rect=None).execute(fig)
+    # leaves no placeholder engine behind for savefig to measure the figure again. Labels too
+    # long to fit (a crafted name) leave the layout as it is, drawn, with no Python warning.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+        TightLayoutEngine(pad=PAD, rect=None).execute(fig)
 
 
 def shown_rows(n: int, cap: int = SCATTER_POINTS, *, prefix: bool = False) -> np.ndarray:
