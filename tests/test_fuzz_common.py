@@ -83,6 +83,8 @@ def _audit(event: str, args: tuple) -> None:
         return  # too: call it for exec events only, or the hook recurses)
     if any("__pycache__" in str(a) for a in args[:1]):
         return  # importing a study's python module caches its bytecode
+    if event == "open" and isinstance(args[0], int) and _library_code(sys._getframe(1)):
+        return  # ... through a descriptor: importlib writes the .pyc it opened by name above
     writes = event == "open" and len(args) > 2 and (
         (isinstance(args[1], str) and any(m in args[1] for m in "wax+"))
         or (isinstance(args[2], int) and args[2] & _WRITING))
