@@ -35,7 +35,7 @@ from .isolated import IsolatedExecutor, Loss
 from .plan import Plan
 from .progress import Progress
 from .quantities import Quantities
-from .series_store import pack
+from .series_store import Block, pack
 from .spec.execution import Cluster, scheduler_problem
 from .store import Batch, RunStore
 
@@ -84,7 +84,21 @@ class Counts:
     notes: list[str] = field(default_factory=list)
 
 
-def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> dict:
+@dataclass
+class BatchResult:
+    """What one batch gives back from where it ran: its runs' errors (None where a run
+    succeeded), their quantities, the series kept, and how long a run took where."""
+
+    ids: np.ndarray  # int64 (n,): the runs' identities
+    errors: list[str | None]
+    values: dict[str, np.ndarray]  # quantity -> (n,); a batch whose runs all failed may name none
+    duration: float  # seconds per run; NaN where not known
+    worker: str  # host:pid
+    series: list[Block] | None = None  # the series kept, packed (None: none kept)
+    output_bytes: float = 0.0  # the bytes of model output a run gave (what bounds a batch)
+
+
+def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> BatchResult:
     """Evaluate one batch where it runs: model, quantities, retries of failed runs."""
     start = time.perf_counter()
     out = evaluate_model(job, inputs, run_ids)
@@ -105,15 +119,10 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
                     values[name][i] = array[j]
         if series is not None:  # each run's series of its latest attempt: a later block wins
             series += pack(again, run_ids[failed], job.series_outputs)
-    return {
-        "ids": run_ids,
-        "errors": out.errors,
-        "values": values,
-        "duration": (time.perf_counter() - start) / max(len(run_ids), 1),
-        "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "series": series,
-        "output_bytes": output_bytes,
-    }
+    return BatchResult(ids=run_ids, errors=out.errors, values=values,
+                       duration=(time.perf_counter() - start) / max(len(run_ids), 1),
+                       worker=f"{socket.gethostname()}:{os.getpid()}", series=series,
+                       output_bytes=output_bytes)
 
 
 def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> ModelOutput:
@@ -140,17 +149,17 @@ class Recorder:
     def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress) -> None:
         self.plan, self.store, self.settings, self.progress = plan, store, settings, progress
         self.counts = Counts(planned=plan.size)
-        self.waiting: list[tuple[np.ndarray, dict]] = []
+        self.waiting: list[tuple[np.ndarray, BatchResult]] = []
         self.output_bytes = 0.0  # the most bytes of model output a run gave so far
 
-    def record(self, rows: np.ndarray, result: dict) -> None:
-        self.output_bytes = max(self.output_bytes, result.get("output_bytes", 0.0))
+    def record(self, rows: np.ndarray, result: BatchResult) -> None:
+        self.output_bytes = max(self.output_bytes, result.output_bytes)
         if not self.store.quantities and self.store.meta("format") is None:
-            if self.settings.on_failure == "continue" and all(result["errors"]):
+            if self.settings.on_failure == "continue" and all(result.errors):
                 self.waiting.append((rows, result))
-                self.count(rows, result["errors"])
+                self.count(rows, result.errors)
                 return
-            self.store.prepare(list(self.plan.design.names), list(result["values"]))
+            self.store.prepare(list(self.plan.design.names), list(result.values))
             self.flush()
         errors = self.write(rows, result)
         self.count(rows, errors)
@@ -163,22 +172,22 @@ class Recorder:
             self.write(rows, result)
         self.waiting = []
 
-    def write(self, rows: np.ndarray, result: dict) -> list[str | None]:
+    def write(self, rows: np.ndarray, result: BatchResult) -> list[str | None]:
         """Store one batch; its runs' errors."""
         names = self.store.quantities
         n = len(rows)
-        errors = list(result["errors"])
+        errors = list(result.errors)
         values = np.full((n, len(names)), np.nan)
         for j, name in enumerate(names):
-            if name in result["values"]:
-                values[:, j] = result["values"][name]
+            if name in result.values:
+                values[:, j] = result.values[name]
             else:
                 for i in range(n):
                     errors[i] = errors[i] or f"the model gave no output {name!r}"
         ok = np.array([e is None for e in errors])
-        batch = Batch(ids=result["ids"], ok=ok, errors=errors, inputs=self.plan.design.matrix[rows],
-                      values=values, duration=result["duration"], worker=result["worker"],
-                      series=result["series"])
+        batch = Batch(ids=result.ids, ok=ok, errors=errors, inputs=self.plan.design.matrix[rows],
+                      values=values, duration=result.duration, worker=result.worker,
+                      series=result.series)
         self.store.write(batch)
         return errors
 
@@ -503,14 +512,14 @@ class Dispatch:
                 self.recorder.record(rows, crashed_result(self.plan, self.job, rows, crashed))
 
 
-def crashed_result(plan: Plan, job: Job, rows: np.ndarray, loss: Loss) -> dict:
+def crashed_result(plan: Plan, job: Job, rows: np.ndarray, loss: Loss) -> BatchResult:
     """A batch result recording a run whose process died each time it ran."""
     how = loss.cause or ("how is not known: a crash, os._exit, a signal, or memory past the "
                          "worker's limit")
-    return {"ids": plan.run_ids[rows], "values": {}, "duration": float("nan"),
-            "errors": [f"the process running the model died ({how}) running this run alone"
-                       + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
-            "worker": loss.worker, "series": [] if job.keep_series else None}
+    return BatchResult(ids=plan.run_ids[rows], values={}, duration=float("nan"),
+                       errors=[f"the process running the model died ({how}) running this run "
+                               "alone" + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
+                       worker=loss.worker, series=[] if job.keep_series else None)
 
 
 def lost_batch_message(executor, error: Exception) -> str:

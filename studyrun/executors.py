@@ -1,9 +1,9 @@
 """Executors from `execution.scheduler`: in-process, threads, a Dask LocalCluster or scheduler,
 or an HPC batch system through dask-jobqueue (a cluster block, see clusters.py).
 
-Each adapter offers `submit(fn, *args)`, `wait_first(futures)`, `result(future)`, `lost(error)`
-and `close()`; the execute step knows nothing else about them. Dask is imported only when a
-cluster is asked for. A lost scheduler is reported as an ExecutionError by `wait_first` and
+Each adapter is an `Executor`: `name`, `workers`, `submit(fn, *args)`, `wait_first(futures)`,
+`result(future)`, `lost(error)` and `close()`; the execute step knows nothing else about them.
+Dask is imported only when a cluster is asked for. A lost scheduler is reported as an ExecutionError by `wait_first` and
 `result`, never a hang; a batch whose worker process died is a `Loss` (see `lost`).
 """
 
@@ -15,11 +15,46 @@ import os
 import socket
 import struct
 import sys
-from typing import Any, Callable
+from collections.abc import Callable, Collection, Hashable
+from typing import Any, Protocol, runtime_checkable
 
 from .core.errors import ExecutionError
 from .isolated import Loss
 from .spec.execution import ADDRESS, Cluster
+
+
+class Submitted(Hashable, Protocol):
+    """A task handed to an executor: a concurrent.futures or a Dask future."""
+
+    def cancel(self) -> Any: ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Where batches run: this process, threads, a child process, or Dask workers."""
+
+    @property
+    def name(self) -> str:
+        """How analysis.json and messages name it: sync, threads, process, local, slurm, ..."""
+
+    @property
+    def workers(self) -> int:
+        """How many batches it runs at once."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Submitted:
+        """Start `fn(*args)` (or run it at once) and return its future."""
+
+    def wait_first(self, futures: Collection[Submitted]) -> tuple[set[Submitted], set[Submitted]]:
+        """Wait for at least one future: (done, not done)."""
+
+    def result(self, future: Submitted) -> Any:
+        """The task's value, or its exception raised; a lost executor is an ExecutionError."""
+
+    def lost(self, error: Exception) -> Loss | None:
+        """Whether `error` means the process running the task died, and how."""
+
+    def close(self) -> None:
+        """Stop what it started."""
 
 
 class SyncExecutor:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
 from ..core.sizes import Footprint, memory_problem
+from ..records import register
 
 if TYPE_CHECKING:
     from ..core.errors import Problem
@@ -141,6 +142,16 @@ class AnalysisSpec(BaseModel):
     # Why a study with `correlation:` is refused; None: the design draws correlated inputs.
     without_correlation: ClassVar[str | None] = ("its design does not draw from the parameters' "
                                                  "joint distribution")
+    # analysis.json's `results` of this type: how it is written, read and published as a schema
+    results_model: ClassVar[type[BaseModel]]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A type (a class whose `type` is one literal) is looked up by it in analysis.json."""
+        super().__pydantic_init_subclass__(**kwargs)
+        kind = cls.model_fields.get("type")
+        if kind is not None and len(getattr(kind.annotation, "__args__", ())) == 1:
+            register(kind.annotation.__args__[0], cls.results_model)
 
     def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
         """The model as this analysis runs it and what it changed, in words (local tightens an

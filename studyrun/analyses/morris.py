@@ -30,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveInt,
+    RootModel,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -38,6 +39,7 @@ from pydantic import (
 from ..core.design import Design, Outcome
 from ..core.errors import Problem, StudyError
 from ..core.sizes import Footprint
+from ..records import STRICT, ByName, Entry
 from ..report.markdown import escape
 from ..report.wide import shown, top_note
 from .base import INDEPENDENT_INPUTS, AnalysisSpec, StudyContext, run_bytes, runs_footprint
@@ -90,12 +92,28 @@ class Trajectories(BaseModel):
         return doublings(self.start, self.max)
 
 
+class MorrisQuantity(Entry):
+    """Elementary effects: mean, mean of absolute values (with its half-width), spread."""
+
+    mu: ByName = {}
+    mu_star: ByName = {}
+    mu_star_conf: ByName = {}
+    sigma: ByName = {}
+
+
+class MorrisResults(RootModel[dict[str, MorrisQuantity]]):
+    """Quantity -> its effects."""
+
+    model_config = STRICT
+
+
 class Morris(AnalysisSpec):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
 
     without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
+    results_model = MorrisResults
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

@@ -63,6 +63,7 @@ from .data import (
     outputs_needed,
     read_blocks,
 )
+from .records import CalibrateResults
 from .sequential import Start
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ class Calibrate(AnalysisSpec):
     """Fit the varied parameters to observed data; see the module doc for the results keys."""
 
     type: Literal["calibrate"]
+    results_model = CalibrateResults
     iterative: ClassVar[bool] = True
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 

@@ -38,6 +38,7 @@ from .interpret import (
     compute_main_effects,
     rank_factors,
 )
+from .records import DoeResults
 from .surface import find_stationary_point, fit_surface, predict
 from .terms import read_coding, select_terms, to_coded
 
@@ -59,6 +60,7 @@ class Doe(ReadsGiven):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
+    results_model = DoeResults
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
                               frozen=True)
 

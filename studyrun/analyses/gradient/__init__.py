@@ -34,6 +34,7 @@ from ..local import exact_status, tighten
 from ..local.agreement import rank
 from ..local.sensitivity import difference_rows, perturbation_steps
 from .objective import REDUCTIONS, parse_objective
+from .records import GradientResults
 
 if TYPE_CHECKING:
     from ...report.figures import Figures
@@ -46,6 +47,7 @@ class Gradient(AnalysisSpec):
     """`analysis: {type: gradient}`: dJ/dp at the nominal point; see the module doc."""
 
     type: Literal["gradient"]
+    results_model = GradientResults
     objective: str = Field(description="J: " + " | ".join(f"{k}(x)" for k in REDUCTIONS)
                            + " of a model output x; a window (x, T0, T1) but for final and at "
                              "(at(x, T))")

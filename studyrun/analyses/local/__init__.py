@@ -40,6 +40,7 @@ from ...core.design import Design, Outcome
 from ...core.errors import Problem
 from ..base import AnalysisSpec, StudyContext
 from .collinearity import MAX_SUBSETS, subset_count
+from .records import LocalResults
 from .sensitivity import difference_rows, perturbation_steps
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class Local(AnalysisSpec):
     """`analysis: {type: local}`: sensitivity functions, their summaries and identifiability."""
 
     type: Literal["local"]
+    results_model = LocalResults
     outputs: list[str] = Field(min_length=1, description="the model's time series to study")
     method: Method = Field("central", description="central | forward differences, or exact "
                            "(forward sensitivity equations; ode and stockflow models)")

@@ -30,6 +30,7 @@ from ...report.wide import TOP, shown, table_order, top_note
 from ..given import ReadsGiven, not_with_from
 from ..precision import Samples, grow, reached
 from .ranks import Ranks
+from .records import MontecarloResults
 
 
 class Montecarlo(ReadsGiven):
@@ -37,6 +38,7 @@ class Montecarlo(ReadsGiven):
     quantity's distribution."""
 
     type: Literal["montecarlo"]
+    results_model = MontecarloResults
     samples: PositiveInt | Samples = Field(
         1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
                           "max}: runs double until the 95% interval of every mean and "

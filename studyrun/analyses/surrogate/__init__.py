@@ -34,6 +34,7 @@ from ...params import correlate_unit, map_unit, sample_unit, sample_unit_range
 from ..base import AnalysisSpec, StudyContext
 from ..given import given_problems, read_given
 from ..salib import Confidence, Resamples
+from .records import SurrogateResults
 from .sizes import gp_footprint, pce_footprint
 from .training import Training, earlier_runs
 
@@ -64,6 +65,7 @@ class Surrogate(AnalysisSpec):
     without_correlation = None  # training runs drawn correlated; moments over correlated draws
 
     type: Literal["surrogate"]
+    results_model = SurrogateResults
     method: Literal["pce", "gp"] = "pce"
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")
