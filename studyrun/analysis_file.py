@@ -191,8 +191,10 @@ def first_error(error: ValidationError) -> str:
     errors = error.errors(include_url=False)
     first = errors[0]
     loc = first["loc"]
-    members = [e for e in errors if e["loc"][:-1] == loc[:-1] and e["input"] is first["input"]]
-    if len(members) > 1 and loc and isinstance(loc[-1], str) and loc[-1] not in first["input"]:
+    members = [e for e in errors if e["loc"] and e["loc"][:-1] == loc[:-1]
+               and e["input"] is first["input"] and isinstance(e["loc"][-1], str)
+               and e["loc"][-1].split("[")[0] in TAGS]
+    if len(members) > 1 and members[0] is first:
         loc = loc[:-1]  # a union's members, each named by its type at the end of the path
         kinds = dict.fromkeys(member(e["loc"][-1]) for e in members)
         if "a number" in kinds:
@@ -208,11 +210,11 @@ def first_error(error: ValidationError) -> str:
     return f"{where} {must}; found {found}"
 
 
-def member(tag: Any) -> str:
-    """A union member as pydantic tags it (`int`, `list[...]`, a model's name), in words."""
-    tag = str(tag)
-    named = {"int": "an integer", "float": "a number", "none": "null", "str": "a string",
-             "bool": "true or false"}
-    if tag in named:
-        return named[tag]
-    return "a list" if tag.startswith("list[") else "an object"
+TAGS = {"int": "an integer", "float": "a number", "none": "null", "str": "a string",
+        "bool": "true or false", "list": "a list", "dict": "an object"}  # a union's members
+
+
+def member(tag: str) -> str:
+    """A union member as pydantic tags it at the end of an error's path (`int`, `list[...]`),
+    in words."""
+    return TAGS[tag.split("[")[0]]

@@ -84,7 +84,7 @@ class Optimum(Record):
     optimum: Number = None
 
 
-class Before(Record):
+class ValueChange(Record):
     """A value at the start and at the optimum."""
 
     initial: Number = None
@@ -96,8 +96,8 @@ class OptimizeResults(Record):
 
     method: Text
     parameters: dict[str, Optimum] = {}
-    objective: Before | None = None
-    quantities: dict[str, Before] = {}
+    objective: ValueChange | None = None
+    quantities: dict[str, ValueChange] = {}
     evaluations: Counted | None = None
     batches: Counted | None = None
     converged: Flag | None = None

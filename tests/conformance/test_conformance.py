@@ -36,6 +36,7 @@ from conformance_table import (
     merged,
     missing_examples,
 )
+from conftest import analysis_schema_problems
 from hostile_html import PAYLOAD, live, text_of, views
 
 from studyrun import pipeline
@@ -357,6 +358,14 @@ def test_the_report_is_rebuilt_from_analysis_json_and_the_store_alone(runs, name
     assert report.read_text() == (run.out / "report.md").read_text()
     figures = sorted(p.name for p in (run.out / "figures").glob("*"))
     assert sorted(p.name for p in (alone / "figures").glob("*")) == figures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ALL))
+def test_analysis_json_follows_its_published_schema(runs, name):
+    """Every example's analysis.json, each analysis type's among them, against
+    schemas/analysis.schema.json: what the model writes is what the schema says."""
+    assert analysis_schema_problems(runs.get(name).out / "analysis.json") == []
 
 
 TEXTS = ("error", "warnings", "notes", "message", "note", "objective")  # analysis.json's prose

@@ -31,7 +31,7 @@ class Variable(Record):
     rms_after: Number = None
 
 
-class Before(Record):
+class CostChange(Record):
     """A value at the start and at the end of the search."""
 
     initial: Number = None
@@ -78,7 +78,7 @@ class CalibrateResults(Record):
     parameters: dict[str, Estimated] = {}
     correlation: Table = {}
     covariance: Table = {}
-    cost: Before | None = None
+    cost: CostChange | None = None
     variables: dict[str, Variable] = {}
     minlogp: Number = None
     minlogp_initial: Number = None
