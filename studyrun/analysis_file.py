@@ -196,7 +196,7 @@ def first_error(error: ValidationError) -> str:
                and e["loc"][-1].split("[")[0] in TAGS]
     if len(members) > 1 and members[0] is first:
         loc = loc[:-1]  # a union's members, each named by its type at the end of the path
-        kinds = dict.fromkeys(member(e["loc"][-1]) for e in members)
+        kinds = dict.fromkeys(member(str(e["loc"][-1])) for e in members)
         if "a number" in kinds:
             kinds.pop("an integer", None)
         must = "must be " + " or ".join(kinds)

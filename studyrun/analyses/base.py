@@ -150,8 +150,9 @@ class AnalysisSpec(BaseModel):
         """A type (a class whose `type` is one literal) is looked up by it in analysis.json."""
         super().__pydantic_init_subclass__(**kwargs)
         kind = cls.model_fields.get("type")
-        if kind is not None and len(getattr(kind.annotation, "__args__", ())) == 1:
-            register(kind.annotation.__args__[0], cls.results_model)
+        literals: tuple[Any, ...] = getattr(kind.annotation, "__args__", ()) if kind else ()
+        if len(literals) == 1:
+            register(literals[0], cls.results_model)
 
     def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
         """The model as this analysis runs it and what it changed, in words (local tightens an
