@@ -152,7 +152,11 @@ class AnalysisSpec(BaseModel):
         kind = cls.model_fields.get("type")
         literals: tuple[Any, ...] = getattr(kind.annotation, "__args__", ()) if kind else ()
         if len(literals) == 1:
-            register(literals[0], cls.results_model)
+            model = getattr(cls, "results_model", None)
+            if model is None:
+                raise TypeError(f"analysis type {literals[0]!r} ({cls.__name__}) declares no "
+                                "results_model: the pydantic model of its analysis.json results")
+            register(literals[0], model)
 
     def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
         """The model as this analysis runs it and what it changed, in words (local tightens an

@@ -145,6 +145,19 @@ def test_every_union_member_has_an_example():
     assert set(ANALYSES) == set(member_types(AnalysisUnion))
 
 
+def test_an_analysis_type_without_a_results_model_is_an_error_where_it_is_defined():
+    from typing import Literal
+
+    from studyrun.records import results_model
+
+    with pytest.raises(TypeError, match="'unmodelled' .* declares no results_model"):
+        class Unmodelled(AnalysisSpec):
+            type: Literal["unmodelled"]
+    assert results_model("unmodelled") is None
+    assert {kind: results_model(kind) for kind in ANALYSES} == {
+        kind: member.results_model for kind, member in member_types(AnalysisUnion).items()}
+
+
 def as_validated(path: Path) -> dict:
     """The study file validated afresh, nothing else done with it."""
     return validate(Study, include_files(read_yaml(path))).model_dump()
