@@ -109,7 +109,8 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
             outputs.DIGEST_KEY: outputs.study_digest(copy)})
         outputs.write_text(folder / "analysis.json", record.text())
         analysis = record.dump()
-        write_report(folder, loaded.study, analysis, outcome)
+        # the report reads the results as computed (a NaN, not analysis.json's null), as before
+        write_report(folder, loaded.study, {**analysis, "results": analysed.results}, outcome)
     return analysis
 
 
