@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from studyrun.analyses.base import StudyContext
 from studyrun.analyses.salib import (
@@ -27,6 +27,7 @@ from studyrun.analyses.salib import (
     with_notes,
 )
 from studyrun.core.errors import Problem
+from studyrun.records import STRICT, ByName, Entry
 
 # SALib's delta (balanced and step modes) splits a parameter's range into equal bins (10; 5 for
 # the step's positive side), merges neighbours holding fewer than 10 runs (5), and draws
@@ -38,10 +39,30 @@ from studyrun.core.errors import Problem
 MIN_RUNS = 100
 
 
+class DeltaQuantity(Entry):
+    """Borgonovo's delta (three estimators) and first-order indices, with half-widths."""
+
+    delta_balanced: ByName = {}
+    delta_balanced_conf: ByName = {}
+    delta_raw: ByName = {}
+    delta_raw_conf: ByName = {}
+    delta_step: ByName = {}
+    delta_step_conf: ByName = {}
+    S1: ByName = {}
+    S1_conf: ByName = {}
+
+
+class DeltaResults(RootModel[dict[str, DeltaQuantity]]):
+    """Quantity -> its indices."""
+
+    model_config = STRICT
+
+
 class Delta(GivenDataAnalysis):
     """`analysis: {type: delta}`: delta moment-independent and first-order indices."""
 
     type: Literal["delta"]
+    results_model = DeltaResults
     method: Literal["all", "delta", "sobol"] = Field(
         "all", description="SALib's choice: delta indices, first-order S1, or both")
     confidence: Confidence = 0.95

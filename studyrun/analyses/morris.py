@@ -30,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveInt,
+    RootModel,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -63,6 +64,7 @@ from studyrun.analyses.salib.report import facts_line, figure_name, index_table,
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.sizes import Footprint
+from studyrun.records import STRICT, ByName, Entry
 from studyrun.results.report.markdown import escape
 from studyrun.results.report.wide import shown, top_note
 
@@ -96,12 +98,28 @@ class Trajectories(BaseModel):
         return doublings(self.start, self.max)
 
 
+class MorrisQuantity(Entry):
+    """Elementary effects: mean, mean of absolute values (with its half-width), spread."""
+
+    mu: ByName = {}
+    mu_star: ByName = {}
+    mu_star_conf: ByName = {}
+    sigma: ByName = {}
+
+
+class MorrisResults(RootModel[dict[str, MorrisQuantity]]):
+    """Quantity -> its effects."""
+
+    model_config = STRICT
+
+
 class Morris(AnalysisSpec):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
 
     without_correlation = INDEPENDENT_INPUTS
 
     type: Literal["morris"]
+    results_model = MorrisResults
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

@@ -12,15 +12,30 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, RootModel, model_validator
 
 from studyrun.analyses.salib import Confidence, GivenDataAnalysis, Resamples
+from studyrun.records import STRICT, ByName, Entry
+
+
+class RbdFastQuantity(Entry):
+    """RBD-FAST's first-order indices with their half-widths."""
+
+    S1: ByName = {}
+    S1_conf: ByName = {}
+
+
+class RbdFastResults(RootModel[dict[str, RbdFastQuantity]]):
+    """Quantity -> its indices."""
+
+    model_config = STRICT
 
 
 class RbdFast(GivenDataAnalysis):
     """`analysis: {type: rbd_fast}`: first-order indices from one sample of `samples` runs."""
 
     type: Literal["rbd_fast"]
+    results_model = RbdFastResults
     M: int = Field(10, ge=1, description="harmonics summed (interference factor)")
     confidence: Confidence = 0.95
     resamples: Resamples = 100

@@ -9,19 +9,33 @@ import itertools
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, RootModel, model_validator
 
 from studyrun.analyses.base import AnalysisSpec
 from studyrun.blocks.params import Real, Whole
 from studyrun.core.design import Design, Outcome
 from studyrun.core.numbers import finite_or_none
+from studyrun.records import STRICT, Numbers, Record
 from studyrun.results.report.markdown import table
+
+
+class SweepQuantity(Record):
+    """A quantity at each case of the grid, in the design's order (null where a run failed)."""
+
+    values: Numbers = []
+
+
+class SweepResults(RootModel[dict[str, SweepQuantity]]):
+    """Quantity -> its values."""
+
+    model_config = STRICT
 
 
 class Sweep(AnalysisSpec):
     """Every combination of `levels` values per parameter (first parameter slowest), or `cases`."""
 
     type: Literal["sweep"]
+    results_model = SweepResults
     levels: PositiveInt | dict[str, PositiveInt | list[Whole | Real]] = Field(
         5, description="points per parameter across its bounds, or explicit values per parameter "
         "(integers stay whole numbers)")

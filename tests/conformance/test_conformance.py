@@ -36,6 +36,7 @@ from conformance_table import (
     merged,
     missing_examples,
 )
+from conftest import analysis_schema_problems
 from hostile_html import PAYLOAD, live, text_of, views
 
 from studyrun.analyses.base import AnalysisSpec
@@ -142,6 +143,19 @@ def test_every_union_member_has_an_example():
                          "tests/conformance/conformance_table.py")
     assert set(MODELS) == set(member_types(ModelUnion))  # and none for a type that is gone
     assert set(ANALYSES) == set(member_types(AnalysisUnion))
+
+
+def test_an_analysis_type_without_a_results_model_is_an_error_where_it_is_defined():
+    from typing import Literal
+
+    from studyrun.records import results_model
+
+    with pytest.raises(TypeError, match="'unmodelled' .* declares no results_model"):
+        class Unmodelled(AnalysisSpec):
+            type: Literal["unmodelled"]
+    assert results_model("unmodelled") is None
+    assert {kind: results_model(kind) for kind in ANALYSES} == {
+        kind: member.results_model for kind, member in member_types(AnalysisUnion).items()}
 
 
 def as_validated(path: Path) -> dict:
@@ -357,6 +371,14 @@ def test_the_report_is_rebuilt_from_analysis_json_and_the_store_alone(runs, name
     assert report.read_text() == (run.out / "report.md").read_text()
     figures = sorted(p.name for p in (run.out / "figures").glob("*"))
     assert sorted(p.name for p in (alone / "figures").glob("*")) == figures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ALL))
+def test_analysis_json_follows_its_published_schema(runs, name):
+    """Every example's analysis.json, each analysis type's among them, against
+    schemas/analysis.schema.json: what the model writes is what the schema says."""
+    assert analysis_schema_problems(runs.get(name).out / "analysis.json") == []
 
 
 TEXTS = ("error", "warnings", "notes", "message", "note", "objective")  # analysis.json's prose

@@ -66,6 +66,7 @@ from studyrun.analyses.calibrate.data import (
     outputs_needed,
     read_blocks,
 )
+from studyrun.analyses.calibrate.records import CalibrateResults
 from studyrun.analyses.calibrate.sequential import Start
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError
@@ -115,6 +116,7 @@ class Calibrate(AnalysisSpec):
     """Fit the varied parameters to observed data; see the module doc for the results keys."""
 
     type: Literal["calibrate"]
+    results_model = CalibrateResults
     iterative: ClassVar[bool] = True
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 

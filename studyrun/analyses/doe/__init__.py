@@ -34,6 +34,7 @@ from studyrun.analyses.doe.interpret import (
     compute_main_effects,
     rank_factors,
 )
+from studyrun.analyses.doe.records import DoeResults
 from studyrun.analyses.doe.surface import find_stationary_point, fit_surface, predict
 from studyrun.analyses.doe.terms import read_coding, select_terms, to_coded
 from studyrun.analyses.given import ReadsGiven, read_given
@@ -59,6 +60,7 @@ class Doe(ReadsGiven):
     """`analysis: {type: doe}`: a designed set of runs and a response-surface fit per quantity."""
 
     type: Literal["doe"]
+    results_model = DoeResults
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
                               frozen=True)
 

@@ -28,6 +28,7 @@ from pydantic import Field, PositiveFloat, field_validator
 
 from studyrun.analyses.base import AnalysisSpec, StudyContext
 from studyrun.analyses.gradient.objective import REDUCTIONS, parse_objective
+from studyrun.analyses.gradient.records import GradientResults
 from studyrun.analyses.local import exact_status, tighten
 from studyrun.analyses.local.agreement import rank
 from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
@@ -46,6 +47,7 @@ class Gradient(AnalysisSpec):
     """`analysis: {type: gradient}`: dJ/dp at the nominal point; see the module doc."""
 
     type: Literal["gradient"]
+    results_model = GradientResults
     objective: str = Field(description="J: " + " | ".join(f"{k}(x)" for k in REDUCTIONS)
                            + " of a model output x; a window (x, T0, T1) but for final and at "
                              "(at(x, T))")

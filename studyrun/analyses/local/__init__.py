@@ -38,6 +38,7 @@ from pydantic import (
 
 from studyrun.analyses.base import AnalysisSpec, StudyContext
 from studyrun.analyses.local.collinearity import MAX_SUBSETS, subset_count
+from studyrun.analyses.local.records import LocalResults
 from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem
@@ -72,6 +73,7 @@ class Local(AnalysisSpec):
     """`analysis: {type: local}`: sensitivity functions, their summaries and identifiability."""
 
     type: Literal["local"]
+    results_model = LocalResults
     outputs: list[str] = Field(min_length=1, description="the model's time series to study")
     method: Method = Field("central", description="central | forward differences, or exact "
                            "(forward sensitivity equations; ode and stockflow models)")
