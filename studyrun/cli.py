@@ -160,7 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write report.md and figures/ into DIR (default: the results folder)")
     report.set_defaults(command=command_report)
 
-    schema = commands.add_parser("schema", help="print the study file's JSON Schema")
+    schema = commands.add_parser("schema", help="print the study file's JSON Schema (with "
+                                 "--analysis, analysis.json's)")
+    schema.add_argument("--analysis", action="store_true",
+                        help="the schema of a results folder's analysis.json instead")
     schema.set_defaults(command=command_schema)
     return parser
 
@@ -422,9 +425,9 @@ def command_report(args) -> int:
 
 
 def command_schema(args) -> int:
-    from studyrun.commands.schema import study_schema
+    from studyrun.commands.schema import analysis_schema, study_schema
 
-    print(json.dumps(study_schema(), indent=2))
+    print(json.dumps(analysis_schema() if args.analysis else study_schema(), indent=2))
     return 0
 
 

@@ -38,6 +38,16 @@ def flaky(a, b):
 '''
 
 
+def analysis_schema_problems(path: Path) -> list[str]:
+    """Where a results folder's analysis.json departs from schemas/analysis.schema.json."""
+    import jsonschema
+
+    schema = json.loads((STUDIES.parent / "schemas" / "analysis.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'.'.join(map(str, error.absolute_path))}: {error.message[:200]}"
+            for error in validator.iter_errors(json.loads(Path(path).read_text()))]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Compile studyrun's modules once, before any test starts a Python process.
 

@@ -172,7 +172,7 @@ def crafted_results(folder: Path, payload: str, blocks: str, code_break: str) ->
     for entry in analysis["results"].values():
         entry["correlations"] = {a: entry["correlations"]["a"], "b": entry["correlations"]["b"]}
     provenance = analysis["provenance"]
-    for key in ("studyrun", "python", "seed", "started", "finished", "study_sha256"):
+    for key in ("studyrun", "python", "started", "finished", "study_sha256"):  # seed: a count
         provenance[key] = f"{key}{payload}"
     provenance["git"] = {"commit": f"{code_break}{payload}", "dirty": True}
     provenance["given"] = {"file": code_break, "rows": payload}

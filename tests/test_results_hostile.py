@@ -104,6 +104,10 @@ ANALYSIS_PAYLOADS = {
     "runs counts as text": with_results(lambda a: a["runs"].update(succeeded="7")),
     "provenance a list": with_results(lambda a: a.update(provenance=["x"])),
     "study missing": with_results(lambda a: a.pop("study")),
+    # checked against the analysis type's own results model (doe's DoeResults)
+    "a result of another type": with_results(lambda a: a["results"]["y"].update(r2="0.9")),
+    "a count that is true": with_results(lambda a: a["results"]["y"].update(n_runs=True)),
+    "an analysis type studyrun does not know": with_results(lambda a: a.update(analysis="doe2")),
     "not JSON": lambda a: '{"study": ',
     "not UTF-8": lambda a: b'{"study": "\xff\xfe"}',
 }
@@ -119,6 +123,27 @@ def test_a_crafted_analysis_json_is_one_line_and_exit_2(made, tmp_path, name, pa
     line = one_line(run_cli(*command(name, folder, made)))
     assert line.startswith(f"{folder}: not a studyrun results folder: analysis.json"), line
     assert len(line) < 600, line
+
+
+@pytest.mark.parametrize("change, what", [
+    (lambda a: a["results"]["y"].update(r2="0.9"), "`results.y.r2` must be a number; found a string"),
+    (lambda a: a["results"]["y"]["coefficients"]["x1"].update(t=[1]),
+     "`results.y.coefficients.x1.t` must be a number; found a list"),
+    (lambda a: a.update(analysis="sobol"), "`results.y.S1` must be an object; found a list"),
+    (lambda a: a.update(analysis="doe2"), "`analysis` is not an analysis type studyrun knows; "
+                                          "found a string")])
+def test_results_are_checked_against_their_analysis_types_model(made, tmp_path, change, what):
+    folder = copy(made, "doe", tmp_path)
+    analysis = json.loads((folder / "analysis.json").read_text())
+    if analysis["analysis"] != "doe" or "r2" not in analysis["results"]["y"]:
+        pytest.fail("the doe folder's results are not as this test expects")
+    change(analysis)
+    if analysis["analysis"] == "sobol":  # a doe's results under another type's name
+        analysis["results"]["y"]["S1"] = [1.0]
+    (folder / "analysis.json").write_text(json.dumps(analysis))
+    line = one_line(run_cli("status", folder))
+    assert line == (f"{folder}: not a studyrun results folder: analysis.json: {what}; run its study "
+                    "again to write its results anew"), line
 
 
 def test_an_analysis_json_over_the_size_bound_is_refused_unread(made, tmp_path):

@@ -6,7 +6,7 @@ import json
 import shutil
 
 import pytest
-from conftest import SEQUENTIAL, STUDIES, run_cli, run_earlier_steps
+from conftest import SEQUENTIAL, STUDIES, analysis_schema_problems, run_cli, run_earlier_steps
 
 ALL = sorted(STUDIES.glob("*.yaml"))
 SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montecarlo",
@@ -58,6 +58,7 @@ def test_small_study_runs(tmp_path, name):
     assert analysis["runs"]["failed"] == 0
     assert (tmp_path / name / "report.md").exists() and (tmp_path / name / "runs.csv").exists()
     assert undocumented(analysis, study.read_text()) == set(), f"add them to {RESULTS_DOC}"
+    assert analysis_schema_problems(tmp_path / name / "analysis.json") == []
 
 
 def undocumented(analysis: dict, study_text: str) -> set[str]:
@@ -114,6 +115,14 @@ def test_schema_file_is_current():
 
     committed = json.loads((STUDIES.parent / "schemas" / "study.schema.json").read_text())
     assert committed == study_schema(), "regenerate: studyrun schema > schemas/study.schema.json"
+
+
+def test_analysis_schema_file_is_current():
+    from studyrun.commands.schema import analysis_schema
+
+    committed = json.loads((STUDIES.parent / "schemas" / "analysis.schema.json").read_text())
+    assert committed == analysis_schema(), ("regenerate: studyrun schema --analysis > "
+                                            "schemas/analysis.schema.json")
 
 
 @pytest.mark.slow

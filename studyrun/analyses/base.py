@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from studyrun.core.design import MAX_RUNS, Design, Evaluate, Outcome, PlannedRuns
 from studyrun.core.plugin import Example, check_complete
 from studyrun.core.sizes import Footprint, memory_problem
+from studyrun.results.records import register
 
 if TYPE_CHECKING:
     from studyrun.analyses.given import GivenRows
@@ -154,11 +155,23 @@ class AnalysisSpec(BaseModel):
     # Why a study with `correlation:` is refused; None: the design draws correlated inputs.
     without_correlation: ClassVar[str | None] = ("its design does not draw from the parameters' "
                                                  "joint distribution")
+    # analysis.json's `results` of this type: how it is written, read and published as a schema
+    results_model: ClassVar[type[BaseModel]]
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A type (a class whose `type` is one literal) is complete (`check_complete`: every
+        abstract hook written) and is looked up by its type in analysis.json."""
         super().__pydantic_init_subclass__(**kwargs)
         check_complete(cls)
+        kind = cls.model_fields.get("type")
+        literals: tuple[Any, ...] = getattr(kind.annotation, "__args__", ()) if kind else ()
+        if len(literals) == 1:
+            model = getattr(cls, "results_model", None)
+            if model is None:
+                raise TypeError(f"analysis type {literals[0]!r} ({cls.__name__}) declares no "
+                                "results_model: the pydantic model of its analysis.json results")
+            register(literals[0], model)
 
     def model_for(self, model: "ModelSpec") -> tuple["ModelSpec", list[str]]:
         """The model as this analysis runs it and what it changed, in words (local tightens an

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from studyrun.analyses.base import StudyContext
 from studyrun.analyses.salib import (
@@ -28,6 +28,7 @@ from studyrun.analyses.salib import (
 )
 from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
+from studyrun.results.records import STRICT, ByName, Entry
 
 # SALib's delta (balanced and step modes) splits a parameter's range into equal bins (10; 5 for
 # the step's positive side), merges neighbours holding fewer than 10 runs (5), and draws
@@ -39,6 +40,25 @@ from studyrun.core.plugin import Example
 MIN_RUNS = 100
 
 
+class DeltaQuantity(Entry):
+    """Borgonovo's delta (three estimators) and first-order indices, with half-widths."""
+
+    delta_balanced: ByName = {}
+    delta_balanced_conf: ByName = {}
+    delta_raw: ByName = {}
+    delta_raw_conf: ByName = {}
+    delta_step: ByName = {}
+    delta_step_conf: ByName = {}
+    S1: ByName = {}
+    S1_conf: ByName = {}
+
+
+class DeltaResults(RootModel[dict[str, DeltaQuantity]]):
+    """Quantity -> its indices."""
+
+    model_config = STRICT
+
+
 class Delta(GivenDataAnalysis):
     """`analysis: {type: delta}`: delta moment-independent and first-order indices."""
 
@@ -46,6 +66,7 @@ class Delta(GivenDataAnalysis):
     tutorial = "Delta"
     example = Example({"analysis": {"type": "delta", "samples": 160, "resamples": 2}},
                       failing={})
+    results_model = DeltaResults
     method: Literal["all", "delta", "sobol"] = Field(
         "all", description="SALib's choice: delta indices, first-order S1, or both")
     confidence: Confidence = 0.95

@@ -28,7 +28,7 @@ import math
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from studyrun.analyses.base import run_bytes
 from studyrun.analyses.salib import (
@@ -52,10 +52,28 @@ from studyrun.core.design import Design
 from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
+from studyrun.results.records import STRICT, ByName, Entry
 
 BOOTSTRAP_BYTES = 16  # SALib's bootstrap: bytes x base points x resamples (bench_memory.py)
 LOG_CONCAVE = "uniform, bounds, normal, truncnormal, triangular, beta with alpha and beta >= 1, " \
               "gamma with shape >= 1"
+
+
+class DgsmQuantity(Entry):
+    """Derivative-based measures: vi = E[(dy/dx_i)^2] and the bound on ST it gives."""
+
+    vi: ByName = {}
+    vi_std: ByName = {}
+    vi_conf: ByName = {}
+    poincare: ByName = {}  # each parameter's Poincare constant
+    dgsm: ByName = {}
+    dgsm_conf: ByName = {}
+
+
+class DgsmResults(RootModel[dict[str, DgsmQuantity]]):
+    """Quantity -> its measures."""
+
+    model_config = STRICT
 
 
 class Dgsm(SalibAnalysis):
@@ -65,6 +83,7 @@ class Dgsm(SalibAnalysis):
     tutorial = "DGSM"
     example = Example({"analysis": {"type": "dgsm", "samples": 16, "resamples": 10}},
                       failing={"parameters": {"a": {"bounds": [0.1, 0.95]}}})
+    results_model = DgsmResults
     samples: int = Field(1024, ge=MIN_BLOCKS, description="base points N")
     delta: float = Field(0.01, gt=0, lt=0.5, description="finite-difference step as a fraction of "
                          "each parameter's box (its bounds, or 0.1% to 99.9% quantiles)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, RootModel, model_validator
 
 from studyrun.analyses.salib import (
     Confidence,
@@ -28,6 +28,22 @@ from studyrun.analyses.salib import (
 )
 from studyrun.core.design import Design
 from studyrun.core.plugin import Example
+from studyrun.results.records import STRICT, ByName, Entry
+
+
+class FastQuantity(Entry):
+    """eFAST's first-order and total indices with their half-widths."""
+
+    S1: ByName = {}
+    S1_conf: ByName = {}
+    ST: ByName = {}
+    ST_conf: ByName = {}
+
+
+class FastResults(RootModel[dict[str, FastQuantity]]):
+    """Quantity -> its indices."""
+
+    model_config = STRICT
 
 
 class Fast(SalibAnalysis):
@@ -38,6 +54,7 @@ class Fast(SalibAnalysis):
     example = Example({"analysis": {"type": "fast", "samples": 24, "M": 2, "resamples": 10}},
                       failing={},
                       failures="refuses")
+    results_model = FastResults
     samples: int = Field(1024, description="runs per parameter's search curve (> 4 M^2)")
     M: int = Field(4, ge=1, description="interference factor (harmonics)")
     confidence: Confidence = 0.95

@@ -30,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveInt,
+    RootModel,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -64,6 +65,7 @@ from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
+from studyrun.results.records import STRICT, ByName, Entry
 from studyrun.results.report.markdown import escape
 from studyrun.results.report.wide import shown, top_note
 
@@ -97,6 +99,21 @@ class Trajectories(BaseModel):
         return doublings(self.start, self.max)
 
 
+class MorrisQuantity(Entry):
+    """Elementary effects: mean, mean of absolute values (with its half-width), spread."""
+
+    mu: ByName = {}
+    mu_star: ByName = {}
+    mu_star_conf: ByName = {}
+    sigma: ByName = {}
+
+
+class MorrisResults(RootModel[dict[str, MorrisQuantity]]):
+    """Quantity -> its effects."""
+
+    model_config = STRICT
+
+
 class Morris(FixedDesignAnalysis):
     """`analysis: {type: morris}`: elementary-effects screening of the parameters."""
 
@@ -107,6 +124,7 @@ class Morris(FixedDesignAnalysis):
     example = Example({"analysis": {"type": "morris", "trajectories": 12, "resamples": 10}},
                       failing={"parameters": {"a": {"bounds": [0.1, 0.95]},
                                               "b": {"bounds": [0.1, 0.9]}}})
+    results_model = MorrisResults
     trajectories: Annotated[int, Field(ge=2)] | Trajectories = Field(
         10, description="trajectories (candidates when optimising); or {start, until: stable, "
                         "max}: doubled until the ranking by mu_star is stable")

@@ -55,6 +55,8 @@ from studyrun.core.numbers import finite_or_none
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 from studyrun.core.text import suggest
+from studyrun.results.records import ByName, Flag, Lines, Number, Numbers, Record, Text
+from studyrun.results.records import Count as Counted  # optimize's own Count is a positive setting
 from studyrun.results.report.markdown import escape, table
 
 
@@ -81,6 +83,49 @@ SORTING_BYTES = 18  # pymoo's sorting of a generation: bytes x population^2 (ben
 Count = Annotated[int, WithJsonSchema({"type": "integer", "exclusiveMinimum": 0})]
 
 
+class Optimum(Record):
+    """A parameter's start and optimum."""
+
+    initial: Number = None
+    optimum: Number = None
+
+
+class ValueChange(Record):
+    """A value at the start and at the optimum."""
+
+    initial: Number = None
+    final: Number = None
+
+
+class OptimizeResults(Record):
+    """One objective's optimum, or (nsga2, nsga3) the Pareto front and its hypervolume."""
+
+    method: Text
+    parameters: dict[str, Optimum] = {}
+    objective: ValueChange | None = None
+    quantities: dict[str, ValueChange] = {}
+    evaluations: Counted | None = None
+    batches: Counted | None = None
+    converged: Flag | None = None
+    message: Text | None = None
+    terms: list[dict[str, Any]] = []
+    progress: Numbers = []
+    notes: Lines = []
+    gradient: dict[str, Any] | None = None
+    objectives: list[dict[str, Text]] = []
+    constraints: list[Text] = []
+    pareto: list[dict[str, Any]] = []  # points: parameters, objectives, quantities
+    infeasible: list[dict[str, Any]] = []
+    hypervolume: Numbers = []  # a generation each
+    reference: ByName = {}
+    hypervolume_change: Number = None
+    candidates: Counted | None = None
+    scenarios: Counted | None = None
+    generations: Counted | None = None
+    population: Counted | None = None
+    evaluated: dict[str, list[Any]] = {}  # objectives, feasible
+
+
 class Optimize(IterativeAnalysis):
     """Minimise a sum of quantity terms over the varied parameters' box."""
 
@@ -90,6 +135,7 @@ class Optimize(IterativeAnalysis):
                                     "max_evaluations": 30}},
                       failing={"parameters": {"a": {"nominal": 0.9}}},
                       failures="steers")
+    results_model = OptimizeResults
 
     minimize: list[str] = Field(default_factory=list, description="quantities to make small")
     maximize: list[str] = Field(default_factory=list, description="quantities to make large")

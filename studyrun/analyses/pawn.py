@@ -13,10 +13,28 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, RootModel, model_validator
 
 from studyrun.analyses.salib import GivenDataAnalysis, salib_side_effects_contained, with_notes
 from studyrun.core.plugin import Example
+from studyrun.results.records import STRICT, ByName, Entry
+
+
+class PawnQuantity(Entry):
+    """The Kolmogorov-Smirnov distances over each input's slices, summarised."""
+
+    minimum: ByName = {}
+    mean: ByName = {}
+    median: ByName = {}
+    maximum: ByName = {}
+    stdev: ByName = {}
+    CV: ByName = {}
+
+
+class PawnResults(RootModel[dict[str, PawnQuantity]]):
+    """Quantity -> its summaries."""
+
+    model_config = STRICT
 
 
 class Pawn(GivenDataAnalysis):
@@ -26,6 +44,7 @@ class Pawn(GivenDataAnalysis):
     tutorial = "PAWN"
     example = Example({"analysis": {"type": "pawn", "samples": 32, "S": 3}},
                       failing={})
+    results_model = PawnResults
     S: int = Field(10, ge=2, description="slices of each input's range (conditioning intervals)")
 
     without_correlation = None  # its sample is drawn correlated

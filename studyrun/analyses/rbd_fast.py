@@ -12,10 +12,24 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, RootModel, model_validator
 
 from studyrun.analyses.salib import Confidence, GivenDataAnalysis, Resamples
 from studyrun.core.plugin import Example
+from studyrun.results.records import STRICT, ByName, Entry
+
+
+class RbdFastQuantity(Entry):
+    """RBD-FAST's first-order indices with their half-widths."""
+
+    S1: ByName = {}
+    S1_conf: ByName = {}
+
+
+class RbdFastResults(RootModel[dict[str, RbdFastQuantity]]):
+    """Quantity -> its indices."""
+
+    model_config = STRICT
 
 
 class RbdFast(GivenDataAnalysis):
@@ -25,6 +39,7 @@ class RbdFast(GivenDataAnalysis):
     tutorial = "RBD-FAST"
     example = Example({"analysis": {"type": "rbd_fast", "samples": 32, "M": 2, "resamples": 10}},
                       failing={})
+    results_model = RbdFastResults
     M: int = Field(10, ge=1, description="harmonics summed (interference factor)")
     confidence: Confidence = 0.95
     resamples: Resamples = 100

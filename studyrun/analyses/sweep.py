@@ -9,14 +9,27 @@ import itertools
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, RootModel, model_validator
 
 from studyrun.analyses.base import FixedDesignAnalysis
 from studyrun.blocks.params import Real, Whole
 from studyrun.core.design import Design, Outcome
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.plugin import Example
+from studyrun.results.records import STRICT, Numbers, Record
 from studyrun.results.report.markdown import table
+
+
+class SweepQuantity(Record):
+    """A quantity at each case of the grid, in the design's order (null where a run failed)."""
+
+    values: Numbers = []
+
+
+class SweepResults(RootModel[dict[str, SweepQuantity]]):
+    """Quantity -> its values."""
+
+    model_config = STRICT
 
 
 class Sweep(FixedDesignAnalysis):
@@ -27,6 +40,7 @@ class Sweep(FixedDesignAnalysis):
     example = Example({"analysis": {"type": "sweep", "levels": 4}},
                       failing={},
                       failures="nulls")
+    results_model = SweepResults
     levels: PositiveInt | dict[str, PositiveInt | list[Whole | Real]] = Field(
         5, description="points per parameter across its bounds, or explicit values per parameter "
         "(integers stay whole numbers)")

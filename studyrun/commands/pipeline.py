@@ -6,9 +6,9 @@ late steps (analyse, report) can be redone from the folder without running a mod
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from studyrun.plan.runs import (
 )
 from studyrun.plan.study import given_plan, identity_context, identity_record
 from studyrun.results import outputs
+from studyrun.results.analysis_file import AnalysisFile, Execution, Runs
 from studyrun.results.provenance import collect, now
 from studyrun.results.report.build import write_report
 from studyrun.results.runs_csv import write_csv
@@ -98,16 +99,24 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
         if quantities is not None:
             store.prepare(parameters, quantities)
         if loaded.study.analysis.iterative:
-            analysis, outcome = run_iterative(loaded, store, job, settings, folder)
+            analysed, outcome = run_iterative(loaded, store, job, settings, folder)
         else:
-            analysis, outcome = run_fixed(loaded, store, job, settings, folder)
-        analysis["warnings"] = warnings + gathered_warnings(analysis["results"])
-        analysis["provenance"] = {**collect(loaded.path, loaded.study.seed, started,
-                                           loaded.context.model.packages()),
-                                  **loaded.study.analysis.provenance(loaded.context)}
-        analysis[outputs.DIGEST_KEY] = outputs.study_digest(copy)
-        write_json(folder / "analysis.json", analysis)
-        write_report(folder, loaded.study, analysis, outcome)
+            analysed, outcome = run_fixed(loaded, store, job, settings, folder)
+        results = jsonable(analysed.results)
+        record = AnalysisFile.model_validate({
+            "study": loaded.study.name, "analysis": loaded.study.analysis.type,
+            "runs": analysed.runs, "results": results,
+            **({} if analysed.design is None else {"design": jsonable(analysed.design)}),
+            "execution": analysed.execution,
+            "warnings": warnings + gathered_warnings(results),
+            "provenance": jsonable({**collect(loaded.path, loaded.study.seed, started,
+                                              loaded.context.model.packages()),
+                                    **loaded.study.analysis.provenance(loaded.context)}),
+            outputs.DIGEST_KEY: outputs.study_digest(copy)})
+        outputs.write_text(folder / "analysis.json", record.text())
+        analysis = record.dump()
+        # the report reads the results as computed (a NaN, not analysis.json's null), as before
+        write_report(folder, loaded.study, {**analysis, "results": analysed.results}, outcome)
     return analysis
 
 
@@ -127,13 +136,24 @@ def study_warnings(loaded: Loaded) -> list[str]:
     return warnings
 
 
+@dataclass(frozen=True)
+class Analysed:
+    """What the execute and analyse steps give analysis.json: the runs' counts, the analysis's
+    results, its design (fixed designs) and where the runs went."""
+
+    runs: Runs
+    results: dict[str, Any]
+    execution: Execution
+    design: dict[str, Any] | None = None
+
+
 def print_warning(warning: str) -> None:
     """A warning on stderr, made safe for a terminal."""
     print(f"studyrun: warning: {terminal_safe(warning)}", file=sys.stderr)
 
 
 def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
-              folder: Path) -> tuple[dict, Outcome]:
+              folder: Path) -> tuple[Analysed, Outcome]:
     """A fixed design: plan it slice by slice, execute each slice, then analyse all of it."""
     study, context = loaded.study, loaded.context
     identity = identity_context(loaded)
@@ -162,17 +182,14 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     with runs.writing_exports(folder, study.execution.export):  # runs.csv by helper processes
         results = study.analysis.analyse_runs(runs, context)
     succeeded = runs.succeeded()
-    analysis = {
-        "study": study.name, "analysis": study.analysis.type,
-        "runs": {"planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
-                 "reused": totals.reused, **({"given": given.size, "executed": 0} if given else {}),
-                 **({"adopted": adopted} if earlier is not None else {})},
-        "results": results,
-        "design": {"runs": runs.size, **runs.info},
-        "execution": {"scheduler": totals.scheduler, "batch_size": totals.batch_size,
-                      "executed": totals.executed, "notes": totals.notes},
-    }
-    return analysis, runs.first()
+    counts = Runs.model_validate(jsonable({
+        "planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
+        "reused": totals.reused, **({"given": given.size, "executed": 0} if given else {}),
+        **({"adopted": adopted} if earlier is not None else {})}))
+    execution = Execution.model_validate(jsonable({
+        "scheduler": totals.scheduler, "batch_size": totals.batch_size,
+        "executed": totals.executed, "notes": totals.notes}))
+    return Analysed(counts, results, execution, {"runs": runs.size, **runs.info}), runs.first()
 
 
 def adopt_earlier(store: RunStore, folder: Path, run_ids: np.ndarray) -> int:
@@ -183,7 +200,7 @@ def adopt_earlier(store: RunStore, folder: Path, run_ids: np.ndarray) -> int:
 
 
 def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
-                  folder: Path) -> tuple[dict, None]:
+                  folder: Path) -> tuple[Analysed, None]:
     """An iterative analysis: it asks for runs through `evaluate`, each batch cached in the store."""
     study, context = loaded.study, loaded.context
     identity = identity_context(loaded)
@@ -222,16 +239,13 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         write_parquets(folder, list(context.varied), store, lambda: [(0, table)],
                        store.locate(ids)[0].tobytes())
     totals, succeeded = runner.totals, int(table.ok.sum())
-    analysis = {
-        "study": study.name, "analysis": study.analysis.type,
-        "runs": {"planned": len(ids), "succeeded": succeeded, "failed": len(ids) - succeeded,
-                 "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed,
-                 **({"given": given.size} if given else {})},
-        "results": results,
-        "execution": {"scheduler": totals.scheduler, "executed": totals.executed,
-                      "notes": totals.notes},
-    }
-    return analysis, None
+    counts = Runs.model_validate(jsonable({
+        "planned": len(ids), "succeeded": succeeded, "failed": len(ids) - succeeded,
+        "reused": from_earlier, "evaluated": totals.planned, "executed": totals.executed,
+        **({"given": given.size} if given else {})}))
+    execution = Execution.model_validate(jsonable({
+        "scheduler": totals.scheduler, "executed": totals.executed, "notes": totals.notes}))
+    return Analysed(counts, results, execution), None
 
 
 def study_copy(loaded: Loaded) -> str:
@@ -256,7 +270,3 @@ def jsonable(value: Any) -> Any:
         return bool(value)
     return value
 
-
-def write_json(path: Path, data: dict) -> None:
-    """Write JSON atomically: a reader never sees half a file."""
-    outputs.write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")

@@ -15,8 +15,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Callable
+from multiprocessing.connection import Connection
+from typing import Any
 
 import cloudpickle
 
@@ -62,14 +64,12 @@ class IsolatedExecutor:
     workers = 1
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen | Forked | None = None
-        self.connection = None
+        self.process: subprocess.Popen[bytes] | Forked | None = None
+        self.connection: tuple[Connection, Connection] | None = None  # from, to the child
         self.used = False  # whether the running child was given a task
 
     def start(self) -> None:
         """Start the child; a new interpreter imports while the driver works on."""
-        from multiprocessing.connection import Connection
-
         if self.process is not None:
             return
         from_driver, to_child = os.pipe()
@@ -83,20 +83,24 @@ class IsolatedExecutor:
                 pass_fds=(from_driver, to_driver), stdin=subprocess.DEVNULL)
         os.close(from_driver)
         os.close(to_driver)
-        self.connection = (Connection(from_child, writable=False),
-                           Connection(to_child, readable=False))
+        receiving, sending = (Connection(from_child, writable=False),
+                              Connection(to_child, readable=False))
+        self.connection = receiving, sending
         self.used = False
-        self.connection[1].send_bytes(cloudpickle.dumps(sys.path))
+        sending.send_bytes(cloudpickle.dumps(sys.path))
 
-    def submit(self, fn: Callable, *args: Any) -> cf.Future:
-        future: cf.Future = cf.Future()
+    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future[Any]:
+        future: cf.Future[Any] = cf.Future()
         self.start()
         self.used = True
+        assert self.process is not None and self.connection is not None  # started
+        receiving, sending = self.connection
+        pid = self.process.pid
         try:
-            self.connection[1].send_bytes(cloudpickle.dumps((fn, args)))
-            kind, value = pickle.loads(self.connection[0].recv_bytes())
+            sending.send_bytes(cloudpickle.dumps((fn, args)))
+            kind, value = pickle.loads(receiving.recv_bytes())
         except (EOFError, OSError):  # the child died: say how, and start afresh next time
-            worker = f"{socket.gethostname()}:{self.process.pid}"
+            worker = f"{socket.gethostname()}:{pid}"
             future.set_exception(ProcessDied(death_cause(self.stop()), worker))
             return future
         except BaseException:  # interrupted while waiting: the child's batch is abandoned
@@ -108,10 +112,10 @@ class IsolatedExecutor:
             future.set_exception(value)
         return future
 
-    def wait_first(self, futures):
-        return set(futures), set()
+    def wait_first(self, futures: Collection[Any]) -> tuple[set[Any], set[Any]]:
+        return set(futures), set()  # (executors.Submitted: it imports this module)
 
-    def result(self, future):
+    def result(self, future: Any) -> Any:
         return future.result()
 
     def lost(self, error: Exception) -> Loss | None:
@@ -125,7 +129,7 @@ class IsolatedExecutor:
         process, self.process = self.process, None
         if process is None:
             return None
-        for end in self.connection:
+        for end in self.connection or ():
             end.close()
         try:
             if not grace:
@@ -145,7 +149,8 @@ class Forked:
     """A forked child, as much of subprocess.Popen as IsolatedExecutor uses."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -153,8 +158,8 @@ class Forked:
             pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
-            elif time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"studyrun child {self.pid}", timeout)
+            elif deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"studyrun child {self.pid}", timeout or 0.0)
             else:
                 time.sleep(0.005)
         return self.returncode
@@ -190,8 +195,6 @@ def fork(reading: int, writing: int) -> Forked:
 def serve(reading: int, writing: int) -> None:
     """The child's loop: run each (fn, args) received and send back its result or exception,
     until the driver closes the pipe."""
-    from multiprocessing.connection import Connection
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the driver's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the driver's handler, inherited by fork
     try:  # a model out of memory here should be what the kernel kills, not the driver

@@ -21,17 +21,22 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from studyrun.core.errors import ExecutionError
 from studyrun.study.spec.execution import Cluster
+
+if TYPE_CHECKING:
+    from dask_jobqueue.core import JobQueueCluster
+    from distributed import Client
 
 CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}
 _PLACEHOLDER_ADDRESS = "tcp://SCHEDULER-ADDRESS:8786"
 
-def job_keywords(spec: Cluster, name: str = "studyrun") -> dict:
+def job_keywords(spec: Cluster, name: str = "studyrun") -> dict[str, Any]:
     """dask-jobqueue's keyword arguments for the job each submission runs."""
-    keywords = dict(cores=spec.cores, memory=spec.memory, processes=spec.workers_per_job,
+    keywords: dict[str, Any] = dict(cores=spec.cores, memory=spec.memory, processes=spec.workers_per_job,
                     job_name=name, interface=spec.interface,
                     local_directory=spec.local_directory, log_directory=spec.log_directory,
                     python=spec.python or sys.executable,
@@ -65,8 +70,9 @@ def walltime_for(kind: str, text: str) -> str:
     return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def cluster_class(kind: str):
-    """dask-jobqueue's cluster class for a batch system, or a clear error when it is missing."""
+def cluster_class(kind: str) -> Any:
+    """dask-jobqueue's cluster class for a batch system, or a clear error when it is missing
+    (typed loosely: dask-jobqueue declares its classes' `job_cls` as an instance attribute)."""
     ctrl_c = signal.getsignal(signal.SIGINT)
     try:
         import dask_jobqueue
@@ -87,8 +93,9 @@ def job_script(spec: Cluster, name: str = "studyrun") -> str:
     job_class = cluster_class(spec.cluster).job_cls
     keywords = job_keywords(spec, name)
     name = keywords.pop("job_name")
-    return job_class(scheduler=_PLACEHOLDER_ADDRESS, name=name, job_name=name,
-                     **keywords).job_script()
+    script: str = job_class(scheduler=_PLACEHOLDER_ADDRESS, name=name, job_name=name,
+                            **keywords).job_script()
+    return script
 
 
 def job_name(folder: Path) -> str:
@@ -111,7 +118,8 @@ def slurm_jobs(name: str) -> list[tuple[str, str]] | None:
         return None
     if done.returncode != 0:
         return None
-    return [tuple(line.split(None, 1)) for line in done.stdout.splitlines() if " " in line]
+    return [(job, state) for job, state in (line.split(None, 1) for line in done.stdout.splitlines()
+                                              if " " in line)]
 
 
 def cancel_leftovers(kind: str, name: str) -> int:
@@ -125,7 +133,7 @@ def cancel_leftovers(kind: str, name: str) -> int:
     return len(jobs)
 
 
-def start_cluster(spec: Cluster, name: str = "studyrun"):
+def start_cluster(spec: Cluster, name: str = "studyrun") -> tuple[Client, JobQueueCluster]:
     """A running dask-jobqueue cluster for `spec`, scaled or adaptive, whose jobs are called
     `name`, and a client of it."""
     from distributed import Client
@@ -133,7 +141,8 @@ def start_cluster(spec: Cluster, name: str = "studyrun"):
     keywords = job_keywords(spec, name)
     options = {"dashboard_address": ":0"}
     try:
-        cluster = cluster_class(spec.cluster)(scheduler_options=options, **keywords)
+        cluster: JobQueueCluster = cluster_class(spec.cluster)(scheduler_options=options,
+                                                               **keywords)
     except ExecutionError:
         raise
     except Exception as error:  # dask-jobqueue reports bad options and missing programs this way
@@ -155,7 +164,7 @@ def start_cluster(spec: Cluster, name: str = "studyrun"):
     return client, cluster
 
 
-def with_kind(scheduler, kind: str) -> Cluster:
+def with_kind(scheduler: str | Cluster | None, kind: str) -> Cluster:
     """`--cluster KIND`: the study's cluster block on another batch system, or a default one."""
     if isinstance(scheduler, Cluster):
         data = scheduler.model_dump(exclude_unset=True)

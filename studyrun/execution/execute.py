@@ -25,6 +25,9 @@ from studyrun.core.interrupts import fails_the_run, noting_interrupts
 from studyrun.core.isolated import IsolatedExecutor, Loss
 from studyrun.execution.clusters import cancel_leftovers, job_name
 from studyrun.execution.executors import (
+    Executor,
+    Scheduler,
+    Submitted,
     SyncExecutor,
     give_back_memory,
     planned_workers,
@@ -36,7 +39,7 @@ from studyrun.execution.executors import (
 from studyrun.execution.progress import Progress
 from studyrun.plan import Plan
 from studyrun.store.run_store import Batch, RunStore
-from studyrun.store.series import pack
+from studyrun.store.series import Block, pack
 from studyrun.study.spec.execution import Cluster, scheduler_problem
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
@@ -63,7 +66,7 @@ class Job:
 class Settings:
     """How to execute: the `execution` block after command-line overrides."""
 
-    scheduler: object = "local"  # a name, an address or a clusters.Cluster block
+    scheduler: Scheduler = "local"  # a name, an address or a cluster block
     workers: int | None = None
     batch_size: int | str = "auto"
     retries: int = 0
@@ -84,7 +87,21 @@ class Counts:
     notes: list[str] = field(default_factory=list)
 
 
-def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> dict:
+@dataclass
+class BatchResult:
+    """What one batch gives back from where it ran: its runs' errors (None where a run
+    succeeded), their quantities, the series kept, and how long a run took where."""
+
+    ids: np.ndarray  # int64 (n,): the runs' identities
+    errors: list[str | None]
+    values: dict[str, np.ndarray]  # quantity -> (n,); a batch whose runs all failed may name none
+    duration: float  # seconds per run; NaN where not known
+    worker: str  # host:pid
+    series: list[Block] | None = None  # the series kept, packed (None: none kept)
+    output_bytes: float = 0.0  # the bytes of model output a run gave (what bounds a batch)
+
+
+def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> BatchResult:
     """Evaluate one batch where it runs: model, quantities, retries of failed runs."""
     start = time.perf_counter()
     out = evaluate_model(job, inputs, run_ids)
@@ -105,15 +122,10 @@ def run_batch(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> d
                     values[name][i] = array[j]
         if series is not None:  # each run's series of its latest attempt: a later block wins
             series += pack(again, run_ids[failed], job.series_outputs)
-    return {
-        "ids": run_ids,
-        "errors": out.errors,
-        "values": values,
-        "duration": (time.perf_counter() - start) / max(len(run_ids), 1),
-        "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "series": series,
-        "output_bytes": output_bytes,
-    }
+    return BatchResult(ids=run_ids, errors=out.errors, values=values,
+                       duration=(time.perf_counter() - start) / max(len(run_ids), 1),
+                       worker=f"{socket.gethostname()}:{os.getpid()}", series=series,
+                       output_bytes=output_bytes)
 
 
 def evaluate_model(job: Job, inputs: dict[str, np.ndarray], run_ids: np.ndarray) -> ModelOutput:
@@ -140,17 +152,17 @@ class Recorder:
     def __init__(self, plan: Plan, store: RunStore, settings: Settings, progress: Progress) -> None:
         self.plan, self.store, self.settings, self.progress = plan, store, settings, progress
         self.counts = Counts(planned=plan.size)
-        self.waiting: list[tuple[np.ndarray, dict]] = []
+        self.waiting: list[tuple[np.ndarray, BatchResult]] = []
         self.output_bytes = 0.0  # the most bytes of model output a run gave so far
 
-    def record(self, rows: np.ndarray, result: dict) -> None:
-        self.output_bytes = max(self.output_bytes, result.get("output_bytes", 0.0))
+    def record(self, rows: np.ndarray, result: BatchResult) -> None:
+        self.output_bytes = max(self.output_bytes, result.output_bytes)
         if not self.store.quantities and self.store.meta("format") is None:
-            if self.settings.on_failure == "continue" and all(result["errors"]):
+            if self.settings.on_failure == "continue" and all(result.errors):
                 self.waiting.append((rows, result))
-                self.count(rows, result["errors"])
+                self.count(rows, result.errors)
                 return
-            self.store.prepare(list(self.plan.design.names), list(result["values"]))
+            self.store.prepare(list(self.plan.design.names), list(result.values))
             self.flush()
         errors = self.write(rows, result)
         self.count(rows, errors)
@@ -163,22 +175,22 @@ class Recorder:
             self.write(rows, result)
         self.waiting = []
 
-    def write(self, rows: np.ndarray, result: dict) -> list[str | None]:
+    def write(self, rows: np.ndarray, result: BatchResult) -> list[str | None]:
         """Store one batch; its runs' errors."""
         names = self.store.quantities
         n = len(rows)
-        errors = list(result["errors"])
+        errors = list(result.errors)
         values = np.full((n, len(names)), np.nan)
         for j, name in enumerate(names):
-            if name in result["values"]:
-                values[:, j] = result["values"][name]
+            if name in result.values:
+                values[:, j] = result.values[name]
             else:
                 for i in range(n):
                     errors[i] = errors[i] or f"the model gave no output {name!r}"
         ok = np.array([e is None for e in errors])
-        batch = Batch(ids=result["ids"], ok=ok, errors=errors, inputs=self.plan.design.matrix[rows],
-                      values=values, duration=result["duration"], worker=result["worker"],
-                      series=result["series"])
+        batch = Batch(ids=result.ids, ok=ok, errors=errors, inputs=self.plan.design.matrix[rows],
+                      values=values, duration=result.duration, worker=result.worker,
+                      series=result.series)
         self.store.write(batch)
         return errors
 
@@ -207,7 +219,7 @@ class Runner:
 
     def __init__(self, store: RunStore, job: Job, settings: Settings) -> None:
         self.store, self.job, self.settings = store, job, settings
-        self.executor = None
+        self.executor: Executor | None = None
         self.isolated: IsolatedExecutor | None = None  # the pilot's process, once started
         self.seconds_per_run: float | None = None
         self.output_bytes = 0.0  # per run, the most the model gave so far
@@ -224,12 +236,12 @@ class Runner:
             if problem:
                 raise ExecutionError(f"scheduler: {problem}")
             probe_scheduler(scheduler)
-        if self.settings.batch_size == "auto" and isinstance(self.nearby_executor(),
-                                                             IsolatedExecutor):
-            self.isolated.start()  # the pilot's process; a new interpreter imports meanwhile
+        nearby = self.nearby_executor() if self.settings.batch_size == "auto" else None
+        if isinstance(nearby, IsolatedExecutor):
+            nearby.start()  # the pilot's process; a new interpreter imports meanwhile
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -262,7 +274,7 @@ class Runner:
     def note_progress(self, size: int) -> None:
         """The plan size so far, and at the first plan the start time and the runs already
         recorded, in the store's meta: what `studyrun status` reads."""
-        meta = {"planned": self.totals.planned + size}
+        meta: dict[str, float] = {"planned": self.totals.planned + size}
         if self.totals.planned == 0:
             counts = self.store.counts() if self.store.meta("format") is not None else {}
             meta.update(started=time.time(), recorded_at_start=sum(counts.values()))
@@ -292,15 +304,16 @@ class Runner:
         if settings.batch_size != "auto":
             batch = int(settings.batch_size)
         else:
-            if self.executor is None and self.seconds_per_run is None:  # time the model once
-                self.seconds_per_run, used = run_pilot(plan, self.job, pending, recorder,
-                                                       self.nearby_executor(), settings)
+            seconds = self.seconds_per_run
+            if seconds is None:  # time the model once (before any executor starts)
+                seconds, used = run_pilot(plan, self.job, pending, recorder,
+                                          self.nearby_executor(), settings)
+                self.seconds_per_run = seconds
                 pending = pending[used:]
             workers = (self.executor.workers if self.executor
                        else planned_workers(settings.scheduler, settings.workers))
-            batch = choose_batch_size(self.seconds_per_run, len(pending), workers,
-                                      recorder.output_bytes)
-            short = self.seconds_per_run * len(pending) < CLUSTER_STARTUP_SECONDS
+            batch = choose_batch_size(seconds, len(pending), workers, recorder.output_bytes)
+            short = seconds * len(pending) < CLUSTER_STARTUP_SECONDS
             if starts_a_cluster(settings.scheduler) and self.executor is None and short:
                 nearby = self.nearby_executor()  # splitting would only add calls
                 batch = max(1, min(len(pending), most_runs(recorder.output_bytes)))
@@ -334,7 +347,7 @@ class Runner:
             self.totals.notes.append(f"cancelled {cancelled} batch job{'s' * (cancelled > 1)} "
                                      "left by an earlier driver of this folder")
 
-    def start_executor(self):
+    def start_executor(self) -> Executor:
         """The study's executor; for a batch system, note the jobs' name, which `studyrun
         status` looks them up by."""
         scheduler = self.settings.scheduler
@@ -343,7 +356,7 @@ class Runner:
                             if isinstance(scheduler, Cluster) else None)
         return start_executor(scheduler, self.settings.workers, name)
 
-    def nearby_executor(self):
+    def nearby_executor(self) -> SyncExecutor | IsolatedExecutor:
         """Where the pilot and studies too short for a cluster run: this process for sync and
         threads, or a model that runs no user code; else a spawned process that a crash of
         the model ends instead of the driver."""
@@ -360,7 +373,7 @@ def prepare_model(job: Job) -> None:
     job.evaluator.prepare()
 
 
-def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, executor,
+def run_pilot(plan: Plan, job: Job, pending: np.ndarray, recorder: Recorder, executor: Executor,
               settings: Settings) -> tuple[float, int]:
     """Run growing batches on `executor` until PILOT_SECONDS pass, and on while a larger batch
     costs much less a run; return seconds per run (of the last batch) and rows used. A batch
@@ -415,8 +428,8 @@ def most_runs(output_bytes: float) -> int:
     return int(max(1, min(MAX_BATCH, BATCH_BYTES // max(output_bytes, 1.0))))
 
 
-def dispatch(executor, plan: Plan, job: Job, batches: list[np.ndarray], recorder: Recorder,
-             settings: Settings, quarantine=None) -> None:
+def dispatch(executor: Executor, plan: Plan, job: Job, batches: list[np.ndarray],
+             recorder: Recorder, settings: Settings, quarantine: Executor | None = None) -> None:
     """Send the batches to the executor and record each as it completes (see Dispatch)."""
     Dispatch(executor, plan, job, recorder, settings, quarantine).run(batches)
 
@@ -428,15 +441,15 @@ class Dispatch:
     the driver's, when given), down to single runs: a run that kills its process alone (1 +
     retries times) is recorded as failed, saying how."""
 
-    def __init__(self, executor, plan: Plan, job: Job, recorder: Recorder, settings: Settings,
-                 quarantine=None) -> None:
+    def __init__(self, executor: Executor, plan: Plan, job: Job, recorder: Recorder,
+                 settings: Settings, quarantine: Executor | None = None) -> None:
         self.executor, self.plan, self.job = executor, plan, job
         self.quarantine = quarantine or executor
         self.recorder, self.settings = recorder, settings
         self.limit = 2 * max(1, executor.workers) + 2
         self.queue: list[np.ndarray] = []
         self.suspects: list[np.ndarray] = []  # parts of lost batches, each to run alone
-        self.in_flight: dict = {}  # future -> (rows, alone)
+        self.in_flight: dict[Submitted, tuple[np.ndarray, bool]] = {}  # future -> (rows, alone)
         self.failures: dict[tuple[int, int], int] = {}
 
     def run(self, batches: list[np.ndarray]) -> None:
@@ -472,7 +485,7 @@ class Dispatch:
                                  self.plan.run_ids[rows])
         self.in_flight[future] = (rows, alone)
 
-    def complete(self, future) -> None:
+    def complete(self, future: Submitted) -> None:
         rows, alone = self.in_flight.pop(future)
         executor = self.quarantine if alone else self.executor
         try:
@@ -503,17 +516,17 @@ class Dispatch:
                 self.recorder.record(rows, crashed_result(self.plan, self.job, rows, crashed))
 
 
-def crashed_result(plan: Plan, job: Job, rows: np.ndarray, loss: Loss) -> dict:
+def crashed_result(plan: Plan, job: Job, rows: np.ndarray, loss: Loss) -> BatchResult:
     """A batch result recording a run whose process died each time it ran."""
     how = loss.cause or ("how is not known: a crash, os._exit, a signal, or memory past the "
                          "worker's limit")
-    return {"ids": plan.run_ids[rows], "values": {}, "duration": float("nan"),
-            "errors": [f"the process running the model died ({how}) running this run alone"
-                       + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
-            "worker": loss.worker, "series": [] if job.keep_series else None}
+    return BatchResult(ids=plan.run_ids[rows], values={}, duration=float("nan"),
+                       errors=[f"the process running the model died ({how}) running this run "
+                               "alone" + (f", {loss.deaths} times" if loss.deaths > 1 else "")],
+                       worker=loss.worker, series=[] if job.keep_series else None)
 
 
-def lost_batch_message(executor, error: Exception) -> str:
+def lost_batch_message(executor: Executor, error: Exception) -> str:
     """Why a batch could not be computed, and what to do next."""
     return (f"a batch failed on the {executor.name} executor: {type(error).__name__}: {error}. "
             "The runs recorded so far are kept; run the study again to resume "

@@ -1,9 +1,9 @@
 """Executors from `execution.scheduler`: in-process, threads, a Dask LocalCluster or scheduler,
 or an HPC batch system through dask-jobqueue (a cluster block, see clusters.py).
 
-Each adapter offers `submit(fn, *args)`, `wait_first(futures)`, `result(future)`, `lost(error)`
-and `close()`; the execute step knows nothing else about them. Dask is imported only when a
-cluster is asked for. A lost scheduler is reported as an ExecutionError by `wait_first` and
+Each adapter is an `Executor`: `name`, `workers`, `submit(fn, *args)`, `wait_first(futures)`,
+`result(future)`, `lost(error)` and `close()`; the execute step knows nothing else about them.
+Dask is imported only when a cluster is asked for. A lost scheduler is reported as an ExecutionError by `wait_first` and
 `result`, never a hang; a batch whose worker process died is a `Loss` (see `lost`).
 """
 
@@ -15,11 +15,53 @@ import os
 import socket
 import struct
 import sys
-from typing import Any, Callable
+from collections.abc import Callable, Collection, Hashable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from studyrun.core.errors import ExecutionError
 from studyrun.core.isolated import Loss
 from studyrun.study.spec.execution import ADDRESS, Cluster
+
+if TYPE_CHECKING:
+    from distributed import Client, SpecCluster
+
+Scheduler = str | Cluster  # `execution.scheduler`: a name, an address or a cluster block
+
+
+class Submitted(Hashable, Protocol):
+    """A task handed to an executor: a concurrent.futures or a Dask future."""
+
+    def result(self) -> Any: ...
+
+    def cancel(self) -> Any: ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Where batches run: this process, threads, a child process, or Dask workers."""
+
+    @property
+    def name(self) -> str:
+        """How analysis.json and messages name it: sync, threads, process, local, slurm, ..."""
+
+    @property
+    def workers(self) -> int:
+        """How many batches it runs at once."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Submitted:
+        """Start `fn(*args)` (or run it at once) and return its future."""
+
+    def wait_first(self, futures: Collection[Submitted]) -> tuple[set[Submitted], set[Submitted]]:
+        """Wait for at least one future: (done, not done)."""
+
+    def result(self, future: Submitted) -> Any:
+        """The task's value, or its exception raised; a lost executor is an ExecutionError."""
+
+    def lost(self, error: Exception) -> Loss | None:
+        """Whether `error` means the process running the task died, and how."""
+
+    def close(self) -> None:
+        """Stop what it started."""
 
 
 class SyncExecutor:
@@ -28,18 +70,18 @@ class SyncExecutor:
     name = "sync"
     workers = 1
 
-    def submit(self, fn: Callable, *args: Any) -> cf.Future:
-        future: cf.Future = cf.Future()
+    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future[Any]:
+        future: cf.Future[Any] = cf.Future()
         try:
             future.set_result(fn(*args))
         except BaseException as error:  # delivered through the future, as a pool would
             future.set_exception(error)
         return future
 
-    def wait_first(self, futures):
+    def wait_first(self, futures: Collection[Submitted]) -> tuple[set[Submitted], set[Submitted]]:
         return set(futures), set()
 
-    def result(self, future):
+    def result(self, future: Submitted) -> Any:
         return future.result()
 
     def lost(self, error: Exception) -> Loss | None:
@@ -59,12 +101,13 @@ class ThreadExecutor(SyncExecutor):
         self.workers = workers
         self.pool = cf.ThreadPoolExecutor(workers)
 
-    def submit(self, fn: Callable, *args: Any) -> cf.Future:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future[Any]:
         return self.pool.submit(fn, *args)
 
-    def wait_first(self, futures):
-        done, pending = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-        return done, pending
+    def wait_first(self, futures: Collection[Submitted]) -> tuple[set[Submitted], set[Submitted]]:
+        pool_futures = cast("Collection[cf.Future[Any]]", futures)  # this pool's, submit's
+        done, pending = cf.wait(pool_futures, return_when=cf.FIRST_COMPLETED)
+        return set(done), set(pending)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -77,7 +120,8 @@ class DaskExecutor:
     POLL_SECONDS = 5.0  # how often a wait checks that the scheduler is still there
     ANSWER_SECONDS = 5.0  # how long the scheduler may take to answer before it counts as lost
 
-    def __init__(self, client, cluster=None, name: str = "local", planned_workers: int = 0) -> None:
+    def __init__(self, client: Client, cluster: SpecCluster | None = None, name: str = "local",
+                 planned_workers: int = 0) -> None:
         self.client = client
         self.cluster = cluster
         self.name = name
@@ -95,13 +139,14 @@ class DaskExecutor:
     @property
     def workers(self) -> int:
         info = self.client.scheduler_info()
-        live = sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())
+        live = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values())
         return max(1, live, self.planned_workers)
 
-    def submit(self, fn: Callable, *args: Any):
-        return self.client.submit(fn, *args, pure=False)
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Submitted:
+        future: Submitted = self.client.submit(fn, *args, pure=False)
+        return future
 
-    def wait_first(self, futures):
+    def wait_first(self, futures: Collection[Submitted]) -> tuple[set[Submitted], set[Submitted]]:
         from distributed import wait
 
         while True:
@@ -116,7 +161,7 @@ class DaskExecutor:
                 self.check_scheduler()
                 raise
 
-    def result(self, future):
+    def result(self, future: Submitted) -> Any:
         """The batch's result; a lost scheduler becomes an ExecutionError that says so."""
         try:
             return future.result()
@@ -145,11 +190,14 @@ class DaskExecutor:
 
     def check_scheduler(self) -> None:
         """Raise an ExecutionError when the scheduler does not answer within ANSWER_SECONDS."""
+        scheduler = self.client.scheduler  # None once the client is closed
         try:
-            self.client.sync(self.client.scheduler.identity, callback_timeout=self.ANSWER_SECONDS)
-            return
+            if scheduler is not None:
+                self.client.sync(scheduler.identity, callback_timeout=self.ANSWER_SECONDS)
+                return
         except Exception:  # refused, reset or timed out: it is gone, whatever the cause
-            address = getattr(self.client.scheduler, "address", None) or "its address"
+            pass
+        address = getattr(scheduler, "address", None) or "its address"
         self.scheduler_lost = True
         raise ExecutionError(
             f"lost the Dask scheduler at {address} (it stopped, or its host or network went "
@@ -193,7 +241,7 @@ def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
     client would read another server's bytes as a frame length and try to allocate it)."""
     match = ADDRESS.match(address)
     scheme = match["scheme"].lower() if match else ""
-    if scheme not in ("tcp", "tls"):
+    if match is None or scheme not in ("tcp", "tls"):
         return  # ucx: left to Dask
     host, port = match["host"].strip("[]"), int(match["port"] or 8786)
     try:
@@ -256,17 +304,17 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def scheduler_name(scheduler) -> str:
+def scheduler_name(scheduler: Scheduler) -> str:
     """The scheduler as analysis.json and messages name it."""
-    return getattr(scheduler, "cluster", None) or str(scheduler)
+    return scheduler.cluster if isinstance(scheduler, Cluster) else str(scheduler)
 
 
-def starts_a_cluster(scheduler) -> bool:
+def starts_a_cluster(scheduler: Scheduler) -> bool:
     """Whether this scheduler starts workers of its own (worth avoiding for a short study)."""
     return scheduler == "local" or isinstance(scheduler, Cluster)
 
 
-def planned_workers(scheduler, workers: int | None) -> int:
+def planned_workers(scheduler: Scheduler, workers: int | None) -> int:
     """How many workers the scheduler will offer, before it starts."""
     if isinstance(scheduler, Cluster):
         return scheduler.most_workers
@@ -292,7 +340,8 @@ def give_back_memory() -> None:
             pass
 
 
-def start_executor(scheduler, workers: int | None, job_name: str = "studyrun"):
+def start_executor(scheduler: Scheduler, workers: int | None,
+                   job_name: str = "studyrun") -> Executor:
     """The executor for `scheduler`: sync, threads, local, tcp://host:port or a cluster block
     (whose batch jobs are called `job_name`)."""
     workers = workers or default_workers()
@@ -307,8 +356,8 @@ def start_executor(scheduler, workers: int | None, job_name: str = "studyrun"):
 
     with dask.config.set(MESSAGES_KEPT):  # for the streams made as the client and workers connect
         if isinstance(scheduler, Cluster):
-            client, cluster = start_cluster(scheduler, job_name)
-            return DaskExecutor(client, cluster, scheduler.cluster, scheduler.most_workers)
+            client, batch_jobs = start_cluster(scheduler, job_name)
+            return DaskExecutor(client, batch_jobs, scheduler.cluster, scheduler.most_workers)
         if scheduler == "local":
             # a batch is given up at its first worker death: studyrun runs it again in parts, in
             # a process of its own, to find the runs that kill their process

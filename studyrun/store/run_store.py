@@ -21,7 +21,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Any, Iterator
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from studyrun.store import series as series_store
 
 FORMAT = "3"  # a record per batch; a store of any other format is refused (`refuse_other`)
 RECORD_BYTES = 1 << 26  # a batch's record holds at most this many bytes of inputs and quantities
+Index = tuple[np.ndarray, np.ndarray, np.ndarray]  # run ids, their records' seqs, whether ok
 
 
 @dataclass
@@ -56,16 +57,17 @@ class RunStore:
     say which record holds a given seq.
     """
 
-    def __init__(self, path: Path, connection: sqlite3.Connection, lock) -> None:
+    def __init__(self, path: Path, connection: sqlite3.Connection, lock: IO[str] | None) -> None:
         self.path = path
         self.db = connection
         self._lock = lock
         self.parameters: list[str] = []
         self.quantities: list[str] = []
-        self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # ids, seq, ok
-        self._recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._index: Index | None = None  # ids, seq, ok
+        self._recent: list[Index] = []
         self._batches: tuple[np.ndarray, np.ndarray] | None = None  # record seq, first run seq
-        self._located: tuple | None = None  # the last locate: its ids, the index, the answer
+        # the last locate: its ids, the index, the answer
+        self._located: tuple[np.ndarray, Index, tuple[np.ndarray, np.ndarray]] | None = None
         self._next_seq = 1
         self._leaves_journal = False  # a reader that made the -wal and -shm files, to remove
 
@@ -155,19 +157,19 @@ class RunStore:
     def __enter__(self) -> "RunStore":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def meta(self, key: str, default=None):
+    def meta(self, key: str, default: Any = None) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
 
-    def set_meta(self, **values) -> None:
+    def set_meta(self, **values: Any) -> None:
         with self.transaction():
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                 [(k, json.dumps(v)) for k, v in values.items()])
 
-    def record_identity(self, parts: dict) -> None:
+    def record_identity(self, parts: dict[str, Any]) -> None:
         """Remember the context (files' digests, ...) this study's runs are made in, as the latest,
         so `studyrun plan` can say later what changed (a table of its own: the runs keep theirs)."""
         text = json.dumps(parts, sort_keys=True)
@@ -210,7 +212,7 @@ class RunStore:
                         "errors TEXT, duration REAL, worker TEXT)")
         series_store.create(self.db)
 
-    def transaction(self):
+    def transaction(self) -> "_Transaction":
         return _Transaction(self.db)
 
     def write(self, batch: Batch) -> None:
@@ -291,15 +293,16 @@ class RunStore:
         self._located = (run_ids, index, found)
         return found
 
-    def _merged_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _merged_index(self) -> Index:
         """The id -> (seq, ok) index, sorted by id, the latest record of an id winning."""
         if self._index is None:
             parts = [(_array(ids, "<i8"), first + np.arange(size, dtype=np.int64),
                       _array(ok, "u1").astype(bool))
                      for first, size, ids, ok in self._query(
                          "SELECT first, size, ids, ok FROM batches ORDER BY seq")]
-            loaded = tuple(np.concatenate([p[k] for p in parts] + [empty[:0]])
-                           for k, empty in enumerate(_EMPTY_INDEX))
+            ids, seqs, oks = (np.concatenate([p[k] for p in parts] + [empty[:0]])
+                              for k, empty in enumerate(_EMPTY_INDEX))
+            loaded = (ids, seqs, oks)
             newer = [part for part in self._recent if part[1][0] > loaded[1].max(initial=0)]
             self._index, self._recent = _EMPTY_INDEX, [loaded, *newer]
         if self._recent:
@@ -307,9 +310,9 @@ class RunStore:
             # by id: a stable sort merges these sorted runs (timsort) and keeps the later of
             # equal ids after the earlier
             parts = [self._index] if len(self._index[0]) else []
-            for part in self._recent:
-                order = np.argsort(part[0], kind="stable")
-                parts.append(tuple(column[order] for column in part))
+            for ids, seqs, oks in self._recent:
+                order = np.argsort(ids, kind="stable")
+                parts.append((ids[order], seqs[order], oks[order]))
             ids, seqs, oks = parts[0]  # the store read whole: one part, sorted already
             if len(parts) > 1:
                 ids, seqs, oks = (np.concatenate([p[k] for p in parts]) for k in range(3))
@@ -321,7 +324,7 @@ class RunStore:
             self._index, self._recent = (ids, seqs, oks), []
         return self._index
 
-    def _query(self, sql: str, arguments: tuple = ()) -> list[tuple]:
+    def _query(self, sql: str, arguments: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of an SQL query on the batches; none where the store has no runs yet."""
         if self.meta("format") is None:
             return []
@@ -387,7 +390,7 @@ class RunStore:
         found = np.flatnonzero(seqs > 0)
         where = np.searchsorted(firsts, seqs[found], side="right") - 1
         order = np.argsort(where, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(where[order]) != 0]) if len(order) else []
+        starts = np.flatnonzero(np.r_[True, np.diff(where[order]) != 0])
         for part in np.split(order, starts[1:]) if len(order) else []:
             b = int(where[part[0]])
             yield int(records[b]), int(firsts[b]), found[part]
@@ -457,7 +460,7 @@ def _record_parts(table: RunTable, width: int) -> Iterator[np.ndarray]:
             yield np.arange(part, min(part + most, stop))
 
 
-def latest_identity(db: sqlite3.Connection) -> dict | None:
+def latest_identity(db: sqlite3.Connection) -> dict[str, Any] | None:
     """The context the latest run of a store was made in; None for a store without one."""
     try:
         row = db.execute("SELECT parts FROM identities ORDER BY seq DESC LIMIT 1").fetchone()
@@ -468,7 +471,7 @@ def latest_identity(db: sqlite3.Connection) -> dict | None:
     return None if row is None else json.loads(row[0])
 
 
-_EMPTY_INDEX = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
+_EMPTY_INDEX: Index = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
 
 
 class _Transaction:
@@ -477,14 +480,14 @@ class _Transaction:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, kind, value, tb):
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
 
 
-def acquire_lock(path: Path):
+def acquire_lock(path: Path) -> IO[str]:
     """Hold an exclusive lock next to the store, or fail at once with who holds it."""
     lock_path = Path(f"{path}.lock")
     handle = open(lock_path, "a+")
@@ -503,7 +506,7 @@ def acquire_lock(path: Path):
     return handle
 
 
-def release_lock(handle) -> None:
+def release_lock(handle: IO[str]) -> None:
     """Let the folder go; its lock file names no holder any more (`studyrun status` reads it)."""
     try:
         handle.seek(0)

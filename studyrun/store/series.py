@@ -43,7 +43,7 @@ def encode(values: np.ndarray) -> bytes:
     residue = np.diff(np.diff(bits, axis=-1, prepend=0), axis=-1, prepend=0)
     shuffled = np.ascontiguousarray(residue.view(np.uint8).reshape(-1, 8).T)
     packer = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
-    return packer.compress(shuffled) + packer.flush()
+    return packer.compress(shuffled.data) + packer.flush()
 
 
 def decode(data: bytes, runs: int, points: int) -> np.ndarray:
@@ -65,7 +65,8 @@ def pack(out: ModelOutput, run_ids: np.ndarray, outputs: Iterable[str] | None = 
         if not names and not with_grid:  # (`series(time)` keeps the grid alone)
             continue
         ids = np.asarray(run_ids, dtype=np.int64)[group.rows]
-        points = np.shape(group.series[names[0]])[1] if names else len(group.time)
+        points = (np.shape(group.series[names[0]])[1] if names
+                  else 0 if group.time is None else len(group.time))
         step = max(1, BLOCK_BYTES // (8 * max(points, 1)))
         grid = encode(np.asarray(group.time, float)[None, :]) if with_grid else None
         for start in range(0, len(ids), step):

@@ -29,6 +29,7 @@ import cloudpickle
 import numpy as np
 import pytest
 from conformance_table import ALL, ANALYSES, Example, merged
+from conftest import analysis_schema_problems
 from hostile_html import PAYLOAD, live, text_of, views
 
 from studyrun.commands import pipeline
@@ -135,6 +136,26 @@ def test_every_type_passes_the_shipped_checks(check, tmp_path):
     """studyrun.testing's checks that run no study: the declaration and example, the design and
     its chunks, the memory footprint, the evaluator's pickling."""
     check(tmp_path)
+
+
+def test_an_analysis_type_without_a_results_model_is_an_error_where_it_is_defined():
+    from typing import Literal
+
+    from studyrun.analyses.base import FixedDesignAnalysis
+    from studyrun.results.records import results_model
+
+    with pytest.raises(TypeError, match="'unmodelled' .* declares no results_model"):
+        class Unmodelled(FixedDesignAnalysis):
+            type: Literal["unmodelled"]
+
+            def design(self, context, seed):
+                raise AssertionError
+
+            def analyse(self, outcome, context):
+                raise AssertionError
+    assert results_model("unmodelled") is None
+    assert {kind: results_model(kind) for kind in ANALYSES} == {
+        kind: cls.results_model for kind, cls in registry().analyses.items()}
 
 
 def as_validated(path: Path) -> dict:
@@ -306,6 +327,14 @@ def test_the_report_is_rebuilt_from_analysis_json_and_the_store_alone(runs, name
     assert report.read_text() == (run.out / "report.md").read_text()
     figures = sorted(p.name for p in (run.out / "figures").glob("*"))
     assert sorted(p.name for p in (alone / "figures").glob("*")) == figures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ALL))
+def test_analysis_json_follows_its_published_schema(runs, name):
+    """Every example's analysis.json, each analysis type's among them, against
+    schemas/analysis.schema.json: what the model writes is what the schema says."""
+    assert analysis_schema_problems(runs.get(name).out / "analysis.json") == []
 
 
 TEXTS = ("error", "warnings", "notes", "message", "note", "objective")  # analysis.json's prose

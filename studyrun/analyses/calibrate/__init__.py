@@ -66,6 +66,7 @@ from studyrun.analyses.calibrate.data import (
     outputs_needed,
     read_blocks,
 )
+from studyrun.analyses.calibrate.records import CalibrateResults
 from studyrun.analyses.calibrate.sequential import Start
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError
@@ -127,6 +128,7 @@ class Calibrate(IterativeAnalysis):
                       files={"observed.csv": OBSERVED},
                       failing={"parameters": {"a": {"nominal": 0.9}}}, failures="steers")
     results_files = ("residuals.csv", "fitted.csv", "mcmc-samples.csv")
+    results_model = CalibrateResults
     reads_series_quantities: ClassVar[bool] = True  # the fitted run's, for fitted_series
 
     data: DataBlock | list[DataBlock] = Field(

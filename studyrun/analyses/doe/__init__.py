@@ -34,6 +34,7 @@ from studyrun.analyses.doe.interpret import (
     compute_main_effects,
     rank_factors,
 )
+from studyrun.analyses.doe.records import DoeResults
 from studyrun.analyses.doe.surface import find_stationary_point, fit_surface, predict
 from studyrun.analyses.doe.terms import read_coding, select_terms, to_coded
 from studyrun.analyses.given import ReadsGiven, read_given
@@ -64,6 +65,7 @@ class Doe(ReadsGiven):
     example = Example({"analysis": {"type": "doe", "design": "full", "levels": 3}},
                       failing={})
     predicts = "studyrun.analyses.doe.surface:predict"
+    results_model = DoeResults
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True,
                               frozen=True)
 

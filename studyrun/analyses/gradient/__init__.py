@@ -28,6 +28,7 @@ from pydantic import Field, PositiveFloat, field_validator
 
 from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.gradient.objective import REDUCTIONS, parse_objective
+from studyrun.analyses.gradient.records import GradientResults
 from studyrun.analyses.local import exact_status, tighten
 from studyrun.analyses.local.agreement import rank
 from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
@@ -51,6 +52,7 @@ class Gradient(FixedDesignAnalysis):
     example = Example({"analysis": {"type": "gradient", "objective": "integral(y)"}},
                       failing={"parameters": {"a": {"nominal": 0.9}}},
                       failures="names")
+    results_model = GradientResults
     objective: str = Field(description="J: " + " | ".join(f"{k}(x)" for k in REDUCTIONS)
                            + " of a model output x; a window (x, T0, T1) but for final and at "
                              "(at(x, T))")

@@ -38,6 +38,7 @@ from pydantic import (
 
 from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.local.collinearity import MAX_SUBSETS, subset_count
+from studyrun.analyses.local.records import LocalResults
 from studyrun.analyses.local.sensitivity import difference_rows, perturbation_steps
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem
@@ -77,6 +78,7 @@ class Local(FixedDesignAnalysis):
     example = Example({"analysis": {"type": "local", "outputs": ["y"]}},
                       failing={"parameters": {"a": {"nominal": 0.9}}},
                       failures="names")
+    results_model = LocalResults
     outputs: list[str] = Field(min_length=1, description="the model's time series to study")
     method: Method = Field("central", description="central | forward differences, or exact "
                            "(forward sensitivity equations; ode and stockflow models)")

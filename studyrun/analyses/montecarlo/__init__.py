@@ -17,6 +17,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from studyrun.analyses.given import ReadsGiven, not_with_from
 from studyrun.analyses.montecarlo.ranks import Ranks
+from studyrun.analyses.montecarlo.records import MontecarloResults
 from studyrun.analyses.precision import Samples, grow, reached
 from studyrun.blocks.params import (
     correlate_unit,
@@ -41,6 +42,7 @@ class Montecarlo(ReadsGiven):
     tutorial = "Monte Carlo"
     example = Example({"analysis": {"type": "montecarlo", "samples": 24}, "quantities": None},
                       failing={})
+    results_model = MontecarloResults
     samples: PositiveInt | Samples = Field(
         1000, description="number of runs (not with from); or {start, until: {ci or rel_ci}, "
                           "max}: runs double until the 95% interval of every mean and "

@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from studyrun.analyses.base import IterativeAnalysis, StudyContext
+from studyrun.analyses.reliability.records import ReliabilityResults
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
@@ -36,6 +37,7 @@ class Reliability(IterativeAnalysis):
 
     type: Literal["reliability"]
     tutorial = "Reliability"
+    results_model = ReliabilityResults
     example = Example({"analysis": {"type": "reliability", "failure": "final < 0.6", "start": 32,
                                     "max_runs": 64, "until": {"cov": 0.05}}})
     without_correlation = None  # the Nataf transform works through the study's copula

@@ -51,6 +51,7 @@ from studyrun.analyses.salib import (
     unknown_outputs,
 )
 from studyrun.analyses.salib.saltelli import saltelli_unit
+from studyrun.analyses.sobol.records import SobolResults
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem, StudyError
 from studyrun.core.numbers import finite_or_none
@@ -76,6 +77,7 @@ class Sobol(FixedDesignAnalysis):
     tutorial = "Sobol'"
     example = Example({"analysis": {"type": "sobol", "samples": 16, "resamples": 10}},
                       failing={"parameters": {"a": {"bounds": [0.1, 0.95]}}})
+    results_model = SobolResults
     samples: int | PowerOfTwoSamples = Field(
         1024, description="base samples N (a power of 2); runs = N (D + 2), or N (2D + 2) with "
                           "second_order; or {start, until: {ci}, max}: N doubles until every "

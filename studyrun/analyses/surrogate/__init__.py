@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 from studyrun.analyses.base import IterativeAnalysis, StudyContext
 from studyrun.analyses.given import given_problems, read_given
 from studyrun.analyses.salib import Confidence, Resamples
+from studyrun.analyses.surrogate.records import SurrogateResults
 from studyrun.analyses.surrogate.sizes import gp_footprint, pce_footprint
 from studyrun.analyses.surrogate.training import Training, earlier_runs
 from studyrun.blocks.params import correlate_unit, map_unit, sample_unit, sample_unit_range
@@ -69,6 +70,7 @@ class Surrogate(IterativeAnalysis):
                                     "validation": 4}},
                       failing={})
     predicts = "studyrun.analyses.surrogate.predict:predict"
+    results_model = SurrogateResults
     method: Literal["pce", "gp"] = "pce"
     samples: PositiveInt | None = Field(None, description=f"training runs (default "
                                                           f"{DEFAULT_SAMPLES}; not with from)")
