@@ -356,3 +356,21 @@ def test_the_mistakes_of_a_file_outside_the_folder_are_counted_once_named(tmp_pa
         assert done.returncode == 2, done.stderr
         assert "2 mistakes in this file" in done.stderr, (command, done.stderr)
         assert "bogus" not in done.stderr, done.stderr
+
+
+def test_within_follows_links_of_the_file_and_of_the_folder(tmp_path):
+    """core/paths.within, the one check that a file lies in a folder: a `../` path and a link to a
+    file elsewhere are outside; a folder named through a link still holds its files."""
+    from studyrun.core.paths import within
+
+    (tmp_path / "study").mkdir()
+    (tmp_path / "private").write_text("secret")
+    (tmp_path / "study" / "data.csv").write_text("x\n1\n")
+    (tmp_path / "study" / "link.csv").symlink_to(tmp_path / "private")
+    (tmp_path / "alias").symlink_to(tmp_path / "study")
+    assert within(tmp_path / "study" / "data.csv", tmp_path / "study")
+    assert within(tmp_path / "study" / "data.csv", tmp_path / "alias")
+    assert within(tmp_path / "alias" / "data.csv", tmp_path / "other", tmp_path / "study")
+    assert not within(tmp_path / "study" / "link.csv", tmp_path / "study")
+    assert not within(tmp_path / "study" / ".." / "private", tmp_path / "study")
+    assert not within(f"{tmp_path}/study/a\0b", tmp_path / "study")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from studyrun.core.paths import within
 from studyrun.core.text import cut_values
 
 
@@ -77,7 +78,7 @@ def outside(file: str | Path, folder: Path) -> bool:
     `../x.csv`, or a link to /etc/passwd): an error may name such a file, never quote it."""
     try:
         path = Path(file).resolve()
-        return path.exists() and not path.is_relative_to(folder.resolve())
+        return path.exists() and not within(path, folder)
     except (OSError, RuntimeError, ValueError):  # a loop of links, a name too long
         return True
 
