@@ -16,9 +16,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Iterable
 
-import cloudpickle
+import cloudpickle  # type: ignore[import-untyped]
 
 
 @dataclass(frozen=True)
@@ -62,16 +63,14 @@ class IsolatedExecutor:
     workers = 1
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen | Forked | None = None
-        self.connection = None
+        self.process: subprocess.Popen[bytes] | Forked | None = None
+        self.connection: list[Connection] = []  # from the child, to the child
         self.used = False  # whether the running child was given a task
 
-    def start(self) -> None:
-        """Start the child; a new interpreter imports while the driver works on."""
-        from multiprocessing.connection import Connection
-
+    def start(self) -> subprocess.Popen[bytes] | Forked:
+        """Start the child (a new interpreter imports while the driver works on); the child."""
         if self.process is not None:
-            return
+            return self.process
         from_driver, to_child = os.pipe()
         from_child, to_driver = os.pipe()
         if hasattr(os, "fork") and threading.active_count() == 1:
@@ -83,20 +82,21 @@ class IsolatedExecutor:
                 pass_fds=(from_driver, to_driver), stdin=subprocess.DEVNULL)
         os.close(from_driver)
         os.close(to_driver)
-        self.connection = (Connection(from_child, writable=False),
-                           Connection(to_child, readable=False))
+        self.connection = [Connection(from_child, writable=False),
+                           Connection(to_child, readable=False)]
         self.used = False
         self.connection[1].send_bytes(cloudpickle.dumps(sys.path))
+        return self.process
 
-    def submit(self, fn: Callable, *args: Any) -> cf.Future:
-        future: cf.Future = cf.Future()
-        self.start()
+    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future[Any]:
+        future: cf.Future[Any] = cf.Future()
+        process = self.start()
         self.used = True
         try:
             self.connection[1].send_bytes(cloudpickle.dumps((fn, args)))
             kind, value = pickle.loads(self.connection[0].recv_bytes())
         except (EOFError, OSError):  # the child died: say how, and start afresh next time
-            worker = f"{socket.gethostname()}:{self.process.pid}"
+            worker = f"{socket.gethostname()}:{process.pid}"
             future.set_exception(ProcessDied(death_cause(self.stop()), worker))
             return future
         except BaseException:  # interrupted while waiting: the child's batch is abandoned
@@ -108,10 +108,11 @@ class IsolatedExecutor:
             future.set_exception(value)
         return future
 
-    def wait_first(self, futures):
+    def wait_first(self, futures: Iterable[cf.Future[Any]]
+                   ) -> tuple[set[cf.Future[Any]], set[cf.Future[Any]]]:
         return set(futures), set()
 
-    def result(self, future):
+    def result(self, future: cf.Future[Any]) -> Any:
         return future.result()
 
     def lost(self, error: Exception) -> Loss | None:
@@ -145,7 +146,8 @@ class Forked:
     """A forked child, as much of subprocess.Popen as IsolatedExecutor uses."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -153,8 +155,8 @@ class Forked:
             pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
-            elif time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"studyrun child {self.pid}", timeout)
+            elif deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"studyrun child {self.pid}", timeout or 0.0)
             else:
                 time.sleep(0.005)
         return self.returncode
