@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from studyrun.commands.open_results import Results, open_results
-from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.core.errors import StudyError, StudyrunError, named_only_outside
 
 __version__ = "0.1.0"
 __all__ = ["load", "run", "open_results", "Results", "StudyError", "StudyrunError", "__version__"]
@@ -19,7 +19,7 @@ def load(path: str | Path):
     """The validated `Study` of a study file (raises StudyError listing every problem)."""
     from studyrun.study.loading import load_study
 
-    return load_study(path).study
+    return load_study(path).study  # load_study names files outside the folder, never quotes them
 
 
 def run(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
@@ -27,6 +27,8 @@ def run(path: str | Path, out: str | Path | None = None, *, scheduler: str | Non
     """Run a study file as `studyrun run` does; return its Results (analysis dict, runs frame)."""
     from studyrun.commands.pipeline import run_study
 
-    analysis = run_study(path, out, scheduler=scheduler, workers=workers, fresh=fresh, quiet=quiet)
+    with named_only_outside(path):  # as the command line: a file outside the folder never quoted
+        analysis = run_study(path, out, scheduler=scheduler, workers=workers, fresh=fresh,
+                             quiet=quiet)
     folder = Path(out) if out else Path("results") / analysis["study"]
     return Results(folder, analysis)

@@ -10,9 +10,10 @@ import argparse
 import json
 import sqlite3
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
-from studyrun.core.errors import ExecutionError, StudyError, StudyrunError, named_only
+from studyrun.core.errors import ExecutionError, StudyError, StudyrunError, named_only_outside
 from studyrun.core.interrupts import Terminated
 from studyrun.core.text import cut_values, one_line, terminal_safe
 
@@ -24,14 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     show_crashes()
     parser = build_parser()
     args = parser.parse_args(argv)
+    study = getattr(args, "study", None)  # plan, run, check: a file read after validating
     try:
-        return int(args.command(args) or 0)
+        with named_only_outside(study) if isinstance(study, Path) else nullcontext():
+            return int(args.command(args) or 0)
     except StudyError as error:
         if args.debug:
             raise
-        study = getattr(args, "study", None)
-        if isinstance(study, Path):  # plan, run: a file it reads after validating (a design CSV)
-            error = StudyError(named_only(error.problems, study.resolve().parent))
         print(terminal_safe(str(error)), file=sys.stderr)
         return 2
     except StudyrunError as error:

@@ -297,13 +297,9 @@ def test_a_file_linked_from_outside_the_study_folder_is_named_never_quoted(tmp_p
     folder: the error names the link and where, never a line of the private file (it quoted its
     first line, a header or a template's field); the same file inside the folder is quoted."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # PySD's translations
-    kind, model, analysis, command = CASES[link]
-    private, folder = tmp_path / "private", tmp_path / "study"
-    private.mkdir()
-    folder.mkdir()
-    (private / f"secret.{kind}").write_text(PRIVATE[kind])
-    (folder / link).symlink_to(private / f"secret.{kind}")
-    study = write_study(folder, OUTSIDE.format(model=model, analysis=analysis))
+    kind, command = CASES[link][0], CASES[link][3]
+    study = outside_study(tmp_path, link)
+    folder = study.parent
     done = run_cli(command, study, cwd=folder)
     assert done.returncode == (1 if command == "run" else 2), done.stderr
     assert "Traceback" not in done.stderr
@@ -317,3 +313,64 @@ def test_a_file_linked_from_outside_the_study_folder_is_named_never_quoted(tmp_p
         done = run_cli(command, study, cwd=folder)
         assert done.returncode == 2 and "outside the study's folder" not in done.stderr
         assert "root:x:0:0" in done.stderr or "SECRET_TOKEN" in done.stderr, done.stderr
+
+
+def outside_study(tmp_path: Path, link: str) -> Path:
+    """A study folder whose `link` points to a private file outside it (CASES)."""
+    kind, model, analysis, _ = CASES[link]
+    private, folder = tmp_path / "private", tmp_path / "study"
+    private.mkdir()
+    folder.mkdir()
+    (private / f"secret.{kind}").write_text(PRIVATE[kind])
+    (folder / link).symlink_to(private / f"secret.{kind}")
+    return write_study(folder, OUTSIDE.format(model=model, analysis=analysis))
+
+
+def test_the_python_api_names_a_file_outside_the_study_folder_never_quotes_it(tmp_path):
+    """studyrun.run reads the design file at plan time, after the study validated: its error
+    named the link and quoted the private file's first line, where `studyrun run` names it only."""
+    import studyrun
+
+    study = outside_study(tmp_path, "design.csv")
+    with pytest.raises(studyrun.StudyError) as raised:
+        studyrun.run(study, tmp_path / "results")
+    message = str(raised.value)
+    assert "design.csv:1:1" in message and "outside the study's folder" in message, message
+    for secret in ("root:", "SECRET_TOKEN", "hunter2"):
+        assert secret not in message, message
+
+
+def test_the_mistakes_of_a_file_outside_the_folder_are_counted_once_named(tmp_path):
+    """An included model file outside the folder with two mistakes: `plan` said "a mistake" (the
+    line saying "2 mistakes" was itself hidden again, as a mistake of that file)."""
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "model.yaml").write_text("type: ode\ntime: {start: 0, stop: 1, step: 0.5}\n"
+                                        "states: {x: 1}\nrates: {x: -k * x}\nconstants: {k: 1}\nbogus: 1\nbogus2: 2\n")
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "model.yaml").symlink_to(private / "model.yaml")
+    study = write_study(tmp_path / "study", OUTSIDE.format(model="model: {file: model.yaml}",
+                                                           analysis=MONTECARLO))
+    for command in ("validate", "plan"):
+        done = run_cli(command, study, cwd=tmp_path / "study")
+        assert done.returncode == 2, done.stderr
+        assert "2 mistakes in this file" in done.stderr, (command, done.stderr)
+        assert "bogus" not in done.stderr, done.stderr
+
+
+def test_within_follows_links_of_the_file_and_of_the_folder(tmp_path):
+    """core/paths.within, the one check that a file lies in a folder: a `../` path and a link to a
+    file elsewhere are outside; a folder named through a link still holds its files."""
+    from studyrun.core.paths import within
+
+    (tmp_path / "study").mkdir()
+    (tmp_path / "private").write_text("secret")
+    (tmp_path / "study" / "data.csv").write_text("x\n1\n")
+    (tmp_path / "study" / "link.csv").symlink_to(tmp_path / "private")
+    (tmp_path / "alias").symlink_to(tmp_path / "study")
+    assert within(tmp_path / "study" / "data.csv", tmp_path / "study")
+    assert within(tmp_path / "study" / "data.csv", tmp_path / "alias")
+    assert within(tmp_path / "alias" / "data.csv", tmp_path / "other", tmp_path / "study")
+    assert not within(tmp_path / "study" / "link.csv", tmp_path / "study")
+    assert not within(tmp_path / "study" / ".." / "private", tmp_path / "study")
+    assert not within(f"{tmp_path}/study/a\0b", tmp_path / "study")

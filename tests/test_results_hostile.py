@@ -314,6 +314,36 @@ def test_a_damaged_earlier_runs_csv_under_augment_is_a_located_error(made, tmp_p
         assert re.match(rf"^{re.escape(str(path))}{where}", line), line
 
 
+RUNS_HEADER_DAMAGE = {  # a runs.csv header, damaged -> what open_results(...).runs says, where
+    "a quoted name named twice": (lambda header: '"run"' + header[3:] + ",run",
+                                  lambda header: rf":1:{len(header) + 4}: the column 'run' is named twice"),
+    "a 128 KB name": (lambda header: '"' + "y" * 131_073 + '",' + header,
+                      lambda header: r":1:1: cannot read this line as CSV: field larger"),
+    "invalid UTF-8": (lambda header: header.replace("id", "i\udcffd"),
+                      lambda header: r":1:6: not UTF-8 text: the byte 0xff"),
+    "no header": (lambda header: "", lambda header: r":1:1: the file is empty"),
+}
+
+
+@pytest.mark.parametrize("damage", RUNS_HEADER_DAMAGE)
+def test_a_damaged_runs_csv_header_read_back_is_a_located_error(made, tmp_path, damage):
+    """Results.runs checked runs.csv's header with csv.reader, by column positions that ignore
+    quotes, and let a field past csv's limit, bytes that are no UTF-8 and an empty file through
+    as a traceback; it now reads it with the one CSV reader, located as everywhere else."""
+    change, where = RUNS_HEADER_DAMAGE[damage]
+    folder = copy(made, "mc", tmp_path)
+    path = folder / "runs.csv"
+    lines = path.read_bytes().decode().split("\r\n")
+    header = lines[0]
+    assert header.startswith("run,id,")
+    damaged = change(header)
+    path.write_bytes("\r\n".join([damaged, *lines[1:]] if damaged else []).encode(
+        "utf-8", "surrogateescape"))
+    with pytest.raises(studyrun.StudyError) as raised:
+        _ = studyrun.open_results(folder).runs
+    assert re.match(rf"^{re.escape(str(path))}{where(header)}", str(raised.value)), raised.value
+
+
 # -- point 5: CSV is read by a CSV parser ----------------------------------------------------------
 
 GIVEN = """

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studyrun.core.csv_table import check_names, unescape_text
+from studyrun.core.csv_table import read_header, unescape_text
 from studyrun.core.errors import StudyError, StudyrunError
 from studyrun.results.analysis_file import Malformed, not_results
 from studyrun.results.outputs import read_analysis
@@ -33,10 +32,8 @@ class Results:
             frame = pandas.read_parquet(self.folder / "runs.parquet")
             return frame.astype({"error": object, "worker": object, "status": object})
         path = self.folder / "runs.csv"
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            first = next(csv.reader(handle), [])
-        check_names(first, [1 + sum(len(n) + 1 for n in first[:i]) for i in range(len(first))],
-                    str(path), 1)  # pandas would rename a second `y` to `y.1`
+        read_header(path, check_separators=False)  # as store/finished_runs reads it; pandas
+        # would rename a second `y` to `y.1`
         frame = pandas.read_csv(path, keep_default_na=False, na_values=[""],
                                 dtype={"error": object, "worker": object})
         for column in ("error", "worker"):  # text a spreadsheet would run has a ' before it

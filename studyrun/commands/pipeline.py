@@ -25,18 +25,11 @@ from studyrun.core.text import terminal_safe
 from studyrun.execution.execute import Job, Runner, Settings, record_given
 from studyrun.models.base import HasEquations
 from studyrun.plan import make_plan, plan_slices
-from studyrun.plan.runs import (
-    CHUNK_ROWS,
-    PlannedRuns,
-    read_outcome,
-    remove_unexported,
-    series_kept,
-    series_wanted,
-    write_parquets,
-)
+from studyrun.plan.runs import CHUNK_ROWS, PlannedRuns, read_outcome, series_kept, series_wanted
 from studyrun.plan.study import given_plan, identity_context, identity_record
 from studyrun.results import outputs
 from studyrun.results.analysis_file import AnalysisFile, Execution, Runs
+from studyrun.results.exports import remove_unexported, write_parquets, writing_exports
 from studyrun.results.provenance import collect, now
 from studyrun.results.report.build import write_report
 from studyrun.results.runs_csv import write_csv
@@ -179,7 +172,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                 runs.add(plan)
         totals = runner.totals
     store.release_index()  # the planned runs are found by record (seq) from here on
-    with runs.writing_exports(folder, study.execution.export):  # runs.csv by helper processes
+    with writing_exports(runs, folder, study.execution.export):  # runs.csv by helper processes
         results = study.analysis.analyse_runs(runs, context)
     succeeded = runs.succeeded()
     counts = Runs.model_validate(jsonable({

@@ -30,6 +30,7 @@ SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
 # to a line break or the end; an unclosed quote runs to the end of the text.
 _RECORD = re.compile(r'(?:"[^"]*(?:"|\Z)|[^"\r\n]+)*(?:\r\n|\r|\n|\Z)')
 _BREAK = re.compile(r"\r\n|\r|\n")
+HEADER_BYTES = 16 * 2**20  # where read_header stops looking for the header
 
 
 @dataclass
@@ -57,25 +58,56 @@ class Table:
 def read_table(path: str | Path, sep: str = ",", *, check_separators: bool = True) -> Table:
     """A CSV file (UTF-8, a byte-order mark allowed) read as a Table: blank lines and lines
     starting with # are skipped, the first line left is the header."""
+    raw = _read(str(path))
+    return parse_table(_decode(raw, str(path)), str(path), sep, check_separators=check_separators)
+
+
+def read_header(path: str | Path, sep: str = ",", *, check_separators: bool = True) -> Table:
+    """A CSV file's header checked as read_table checks it (a Table without rows), reading no
+    further than HEADER_BYTES: for a file whose rows another reader takes (pandas, runs.csv)."""
     path = str(path)
+    raw = _read(path, HEADER_BYTES + 1)
+    cut = len(raw) > HEADER_BYTES
+    if cut:  # whole lines only, so that no character is cut in two
+        raw = raw[:raw.rfind(b"\n", 0, HEADER_BYTES) + 1]
+    head: list[str] = []
+    found = iter(records(_decode(raw, path)))
+    for _, record in found:
+        head.append(record)
+        if record.strip() and not record.lstrip().startswith("#"):
+            if cut and next(found, None) is None:  # the header may go on past what was read
+                break
+            return parse_table("\n".join(head), path, sep, check_separators=check_separators)
+    if cut:
+        raise StudyError(f"no header within the file's first {HEADER_BYTES // 2**20} MB; a "
+                         "header line is far shorter", file=path, line=1, col=1)
+    return parse_table("\n".join(head), path, sep)  # the file is empty: its error
+
+
+def _read(path: str, limit: int = -1) -> bytes:
+    """The bytes of a file (at most `limit`), or a StudyError at it."""
     if Path(path).exists() and not Path(path).is_file():  # a pipe or device would never end
         raise StudyError("not a regular file (a folder, pipe or device); name a CSV file",
                          file=path, line=1, col=1)
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            return handle.read(limit)
     except FileNotFoundError:
         raise StudyError("file not found", file=path, line=1, col=1) from None
     except OSError as exc:
         raise StudyError(f"cannot read the file: {exc.strerror or exc}", file=path, line=1,
                          col=1) from None
+
+
+def _decode(raw: bytes, path: str) -> str:
+    """UTF-8 text (a byte-order mark allowed), or a StudyError where it is not."""
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line, col = _line_col(raw, exc.start)
         raise StudyError(f"not UTF-8 text: the byte {raw[exc.start]:#04x} cannot start or "
                          "continue a character here; save the file as UTF-8", file=path,
                          line=line, col=col) from None
-    return parse_table(text, path, sep, check_separators=check_separators)
 
 
 def parse_table(text: str, path: str, sep: str = ",", *, check_separators: bool = True) -> Table:

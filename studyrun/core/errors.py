@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from studyrun.core.paths import within
 from studyrun.core.text import cut_values
 
 
@@ -75,9 +78,13 @@ def outside(file: str | Path, folder: Path) -> bool:
     `../x.csv`, or a link to /etc/passwd): an error may name such a file, never quote it."""
     try:
         path = Path(file).resolve()
-        return path.exists() and not path.is_relative_to(folder.resolve())
+        return path.exists() and not within(path, folder)
     except (OSError, RuntimeError, ValueError):  # a loop of links, a name too long
         return True
+
+
+class NamedOnly(Problem):
+    """The mistakes of a file outside the study's folder, named and never quoted."""
 
 
 def named_only(problems: list[Problem], folder: Path) -> list[Problem]:
@@ -86,7 +93,7 @@ def named_only(problems: list[Problem], folder: Path) -> list[Problem]:
     kept: list[Problem] = []
     hidden: dict[str, list[Problem]] = {}
     for problem in problems:
-        if problem.file and outside(problem.file, folder):
+        if problem.file and not isinstance(problem, NamedOnly) and outside(problem.file, folder):
             hidden.setdefault(problem.file, []).append(problem)
         else:
             kept.append(problem)
@@ -97,9 +104,19 @@ def named_only(problems: list[Problem], folder: Path) -> list[Problem]:
             target = f" ({real})" if real != Path(os.path.abspath(file)) else ""
         except (OSError, RuntimeError):
             target = ""
-        kept.append(Problem(
+        kept.append(NamedOnly(
             f"{'a mistake' if count == 1 else f'{count} mistakes'} in this file{target}, not "
             f"shown: it lies outside the study's folder {folder}, and an error never quotes such "
             "a file (it may be private); open it at this line to see what is wrong",
             file=file, line=first.line, col=first.col))
     return kept
+
+
+@contextmanager
+def named_only_outside(study: str | Path) -> Iterator[None]:
+    """Within it, a StudyError's problems in files outside the study file's folder are named
+    only (`named_only`): what the command line and the Python API raise for a study."""
+    try:
+        yield
+    except StudyError as error:
+        raise StudyError(named_only(error.problems, Path(study).resolve().parent)) from None

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from studyrun.core.errors import StudyrunError
 
@@ -105,7 +105,7 @@ def driver_overrides(folder: Path, base: list[str]) -> list[str]:
     return [arg for option in options for arg in ("-c", option)]
 
 
-def git_state(folder: Path) -> dict:
+def git_state(folder: Path) -> dict[str, Any]:
     """{'commit': the HEAD commit or None (no repository, no commit, no git, a repository that
     cannot be read safely), 'dirty': whether a tracked file differs from HEAD, None when that
     cannot be read}."""
@@ -174,7 +174,7 @@ def entries(root: Path, commit: str, paths: Iterable[str]) -> list[Entry]:
 
 def present(root: Path, commit: str, paths: Iterable[str]) -> set[str]:
     """Which of these paths the commit holds (files or folders); no object is read."""
-    found = set()
+    found: set[str] = set()
     for batch in batches(paths):
         listing = git(root, "ls-tree", "-z", "--name-only", "--full-tree", commit, "--", *batch,
                       timeout=READ_TIMEOUT)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
+from types import FrameType
 from typing import Iterator
 
 _DRIVER_INTERRUPTED = threading.Event()
@@ -36,11 +37,12 @@ def noting_interrupts() -> Iterator[None]:
     on_int = signal.getsignal(signal.SIGINT)
     on_term = signal.getsignal(signal.SIGTERM)
 
-    def note(signum, frame):
+    def note(signum: int, frame: FrameType | None) -> None:
         _DRIVER_INTERRUPTED.set()
-        on_int(signum, frame)
+        if callable(on_int):  # always: note is installed only then
+            on_int(signum, frame)
 
-    def terminate(signum, frame):
+    def terminate(signum: int, frame: FrameType | None) -> None:
         _DRIVER_INTERRUPTED.set()
         raise Terminated()
 

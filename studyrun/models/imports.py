@@ -28,6 +28,7 @@ from pathlib import Path
 
 from studyrun.blocks.dependencies import file_digest, file_name
 from studyrun.core.errors import StudyError
+from studyrun.core.paths import within
 
 # The module's own prints go to stderr, so the answer on the saved stdout stays clean; the
 # modules outside the installed folders are compiled from their source (sources.py), as a run
@@ -96,7 +97,7 @@ def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) ->
     found = []
     for name, file in sorted(json.loads(done.stdout).items()):
         path = Path(file)
-        if (name == module or not inside_any(path, environment)) and path.is_file():
+        if (name == module or not within(path, *environment)) and path.is_file():
             found.append(ModuleFile(name, path, module_file_name(name, path, study_dir)))
     return found
 
@@ -116,9 +117,9 @@ def source_files(module: str, study_dir: Path) -> tuple[list[ModuleFile], set[st
         if path is None or not path.is_file():
             outside.add(name)
             continue
-        if not inside_any(path, [folder]):
+        if not within(path, folder):
             outside.add(name)
-        if name != module and inside_any(path, environment):
+        if name != module and within(path, *environment):
             continue
         found[name] = ModuleFile(name, path, module_file_name(name, path, Path(study_dir)))
         if path.suffix == ".py":
@@ -183,11 +184,6 @@ def environment_folders() -> list[Path]:
     folders.update(Path(p) for p in site.getsitepackages())
     folders.add(Path(site.getusersitepackages()))
     return sorted({Path(os.path.realpath(f)) for f in folders})
-
-
-def inside_any(path: Path, folders: list[Path]) -> bool:
-    real = Path(os.path.realpath(path))
-    return any(real.is_relative_to(folder) for folder in folders)
 
 
 def module_file_name(module: str, path: Path, study_dir: Path) -> str:

@@ -49,6 +49,7 @@ class SourceFinder(importlib.abc.MetaPathFinder):
         return spec
 
     def inside(self, path: str) -> bool:
+        """core/paths.within for real folders, here since this file imports nothing of studyrun."""
         real = os.path.realpath(path)
         return any(real == folder or real.startswith(folder + os.sep) for folder in self.installed)
 

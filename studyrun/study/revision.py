@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 from studyrun.core.errors import StudyError, StudyrunError
 from studyrun.core.git import Entry, entries, names_under, present, resolve, save_blob, toplevel
+from studyrun.core.paths import within
 from studyrun.core.text import shorten
 
 MAX_FILE = 100 * 2**20  # bytes of one file (GitHub refuses larger ones)
@@ -46,7 +47,7 @@ def check_out(study: Path, revision: str, into: Path) -> Checkout:
     repository; StudyrunError if the study is not there or a file is too large."""
     study = Path(study).resolve()
     root = toplevel(study.parent).resolve()
-    if not study.is_relative_to(root):
+    if not within(study, root):
         raise StudyrunError(f"{study} is not inside its git repository {root}")
     relative = study.relative_to(root).as_posix()
     reader = Reader(root, resolve(root, revision), Path(into), revision)
