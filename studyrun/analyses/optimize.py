@@ -303,9 +303,12 @@ class Optimize(AnalysisSpec):
         model output (docs/methods.md, "Adjoint gradients"); the objective is then a weighted
         sum of outputs on the grid, w_q q for minimize, -w_q q for maximize and
         2 w_q (q - target) q at the current point for target."""
+        from ..models.base import HasEquations
         from .gradient.objective import parse_objective
         from .search.gradients import model_gradient
 
+        if self.gradient == "auto" and not isinstance(context.model, HasEquations):
+            return None, "fd", []  # differences are this model's default: nothing to say
         objectives, notes = {}, []
         for _, q, _ in self.terms():
             text = (context.quantities or {}).get(q)
