@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 import pytest
 from conftest import STUDIES, run_cli, write_study
 
