@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from ..core.design import Design, Outcome
-from ..core.errors import Problem, StudyError
+from ..core.errors import StudyError
 from ..core.sizes import Footprint
 from ..report.markdown import escape
 from ..report.wide import shown, top_note
@@ -48,7 +48,6 @@ from .salib import (
     Confidence,
     Resamples,
     by_factor,
-    check_varied,
     constant_output,
     dropped_warning,
     error_entry,
@@ -123,9 +122,6 @@ class Morris(AnalysisSpec):
             raise ValueError(f"optimal_trajectories must be between 2 and trajectories - 1 "
                              f"({self.trajectories - 1}); got {k}")
         return self
-
-    def check(self, context: StudyContext) -> list[Problem]:
-        return check_varied(context.varied, "morris")
 
     def footprint(self, context: StudyContext) -> Footprint:
         """The runs; with optimal_trajectories chosen by brute force, SALib's score of every
