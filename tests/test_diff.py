@@ -210,6 +210,20 @@ def test_a_revisions_results_are_run_beside_the_current_ones_and_compared(tmp_pa
     assert guarded.returncode == 1 and "BEYOND" in guarded.stdout
 
 
+def test_a_results_folder_of_another_version_of_the_study_is_said_to_be_stale(tmp_path):
+    """--results names the folder of the study as it was before its last edit (run at the
+    revision, not since): its results are not the edited study's, and the comparison says so
+    rather than show them as the current study's."""
+    repo, git = committed_study(tmp_path)
+    studyrun.run(repo / "study.yaml", tmp_path / "results")
+    (repo / "study.yaml").write_text(MONTECARLO.replace("samples: 256", "samples: 512"))
+    done = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results", tmp_path / "results",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    notes = json.loads(done.stdout)["notes"]
+    assert any("another version of the study file" in note for note in notes), notes
+
+
 def test_output_cut_short_by_its_reader_ends_quietly(tmp_path):
     """`studyrun ... | head`: the reader closes the pipe; no error about the results folder."""
     import sys

@@ -417,6 +417,24 @@ def test_ctrl_c_or_sigterm_of_the_driver_still_stops_a_sync_study(study_dir, sen
     assert not (out / "analysis.json").exists()
 
 
+def test_ctrl_c_in_a_terminal_stops_a_local_cluster_study_without_tracebacks(study_dir):
+    """A terminal's Ctrl-C reaches its whole foreground process group, the LocalCluster's worker
+    processes too: the driver alone acts on it (exit status 130, one line), and no worker prints
+    a KeyboardInterrupt traceback."""
+    study = slow_study(study_dir, "local", runs=600)
+    out = study_dir / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "studyrun", "run", str(study), "--out", str(out), "--quiet",
+         "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=study_dir, preexec_fn=signals_as(), process_group=0)  # as a terminal's job
+    wait_for_runs(process, out / "runs.sqlite", 12)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+
+
 @pytest.mark.parametrize("scheduler", ["sync", "local"])
 def test_sigterm_stops_a_driver_started_with_ctrl_c_ignored(study_dir, scheduler):
     """A driver started with SIGINT ignored (a background job of a script: `studyrun run s.yaml &

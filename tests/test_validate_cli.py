@@ -258,3 +258,33 @@ def test_a_growing_design_whose_cap_passes_the_run_limit_is_located(study_dir):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert re.search(rf"{re.escape(str(path))}:7:\d+: analysis.samples.max: the design may grow "
                      r"to 200,000,000 runs, more than 100,000,000", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("analysis", ["sobol, samples: 64", "morris", "dgsm", "fast"])
+def test_parameters_that_all_have_mistakes_are_not_called_fixed(study_dir, analysis):
+    """Every parameter of a sensitivity analysis has a mistake: each is reported at its line, and
+    nothing says that every parameter is fixed (they are not: they are broken)."""
+    text = f"""
+    name: broken
+    model: {{type: python, function: "linear:linear"}}
+    parameters:
+      a: {{distribution: unifrom, low: 0, high: 1}}
+      b: {{bounds: [1, 0]}}
+    quantities: {{y: y}}
+    analysis: {{type: {analysis}}}
+    """
+    assert_validate_says(study_dir, text, [r":4:\d+: parameters.a: ", r":5:\d+: parameters.b"])
+
+
+@pytest.mark.parametrize("analysis", ["sobol", "morris", "fast", "rbd_fast", "delta", "pawn",
+                                      "dgsm"])
+def test_a_study_whose_parameters_are_all_fixed_says_so_once(study_dir, analysis):
+    """The study's own check says that no parameter is varied; the analysis does not say it again."""
+    text = f"""
+    name: fixed
+    model: {{type: python, function: "linear:linear"}}
+    parameters: {{a: 1, b: 2}}
+    quantities: {{y: y}}
+    analysis: {{type: {analysis}}}
+    """
+    assert_validate_says(study_dir, text, [r":3:\d+: parameters: no parameter is varied"])

@@ -37,7 +37,6 @@ from studyrun.analyses.salib import (
     Resamples,
     SalibAnalysis,
     by_factor,
-    check_varied,
     constant_output,
     dropped_warning,
     error_entry,
@@ -95,7 +94,7 @@ class Dgsm(SalibAnalysis):
     bars = ("dgsm",)
 
     def check(self, context) -> list[Problem]:
-        problems = check_varied(context.varied, "dgsm")
+        problems = []
         for name, parameter in context.varied.items():
             if poincare_constant(parameter) is None:
                 problems.append(Problem(

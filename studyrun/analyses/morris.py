@@ -50,7 +50,6 @@ from studyrun.analyses.salib import (
     Confidence,
     Resamples,
     by_factor,
-    check_varied,
     constant_output,
     dropped_warning,
     error_entry,
@@ -62,7 +61,7 @@ from studyrun.analyses.salib import (
 )
 from studyrun.analyses.salib.report import facts_line, figure_name, index_table, nan, warnings_block
 from studyrun.core.design import Design, Outcome
-from studyrun.core.errors import Problem, StudyError
+from studyrun.core.errors import StudyError
 from studyrun.core.plugin import Example
 from studyrun.core.sizes import Footprint
 from studyrun.results.records import STRICT, ByName, Entry
@@ -152,9 +151,6 @@ class Morris(FixedDesignAnalysis):
             raise ValueError(f"optimal_trajectories must be between 2 and trajectories - 1 "
                              f"({self.trajectories - 1}); got {k}")
         return self
-
-    def check(self, context: StudyContext) -> list[Problem]:
-        return check_varied(context.varied, "morris")
 
     def footprint(self, context: StudyContext) -> Footprint:
         """The runs; with optimal_trajectories chosen by brute force, SALib's score of every

@@ -361,7 +361,10 @@ class Optimize(IterativeAnalysis):
         2 w_q (q - target) q at the current point for target."""
         from studyrun.analyses.gradient.objective import parse_objective
         from studyrun.analyses.search.gradients import model_gradient
+        from studyrun.models.base import HasEquations
 
+        if self.gradient == "auto" and not isinstance(context.model, HasEquations):
+            return None, "fd", []  # differences are this model's default: nothing to say
         objectives, notes = {}, []
         for _, q, _ in self.terms():
             text = (context.quantities or {}).get(q)

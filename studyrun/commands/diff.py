@@ -9,6 +9,7 @@ more than its intervals allow.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -219,6 +220,11 @@ def diff_revision(study: Path, revision: str, results: Path | None = None) -> Di
         from studyrun.results.outputs import read_analysis
 
         current = read_analysis(Path(results))
+        made_by = current.get("provenance", {}).get("study_sha256")
+        if made_by and made_by != hashlib.sha256(study.read_bytes()).hexdigest():
+            found.notes.append(f"{results} was made by another version of the study file: its "
+                               "results are not the current study's (run the study again, then "
+                               "compare)")
         earlier = run_revision(old, Path(results), Path(folder) / "revision-results")
         found.b = f"{relative} (results in {results})"
         found.results, found.compared = result_changes(read_analysis(earlier)["results"],

@@ -3,6 +3,8 @@ Ctrl-C of the driver (the study stops), which reaches a model running in the dri
 as the same KeyboardInterrupt. A SIGTERM (what a batch system sends a driver job at its walltime
 or on scancel) stops the study the same way, so its clusters and batch jobs are closed too, also
 in a driver started with SIGINT ignored (a background job of a script, as batch scripts start it).
+A LocalCluster's workers ignore SIGINT (`dask_setup`): a terminal's Ctrl-C reaches them too, and
+the driver alone stops the study and closes them.
 """
 
 from __future__ import annotations
@@ -58,3 +60,10 @@ def noting_interrupts() -> Iterator[None]:
             signal.signal(signal.SIGINT, on_int)
         if on_term is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, on_term)
+
+
+def dask_setup(worker: object) -> None:
+    """Dask's preload hook, run in each LocalCluster worker process as it starts: ignore SIGINT,
+    which a terminal's Ctrl-C sends its whole process group (the driver closes the workers)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -363,7 +363,8 @@ def start_executor(scheduler: Scheduler, workers: int | None,
             # a process of its own, to find the runs that kill their process
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=logging.ERROR)
+                                       dashboard_address=":0", silence_logs=logging.ERROR,
+                                       preload=["studyrun.core.interrupts"])  # Ctrl-C is the driver's
             return DaskExecutor(Client(cluster), cluster, "local")
         try:
             client = Client(scheduler, timeout="10s")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -341,3 +342,85 @@ def test_confidence_limits_past_a_bound_are_kept_and_the_report_says_so(tmp_path
     report = (tmp_path / "out" / "report.md").read_text()
     assert report.count("reach past the bounds") == 1
     assert any("reach past the bounds" in w for w in result.analysis["warnings"])
+
+
+def test_the_dnase_example_gives_rs_nls_answer(tmp_path):
+    """studies/dnase-calibrate.yaml is R's nls example fm1DNase1; R's summary() prints Asym
+    2.34518 (0.07815), xmid 1.48309 (0.08135), scal 1.04146 (0.03227), residual standard error
+    0.01919 on 13 degrees of freedom."""
+    result = studyrun.run(STUDIES / "dnase-calibrate.yaml", tmp_path / "out", scheduler="sync",
+                          quiet=True).results
+    published = {"Asym": (2.34518, 0.07815), "xmid": (1.48309, 0.08135), "scal": (1.04146, 0.03227)}
+    for name, (estimate, std_error) in published.items():
+        assert result["parameters"][name]["estimate"] == pytest.approx(estimate, abs=2e-5)
+        assert result["parameters"][name]["std_error"] == pytest.approx(std_error, abs=1e-5)
+    assert result["df"] == 13
+    assert result["residual_variance"] ** 0.5 == pytest.approx(0.01919, abs=1e-5)
+
+
+LYNX_HARE = """# Hudson's Bay Company pelts (thousands), 1900-1920 (year - 1900)
+year,lynx,hare
+0,4.0,30.0
+1,6.1,47.2
+2,9.8,70.2
+3,35.2,77.4
+4,59.4,36.3
+5,41.7,20.6
+6,19.0,18.1
+7,13.0,21.4
+8,8.3,22.0
+9,9.1,25.4
+10,7.4,27.1
+11,8.0,40.3
+12,12.3,57.0
+13,19.5,76.6
+14,45.7,52.3
+15,51.1,19.5
+16,29.7,11.2
+17,15.8,7.6
+18,9.7,14.6
+19,10.1,16.2
+20,8.6,24.7
+"""
+
+
+def test_lotka_volterra_fitted_to_the_lynx_and_hare_pelts(tmp_path):
+    """Lotka-Volterra fitted by least squares on the log scale to the Hudson's Bay Company's
+    lynx and hare pelts (1900-1920): scipy's least_squares of the same residuals gives alpha
+    0.54016, beta 0.027165, gamma 0.79639, delta 0.023695, hare(0) 34.602, lynx(0) 5.8445, near
+    Carpenter's Stan case study's posterior means (0.55, 0.028, 0.80, 0.024, 33.9, 5.9)."""
+    lines = LYNX_HARE.splitlines()
+    logged = [f"{y},{math.log(float(lynx))!r},{math.log(float(hare))!r}"
+              for y, lynx, hare in (line.split(",") for line in lines[2:])]
+    (tmp_path / "pelts.csv").write_text("\n".join([lines[0], "year,log_lynx,log_hare", *logged]))
+    path = write_study(tmp_path, """
+name: lynx-hare
+model:
+  type: ode
+  time: {start: 0, stop: 20, step: 1}
+  rtol: 1.0e-7
+  atol: 1.0e-7
+  states: {hare: hare0, lynx: lynx0}
+  rates:
+    hare: alpha * hare - beta * hare * lynx
+    lynx: delta * hare * lynx - gamma * lynx
+  auxiliaries: {log_hare: log(hare), log_lynx: log(lynx)}
+  constants: {alpha: 0.5, beta: 0.025, gamma: 0.8, delta: 0.025, hare0: 30, lynx0: 4}
+parameters:
+  alpha: {bounds: [0.1, 2]}
+  beta: {bounds: [0.001, 0.2]}
+  gamma: {bounds: [0.1, 2]}
+  delta: {bounds: [0.001, 0.2]}
+  hare0: {bounds: [1, 100]}
+  lynx0: {bounds: [0.5, 50]}
+analysis:
+  type: calibrate
+  method: lm
+  data: {file: pelts.csv, format: wide, x: year}
+execution: {scheduler: sync}
+""")
+    estimates = {name: found["estimate"] for name, found in
+                 studyrun.run(path, tmp_path / "out", quiet=True).results["parameters"].items()}
+    scipy = {"alpha": 0.54016, "beta": 0.027165, "gamma": 0.79639, "delta": 0.023695,
+             "hare0": 34.602, "lynx0": 5.8445}
+    assert estimates == pytest.approx(scipy, rel=1e-3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import STUDIES, run_cli, write_study
 
@@ -92,3 +93,54 @@ execution: {scheduler: sync}
     with open(tmp_path / "out" / "runs.csv") as handle:
         values = [float(row["x"]) for row in csv.DictReader(handle)]
     assert len(values) > 3 and max(values) <= 1.0
+
+
+ROSENBROCK = "def f(x, y):\n    return {'f': (1 - x) ** 2 + 100 * (y - x ** 2) ** 2}\n"
+
+
+def test_lbfgsb_reaches_rosenbrocks_minimum_and_a_python_model_earns_no_note(tmp_path):
+    """Rosenbrock's valley from its classic start (-1.2, 1): the minimum is 0 at (1, 1). For a
+    python model `gradient: auto` is differences, its default there, so no note says so."""
+    (tmp_path / "rosen.py").write_text(ROSENBROCK)
+    path = write_study(tmp_path, """
+name: rosenbrock
+model: {type: python, function: "rosen:f"}
+parameters:
+  x: {bounds: [-2, 2], nominal: -1.2}
+  y: {bounds: [-1, 3], nominal: 1}
+quantities: {f: f}
+analysis: {type: optimize, minimize: [f], method: lbfgsb}
+execution: {scheduler: sync}
+""")
+    result = studyrun.run(path, tmp_path / "out").results
+    assert result["parameters"]["x"]["optimum"] == pytest.approx(1, abs=1e-4)
+    assert result["parameters"]["y"]["optimum"] == pytest.approx(1, abs=1e-4)
+    assert result["objective"]["final"] < 1e-8
+    assert result["gradient"]["method"] == "fd"
+    assert result["notes"] == []
+
+
+def test_differential_evolution_finds_branins_global_minimum(tmp_path):
+    """Branin-Hoo on [-5, 10] x [0, 15]: its three global minima are 0.397887 (Dixon and Szegő
+    1978), one of them at (pi, 2.275)."""
+    (tmp_path / "branin.py").write_text(
+        "import numpy as np\n"
+        "def f(x1, x2):\n"
+        "    b, c, t = 5.1 / (4 * np.pi ** 2), 5 / np.pi, 1 / (8 * np.pi)\n"
+        "    return (x2 - b * x1 ** 2 + c * x1 - 6) ** 2 + 10 * (1 - t) * np.cos(x1) + 10\n")
+    path = write_study(tmp_path, """
+name: branin
+seed: 3
+model: {type: python, function: "branin:f", vectorized: true}
+parameters:
+  x1: {bounds: [-5, 10]}
+  x2: {bounds: [0, 15]}
+quantities: {f: value}
+analysis: {type: optimize, minimize: [f], method: differential-evolution}
+execution: {scheduler: sync}
+""")
+    result = studyrun.run(path, tmp_path / "out").results
+    assert result["objective"]["final"] == pytest.approx(0.397887, abs=1e-6)
+    optimum = (result["parameters"]["x1"]["optimum"], result["parameters"]["x2"]["optimum"])
+    minima = [(-np.pi, 12.275), (np.pi, 2.275), (9.42478, 2.475)]
+    assert min(np.hypot(optimum[0] - a, optimum[1] - b) for a, b in minima) < 1e-3

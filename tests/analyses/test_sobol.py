@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import context_of
+from conftest import context_of, write_study
 from pydantic import ValidationError
 
+import studyrun
 from studyrun.analyses.sobol import Sobol
 from studyrun.blocks.params import Uniform
 from studyrun.core.design import Outcome
@@ -240,3 +241,34 @@ def test_an_output_no_run_gave_is_named_not_blamed_on_failed_runs(tmp_path):
                                         "not an output of the model; name one of the model's "
                                         "outputs in `outputs:`"}
     assert "no run gave a time series named 'nosuch'" in (tmp_path / "out" / "report.md").read_text()
+
+
+G_FUNCTION = """import numpy as np
+A = [0, 1, 4.5, 9, 99, 99, 99, 99]
+def g(x1, x2, x3, x4, x5, x6, x7, x8):
+    y = 1.0
+    for x, a in zip((x1, x2, x3, x4, x5, x6, x7, x8), A):
+        y = y * (np.abs(4 * x - 2) + a) / (1 + a)
+    return y
+"""
+
+
+def test_sobols_g_function_as_salib_defines_it(tmp_path):
+    """Sobol' G function with SALib's a = (0, 1, 4.5, 9, 99, 99, 99, 99): its indices are known,
+    V_i = 1 / (3 (1 + a_i)^2), S1_i = V_i / V, ST_i = V_i prod_{j != i} (1 + V_j) / V with
+    V = prod (1 + V_i) - 1: S1 = 0.7162, 0.1790, 0.0237, 0.0072, 0.0001 ...; ST = 0.7871,
+    0.2422, 0.0343, 0.0105, 0.0001 ..."""
+    (tmp_path / "gfun.py").write_text(G_FUNCTION)
+    names = [f"x{i}" for i in range(1, 9)]
+    parameters = "".join(f"  {name}: {{bounds: [0, 1]}}\n" for name in names)
+    path = write_study(tmp_path, "name: g-function\nseed: 1\n"
+                       "model: {type: python, function: gfun:g, vectorized: true}\n"
+                       f"parameters:\n{parameters}quantities: {{y: value}}\n"
+                       "analysis: {type: sobol, samples: 1024}\nexecution: {scheduler: sync}\n")
+    found = studyrun.run(path, tmp_path / "out", quiet=True).results["y"]
+    a = np.array([0, 1, 4.5, 9, 99, 99, 99, 99])
+    v = 1 / (3 * (1 + a) ** 2)
+    total = np.prod(1 + v) - 1
+    s1, st = v / total, v * np.prod(1 + v) / (1 + v) / total
+    assert [found["S1"][n] for n in names] == pytest.approx(s1, abs=0.02)
+    assert [found["ST"][n] for n in names] == pytest.approx(st, abs=0.02)

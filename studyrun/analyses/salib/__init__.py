@@ -80,14 +80,6 @@ Confidence = Annotated[float, AfterValidator(check_unit_interval),
 Resamples = Annotated[int, Field(ge=2, description="bootstrap resamples for the intervals")]
 
 
-def check_varied(parameters: Mapping[str, Any], method: str) -> list[Problem]:
-    """A sensitivity analysis needs at least one varied parameter."""
-    if parameters:
-        return []
-    return [Problem(f"{method} needs at least one varied parameter; every parameter is fixed "
-                    f"(give one a distribution or bounds)", path="type")]
-
-
 def unit_problem(names: Sequence[str], groups: Sequence[str] | None = None) -> dict[str, Any]:
     """A SALib problem on the unit hypercube: every variable in [0, 1]."""
     problem: dict[str, Any] = {"num_vars": len(names), "names": list(names),
@@ -234,9 +226,6 @@ class SalibAnalysis(FixedDesignAnalysis):
         count = self.run_count(context)
         return None if count is None else runs_footprint(context, count, self.salib_run_bytes(),
                                                          ", and SALib's copies of them")
-
-    def check(self, context: StudyContext) -> list[Problem]:
-        return check_varied(context.varied, self.type)  # type: ignore[attr-defined]
 
     def analyse(self, outcome: "Outcome", context: StudyContext) -> dict[str, Any]:
         return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
