@@ -19,7 +19,6 @@ from typing import Mapping
 import numpy as np
 
 from .core.batch import ModelOutput, SeriesGroup
-from .core.runtable import RESERVED
 from .expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -223,16 +222,15 @@ class Quantities:
     def _every_output(out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Without a quantities block: each scalar output, but one that echoes an input (it is
         that input); an output whose name cannot name a quantity fails the runs, since it would
-        clash with the store's columns or name a file (`status`, `a/b`, `../x`)."""
+        name a file (`a/b`, `../x`)."""
         values = {}
         for name in sorted(out.scalars):
             if name in inputs:
                 continue
-            if not _NAME.match(name) or name in RESERVED:
+            if not _NAME.match(name):
                 for i in range(out.n):
                     out.fail(i, f"the model's output {name!r} cannot name a quantity (letters, "
-                                f"digits and _, not {', '.join(sorted(RESERVED))}); list the "
-                                "quantities to keep in a quantities block")
+                                "digits and _); list the quantities to keep in a quantities block")
                 continue
             values[name] = np.asarray(out.scalars[name], dtype=float)
         return values

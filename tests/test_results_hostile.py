@@ -318,7 +318,7 @@ def test_a_quoted_error_cell_holding_line_breaks_is_one_cell(tmp_path):
     analysis = json.loads((tmp_path / "out" / "analysis.json").read_text())
     assert analysis["runs"]["given"] == 4 and analysis["runs"]["failed"] == 2
     runs = studyrun.open_results(tmp_path / "out").runs
-    assert sorted(e for e in runs["error"] if isinstance(e, str)) == sorted([error, "=1+2\r\nsecond"])
+    assert sorted(e for e in runs["run.error"] if isinstance(e, str)) == sorted([error, "=1+2\r\nsecond"])
 
 
 @pytest.mark.parametrize("where", ["from", "data", "design", "command"])
@@ -380,17 +380,17 @@ def test_runs_csv_quotes_text_a_spreadsheet_would_run_and_readers_undo_it(tmp_pa
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "out" / "runs.csv", newline="") as handle:
         written = list(csv.DictReader(handle))
-    cells = {row["error"] for row in written if row["error"]}
+    cells = {row["run.error"] for row in written if row["run.error"]}
     assert cells == {"'" + e for e in errors[:-1]} | {"plain"}, cells
     assert all(not c.startswith(("=", "+", "-", "@", "\t")) for c in cells)
-    ok = [row for row in written if row["status"] == "ok"]
+    ok = [row for row in written if row["run.status"] == "ok"]
     assert ok[0]["a"] == "-0.5" and ok[0]["y"] == "-3.25"  # numbers stay numbers
     runs = studyrun.open_results(tmp_path / "out").runs
-    assert sorted(e for e in runs["error"] if isinstance(e, str)) == sorted(errors)
+    assert sorted(e for e in runs["run.error"] if isinstance(e, str)) == sorted(errors)
     again = write_study(tmp_path, GIVEN.format(source="out"), "again.yaml")
     done = run_cli("run", again, "--out", tmp_path / "again", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert sorted(e for e in studyrun.open_results(tmp_path / "again").runs["error"]
+    assert sorted(e for e in studyrun.open_results(tmp_path / "again").runs["run.error"]
                   if isinstance(e, str)) == sorted(errors)
 
 

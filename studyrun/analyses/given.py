@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field
 
 from ..core.design import Design
 from ..core.errors import Problem, StudyError, StudyrunError
-from ..core.runtable import RESERVED
+from ..core.runtable import own_columns
 from ..core.text import suggest
 from ..csv_table import MISSING, read_table, unescape_text
 from ..outputs import Finished, read_finished
@@ -173,10 +173,10 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     columns = {name: table.header.index(name) for name in names if name in table.header}
     for index, col, message in header_problems(table.header, context):
         fail(table.header_line, col or table.header_cols[index], message)
-    status = table.header.index("status") if "status" in table.header else None
-    error = table.header.index("error") if "error" in table.header else None
+    own = own_columns(table.header)
+    status, error = own.get("run.status"), own.get("run.error")
     outputs = [j for j, h in enumerate(table.header)
-               if h not in RESERVED and h not in columns and h not in context.fixed]
+               if j not in own.values() and h not in columns and h not in context.fixed]
     supports = {name: context.varied[name]._support() for name in names}
     fixed_columns = {name: table.header.index(name) for name in context.fixed
                      if name in table.header}
@@ -240,11 +240,11 @@ def header_problems(header: list[str], context: StudyContext) -> list[tuple[int,
         found.append((0, 1, f"no column {name!r} for the quantities{suggest(name, header)}; "
                             f"columns: {', '.join(header)}"))
     if context.quantities is None:  # every output column is a quantity, named as its header
+        own = own_columns(header).values()
         found += [(j, 0, f"column {name!r} cannot name a quantity (letters, digits and _); "
                          "rename it, or name the quantities to keep in a quantities: block")
                   for j, name in enumerate(header)
-                  if name not in RESERVED and name not in context.parameters
-                  and not NAME.match(name)]
+                  if j not in own and name not in context.parameters and not NAME.match(name)]
     return found
 
 

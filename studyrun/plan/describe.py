@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.runtable import CSV_FIXED
 from ..dependencies import describe_changes
 from ..params import Fixed
 from . import Plan
@@ -151,6 +152,6 @@ def write_design_csv(plan: Plan, path: Path) -> None:
     """The design, one row per run, with the run's identity."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["run", "id", *plan.design.names])
+        writer.writerow([*CSV_FIXED[:2], *plan.design.names])
         for index, (run_id, row) in enumerate(zip(plan.run_ids.tolist(), plan.design.matrix.tolist())):
             writer.writerow([index, run_id, *row])

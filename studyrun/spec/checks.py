@@ -9,7 +9,6 @@ import typing
 import numpy as np
 
 from ..analyses.base import StudyContext
-from ..core.runtable import RESERVED
 from ..core.text import suggest
 from ..dependencies import check_depends_on
 from ..expr import ExprError
@@ -17,6 +16,7 @@ from ..quantities import parse_quantity, shape_problem
 from . import AnalysisUnion, Study
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CONSTANTS = ("True", "False", "None")
 
 def check_study(study: Study, context: StudyContext,
                 run_code: bool = True) -> list[tuple[tuple, str]]:
@@ -63,11 +63,12 @@ def split_path(path: str) -> tuple:
 
 def bad_name(name: str, what: str) -> str:
     """Why `name` cannot name a parameter or a quantity ('' when it can): not an identifier, or
-    a column name studyrun keeps for itself."""
-    if _NAME.match(name) and name not in RESERVED:
+    one of Python's constants, which an expression reads as a value. Python's keywords (`yield`,
+    `lambda`) and runs.csv's old column names (`id`, `duration`) are names like any other."""
+    if _NAME.match(name) and name not in CONSTANTS:
         return ""
-    return (f"{name!r} cannot name a {what}: use letters, digits and _ (not one of "
-            f"{', '.join(sorted(RESERVED))})")
+    return (f"{name!r} cannot name a {what}: use letters, digits and _ (not "
+            f"{', '.join(CONSTANTS)})")
 
 
 def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
