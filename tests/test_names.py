@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli, stored_runs, write_study
 
 import studyrun
-from studyrun.core.runtable import CSV_FIXED, LEGACY_FIXED
+from studyrun.core.runtable import CSV_FIXED
 
 MODEL = '''
 def plant(**given):
@@ -70,3 +70,61 @@ def test_names_runs_csv_once_kept_and_keywords_are_varied_and_read(tmp_path, qua
     assert set(stored_runs(out)["run.id"]) == set(runs["run.id"])
     listed = run_cli("runs", out, "--limit", "1")
     assert listed.returncode == 0 and "lambda=" in listed.stdout and "duration=" in listed.stdout
+
+
+GIVEN = """
+name: given
+seed: 2
+parameters:
+  time: {bounds: [0, 1]}
+  x: {bounds: [0, 1]}
+QUANTITIES
+analysis: {type: montecarlo, from: runs.csv}
+"""
+
+
+def test_a_csv_of_runs_may_have_columns_named_time_id_or_status(tmp_path):
+    """Fails before: the columns `id`, `status` and `error` of any CSV were runs.csv's own (a
+    `status` not `ok` failed its row) and `time` could be neither a parameter nor a column."""
+    rows = np.random.default_rng(1).uniform(size=(20, 2))
+    lines = ["time,x,id,status,error"] + [f"{t!r},{x!r},{t + x!r},{2 * t!r},{3 * x!r}"
+                                          for t, x in rows.tolist()]
+    (tmp_path / "runs.csv").write_text("\n".join(lines) + "\n")
+    for quantities in ("", "quantities: {id: id, in: 'status + error'}"):
+        study = write_study(tmp_path, GIVEN.replace("QUANTITIES", quantities))
+        result = studyrun.run(study, tmp_path / f"out{len(quantities)}", quiet=True)
+        assert result.analysis["runs"]["succeeded"] == 20
+        mean = result.analysis["results"]["id"]["mean"]
+        assert mean == pytest.approx(rows.sum(axis=1).mean(), rel=1e-12)
+        if quantities:
+            assert result.analysis["results"]["in"]["mean"] == pytest.approx(
+                (2 * rows[:, 0] + 3 * rows[:, 1]).mean(), rel=1e-12)
+        else:
+            assert set(result.analysis["results"]) == {"id", "status", "error"}
+
+
+def test_runs_csv_of_format_2_is_read_under_the_new_names(tmp_path):
+    """A runs.csv written before its own columns were named `run.` (format 2): open_results
+    names them `run.status` ..., and `from:` takes its failed rows as failed. Fails before:
+    open_results had no `run.status`."""
+    (tmp_path / "plant.py").write_text(MODEL)
+    study = names_study(tmp_path, "quantities: {yield: yield}")
+    study.write_text(study.read_text().replace("samples: 30", "samples: 12"))
+    out = tmp_path / "out"
+    first = studyrun.run(study, out, quiet=True)
+    path = out / "runs.csv"
+    head, rest = path.read_bytes().split(b"\r\n", 1)
+    assert head.decode().split(",")[6:] == [*NAMES, "yield"]
+    old = "run,id,status,error,duration,worker,a,b,c,d,e,f,g,h,yield"  # format 2 had no `id`...
+    path.write_bytes(old.encode() + b"\r\n" + rest)
+    runs = studyrun.open_results(out).runs
+    assert list(runs.columns[:6]) == list(CSV_FIXED) and (runs["run.status"] == "ok").all()
+    assert runs["yield"].tolist() == first.runs["yield"].tolist()
+    lines = [old] + [f"{i},{i},{'failed' if i % 3 else 'ok'},,,,{i / 10},0,0,0,0,0,0,0,{i}"
+                     for i in range(10)]
+    (tmp_path / "old.csv").write_text("\n".join(lines) + "\n")
+    given = write_study(tmp_path, "name: old\nparameters: {a: {bounds: [0, 1]}}\n"
+                        "analysis: {type: montecarlo, from: old.csv}\n", "old.yaml")
+    result = studyrun.run(given, tmp_path / "old", quiet=True)
+    assert result.analysis["runs"]["succeeded"] == 4 and result.analysis["runs"]["failed"] == 6
+    assert result.analysis["results"]["yield"]["mean"] == pytest.approx(4.5)
