@@ -128,3 +128,46 @@ def test_runs_csv_of_format_2_is_read_under_the_new_names(tmp_path):
     result = studyrun.run(given, tmp_path / "old", quiet=True)
     assert result.analysis["runs"]["succeeded"] == 4 and result.analysis["runs"]["failed"] == 6
     assert result.analysis["results"]["yield"]["mean"] == pytest.approx(4.5)
+
+
+ODE = """
+name: kw-ode
+model:
+  type: ode
+  time: {start: 0, stop: 5, step: 0.5}
+  method: RK45
+  rtol: 1.0e-10
+  atol: 1.0e-12
+  states: {yield: 1}
+  rates: {yield: -lambda * yield}
+  auxiliaries: {in: yield * 2}
+  constants: {lambda: 0.5}
+parameters:
+  lambda: {bounds: [0.1, 1]}
+quantities: {class: final(yield), for: max(in)}
+analysis: {type: sweep, levels: 3}
+execution: {scheduler: sync}
+"""
+COMMAND = """
+name: kw-command
+model:
+  type: command
+  run: [python3, -c, "import sys, json; json.dump({'yield': 2 * float(sys.argv[1]) + float(sys.argv[2])}, open('results.json', 'w'))", "{lambda}", "{in}"]
+parameters:
+  lambda: {bounds: [0, 1]}
+  in: {bounds: [0, 1]}
+quantities: {yield: yield}
+analysis: {type: sweep, levels: 2}
+execution: {scheduler: sync}
+"""
+
+
+@pytest.mark.slow
+def test_keywords_name_the_states_constants_and_fields_of_equation_and_command_models(tmp_path):
+    """Fails before: an ode's `yield` and `lambda` were refused as Python keywords."""
+    ode = studyrun.run(write_study(tmp_path, ODE, "ode.yaml"), tmp_path / "ode", quiet=True).runs
+    np.testing.assert_allclose(ode["class"], np.exp(-5 * ode["lambda"]), rtol=1e-7)
+    assert (ode["for"] == 2.0).all()
+    runs = studyrun.run(write_study(tmp_path, COMMAND, "command.yaml"), tmp_path / "command",
+                        quiet=True).runs
+    assert (runs["yield"] == 2 * runs["lambda"] + runs["in"]).all() and len(runs) == 4
