@@ -21,8 +21,8 @@ import functools
 import io
 import keyword
 import re
-import tokenize
 import threading
+import tokenize
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any

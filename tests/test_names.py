@@ -152,7 +152,8 @@ COMMAND = """
 name: kw-command
 model:
   type: command
-  run: [python3, -c, "import sys, json; json.dump({'yield': 2 * float(sys.argv[1]) + float(sys.argv[2])}, open('results.json', 'w'))", "{lambda}", "{in}"]
+  run: [python3, -c, "import sys, json; a, b = map(float, sys.argv[1:]);
+        json.dump({'yield': 2 * a + b}, open('results.json', 'w'))", "{lambda}", "{in}"]
 parameters:
   lambda: {bounds: [0, 1]}
   in: {bounds: [0, 1]}

@@ -232,15 +232,16 @@ def header_problems(header: list[str], context: StudyContext) -> list[tuple[int,
     """(header cell, column or 0 for the line's start, message) of what the header lacks or
     cannot hold: a varied parameter's column, a name the quantities read, a quantity's name."""
     found = []
+    own = own_columns(header).values()
+    names = [name for j, name in enumerate(header) if j not in own]  # what a study may name
     for name in context.varied:
         if name not in header:
             found.append((0, 1, f"no column for the varied parameter {name!r}"
-                                f"{suggest(name, header)}; columns: {', '.join(header)}"))
+                                f"{suggest(name, names)}; columns: {', '.join(header)}"))
     for name in needed_outputs(context, set(header)):
-        found.append((0, 1, f"no column {name!r} for the quantities{suggest(name, header)}; "
+        found.append((0, 1, f"no column {name!r} for the quantities{suggest(name, names)}; "
                             f"columns: {', '.join(header)}"))
     if context.quantities is None:  # every output column is a quantity, named as its header
-        own = own_columns(header).values()
         found += [(j, 0, f"column {name!r} cannot name a quantity (letters, digits and _); "
                          "rename it, or name the quantities to keep in a quantities: block")
                   for j, name in enumerate(header)

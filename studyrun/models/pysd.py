@@ -9,8 +9,9 @@ components of the model (checked at validate). A variable has one name in the st
 its name in the model file as plain_name makes it, however the study writes it: Vensim's
 "Contact Rate", "Contact_Rate" and PySD's ``contact_rate`` are ``contact_rate``, "Input" (PySD's
 ``input_1``) is ``input``; parameters and ``outputs:`` are renamed so when the study is read,
-and passed to PySD under the model file's own names. A model that reads external data files (GET XLS DATA, ...) finds them relative to the
-translation: give such a model as a translation ``.py`` made beside it, which is run as it is.
+and passed to PySD under the model file's own names. A model that reads external data files
+(GET XLS DATA, ...) finds them relative to the translation: give such a model as a translation
+``.py`` made beside it, which is run as it is.
 Every column PySD returns becomes an output series under that name: lowercase, runs of other
 characters than letters and digits replaced by ``_`` ("Teacup Temperature" ->
 ``teacup_temperature``, an element "stock[A,B]" -> ``stock_a_b``; a parameter sets a variable

@@ -71,6 +71,11 @@ def bad_name(name: str, what: str) -> str:
             f"{', '.join(CONSTANTS)})")
 
 
+def usable(names) -> list[str]:
+    """The names a study can write (a did-you-mean suggests no other)."""
+    return [name for name in names if not bad_name(name, "")]
+
+
 def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
     problems = []
     inputs = study.model_spec.input_names(context.folder)
@@ -79,7 +84,8 @@ def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, s
             problems.append((("parameters", name), wrong))
         elif inputs is not None and name not in inputs:
             problems.append((("parameters", name), f"the model has no input {name!r}"
-                             f"{suggest(name, inputs)} (inputs: {', '.join(sorted(inputs)) or 'none'})"))
+                             f"{suggest(name, usable(inputs))} (inputs: "
+                             f"{', '.join(sorted(inputs)) or 'none'})"))
     if not context.varied:
         problems.append((("parameters",), "no parameter is varied; give at least one a "
                          "distribution or bounds"))
@@ -112,7 +118,7 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
             problems.append(((*where, "<value>"), f"{problem} (in {text!r})"))
         for unknown in sorted(expr.names - known) if known is not None else []:
             problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
-                             f"{suggest(unknown, known)}"))
+                             f"{suggest(unknown, usable(known))}"))
     return problems
 
 
