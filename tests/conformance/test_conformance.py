@@ -90,7 +90,7 @@ class Run:
 
     def runs(self) -> list[dict[str, str]]:
         """runs.csv without what may differ from one execution to another."""
-        return [{k: v for k, v in row.items() if k not in ("duration", "worker")}
+        return [{k: v for k, v in row.items() if k not in ("run.duration", "run.worker")}
                 for row in sorted(self.rows, key=lambda row: int(row["run.index"]))]
 
 
