@@ -242,7 +242,8 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
     assert (runs["run.status"][bad_a | nan_b | inf_b] == "failed").all()
     assert (runs["run.status"][~(bad_a | nan_b | inf_b)] == "ok").all()
     assert runs["run.error"][bad_a].str.contains("ValueError: a is too large").all()
-    assert runs["run.error"][nan_b].str.contains("is nan").all() and runs["run.error"][inf_b].str.contains("is inf").all()
+    errors = runs["run.error"]
+    assert errors[nan_b].str.contains("is nan").all() and errors[inf_b].str.contains("is inf").all()
     assert result.analysis["runs"]["failed"] == int((bad_a | nan_b | inf_b).sum())
     assert result.results["y"]["max"] <= 1.8 + 1e-9
     status, listed, _ = cli(capsys, "runs", study_dir / "out", "--failed")
