@@ -172,3 +172,19 @@ def test_keywords_name_the_states_constants_and_fields_of_equation_and_command_m
     runs = studyrun.run(write_study(tmp_path, COMMAND, "command.yaml"), tmp_path / "command",
                         quiet=True).runs
     assert (runs["yield"] == 2 * runs["lambda"] + runs["in"]).all() and len(runs) == 4
+
+
+def test_a_did_you_mean_suggests_a_keyword_name_that_works(tmp_path):
+    """The names suggested are names the study can write: here Python keywords, which the
+    same study then uses. Fails before: `lambda` and `yield` could not name the ode's variables."""
+    from studyrun.core.errors import StudyError
+    from studyrun.loading import load_study
+
+    typo = ODE.replace("  lambda: {bounds", "  lamda: {bounds").replace("final(yield)", "final(yeild)")
+    with pytest.raises(StudyError) as caught:
+        load_study(write_study(tmp_path, typo, "typo.yaml"))
+    messages = [p.message for p in caught.value.problems]
+    assert len(messages) == 2, messages
+    assert "the model has no input 'lamda'; did you mean 'lambda'?" in messages[0]
+    assert "unknown name 'yeild' in 'final(yeild)'; did you mean 'yield'?" in messages[1]
+    load_study(write_study(tmp_path, ODE, "ode.yaml"))  # and the names suggested work
