@@ -154,13 +154,14 @@ def series_output(expr: Expr) -> str:
     return expr.tree.body.args[0].id
 
 
-def shape_problem(expr: Expr) -> str | None:
+def shape_problem(expr: Expr, scalars_only: bool = False) -> str | None:
     """What a quantity's text gets wrong about series, found before any run: `series()` of
-    something other than one output, or the time axis used outside a reduction."""
+    something other than one output, or the time axis used outside a reduction (unless the
+    runs have no series, as runs given in a CSV: there `time` is a column like any other)."""
     body = expr.tree.body
     if is_series(expr) and not isinstance(body.args[0], ast.Name):
         return "series() keeps one output whole: write series(NAME) with an output's name"
-    if _bare_time(body):
+    if _bare_time(body) and not scalars_only:
         return ("'time' is the time axis, a series like any other output: reduce it, e.g. "
                 "final(time) for the time a run ends, or max(time), or keep it with series(time)")
     return None

@@ -89,6 +89,13 @@ def test_a_csv_of_runs_may_have_columns_named_time_id_or_status(tmp_path):
     rows = np.random.default_rng(1).uniform(size=(20, 2))
     lines = ["time,x,id,status,error"] + [f"{t!r},{x!r},{t + x!r},{2 * t!r},{3 * x!r}"
                                           for t, x in rows.tolist()]
+    (tmp_path / "runs.csv").write_text("\n".join(lines).replace("time,x", "t,x", 1)
+                                       .replace(",id,", ",time,", 1) + "\n")
+    study = write_study(tmp_path, GIVEN.replace("QUANTITIES", "quantities: {id: time * 1}")
+                        .replace("  time:", "  t:"), "column.yaml")
+    result = studyrun.run(study, tmp_path / "column", quiet=True)  # a column `time`, read bare
+    assert result.analysis["results"]["id"]["mean"] == pytest.approx(rows.sum(axis=1).mean(),
+                                                                     rel=1e-12)
     (tmp_path / "runs.csv").write_text("\n".join(lines) + "\n")
     for quantities in ("", "quantities: {id: id, in: 'status + error'}"):
         study = write_study(tmp_path, GIVEN.replace("QUANTITIES", quantities))

@@ -113,7 +113,7 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
             problems.append(((*where, "<value>"), error.message if named
                              else f"{error.message} in {text!r}"))
             continue
-        problem = shape_problem(expr)
+        problem = shape_problem(expr, scalars_only=study.model is None)  # runs given in a CSV
         if problem:
             problems.append(((*where, "<value>"), f"{problem} (in {text!r})"))
         for unknown in sorted(expr.names - known) if known is not None else []:
