@@ -15,7 +15,7 @@ SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montec
          "tank-inflow", "chain-gradient", "correlated-sum-montecarlo", "ishigami-given-delta",
          "ishigami-sobol-precision", "ishigami-fast", "ishigami-rbd-fast", "ishigami-pawn",
          "ishigami-dgsm", "flowers-local", "flowers-optimize", "zdt1-nsga2", "logistic-calibrate",
-         "ishigami-surrogate", "shop-stock-montecarlo", "wingweight-surrogate"]
+         "ishigami-surrogate", "shop-stock-montecarlo", "wingweight-surrogate", "sir-vensim-names"]
 RESULTS_DOC = STUDIES.parent / "docs" / "reference" / "results.md"
 
 
