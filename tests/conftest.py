@@ -229,7 +229,8 @@ def count_runs(path: Path) -> int:
 
 def stored_runs(folder: Path):
     """The latest record of every run in a results folder's store, in record order, as a frame:
-    id, status, error, duration, worker, then a column per parameter and quantity."""
+    run.id, run.status, run.error, run.duration, run.worker (as runs.csv names them), then a
+    column per parameter and quantity."""
     import numpy as np
     import pandas
 
@@ -237,9 +238,9 @@ def stored_runs(folder: Path):
 
     with RunStore.open_readonly(Path(folder) / "runs.sqlite") as store:
         table, names = store.latest_records(), store.parameters + store.quantities
-    frame = pandas.DataFrame({"id": table.ids, "status": np.where(table.ok, "ok", "failed"),
-                              "error": table.errors, "duration": table.duration,
-                              "worker": table.worker})
+    frame = pandas.DataFrame({"run.id": table.ids, "run.status": np.where(table.ok, "ok", "failed"),
+                              "run.error": table.errors, "run.duration": table.duration,
+                              "run.worker": table.worker})
     for j, name in enumerate(names):
         frame[name] = np.c_[table.inputs, table.values][:, j]
     return frame

@@ -212,7 +212,7 @@ def test_whole_study_on_a_batch_system(study_dir, batch_system, kind, block):
     result = studyrun.run(study, study_dir / "out", quiet=True)
     assert result.analysis["runs"] == {"planned": 60, "succeeded": 60, "failed": 0, "reused": 0}
     assert result.analysis["execution"]["scheduler"] == kind
-    workers = set(result.runs["worker"])
+    workers = set(result.runs["run.worker"])
     assert all(int(w.rsplit(":", 1)[1]) != os.getpid() for w in workers), "ran in the driver"
     assert jobs_ended(fake), "the jobs outlived the study"
     reference = studyrun.run(study, study_dir / "sync", scheduler="sync", quiet=True)
@@ -268,7 +268,7 @@ def test_a_job_that_ends_early_is_replaced(study_dir, batch_system):
     killer.join()
     assert result.analysis["runs"]["succeeded"] == 120
     assert len((fake / "submitted").read_text().split()) >= 2, "no job replaced the lost one"
-    assert len(set(result.runs["worker"])) >= 2
+    assert len(set(result.runs["run.worker"])) >= 2
     assert jobs_ended(fake)
 
 

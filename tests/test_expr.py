@@ -327,3 +327,24 @@ def test_a_huge_literal_is_located_by_the_cli(tmp_path, literal, where):
     line, key = (6, "model.rates.x") if where == "model" else (10, "quantities.y")
     assert re.match(rf"{re.escape(str(path))}:{line}:\d+: {key}: the number \S+\.\.\. \([\d,]+ "
                     r"digits\) is too large", done.stderr), done.stderr
+
+
+def test_python_keywords_are_names_written_as_they_are():
+    """Fails before: `yield`, `lambda`, `in` and `class` were syntax errors, so a model's
+    variable of such a name could not be read (issue 29, point 3)."""
+    e = parse("yield * 2 + lambda - max(in, class) + if_then_else(for > 1, 1, 0)")
+    assert e.names == {"yield", "lambda", "in", "class", "for"}
+    env = {"yield": np.array([1.0, 2.0]), "lambda": 0.5, "in": 3.0, "class": 4.0, "for": 2.0}
+    np.testing.assert_array_equal(e(env), [2 + 0.5 - 4 + 1, 4 + 0.5 - 4 + 1])
+    assert pickle.loads(pickle.dumps(e))(env).tolist() == e(env).tolist()
+    assert parse("(yield)").names == {"yield"} and parse("é + in").names == {"é", "in"}
+    for text, hint in [("a and b", "'and'/'or' are not allowed"), ("lambda x: x", "lambdas"),
+                       ("x if c else y", "if_then_else"), ("not x", "unary"),
+                       ("a in b", "comparisons"), ("_ield", "starting with '_'")]:
+        with pytest.raises(ExprError, match=hint):  # the language's own hints stay
+            parse(text)
+    with pytest.raises(ExprError, match="invalid syntax") as caught:
+        parse("yield +")
+    assert caught.value.offset is not None
+    with pytest.raises(ExprError, match="not a number"):  # constants are not names
+        parse("True + 1")

@@ -123,7 +123,7 @@ def slow_study(study_dir: Path, scheduler: str, runs: int = 120) -> Path:
 def assert_complete_and_equal_to_a_sync_run(study: Path, out: Path, runs: int) -> None:
     analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["runs"]["succeeded"] == runs and analysis["runs"]["failed"] == 0
-    stored, distinct = count_runs(out / "runs.sqlite"), stored_runs(out)["id"].nunique()
+    stored, distinct = count_runs(out / "runs.sqlite"), stored_runs(out)["run.id"].nunique()
     assert stored == distinct == runs, "a run was lost or recorded twice"
     reference = studyrun.run(study, out.parent / "reference", scheduler="sync", quiet=True)
     assert analysis["results"] == json.loads(json.dumps(reference.analysis["results"]))
@@ -239,10 +239,11 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
     result = studyrun.run(study, study_dir / "out", quiet=True)
     runs = result.runs
     bad_a, nan_b, inf_b = runs.a > 0.8, (runs.a <= 0.8) & (runs.b > 0.9), (runs.a <= 0.8) & (runs.b < 0.1)
-    assert (runs.status[bad_a | nan_b | inf_b] == "failed").all()
-    assert (runs.status[~(bad_a | nan_b | inf_b)] == "ok").all()
-    assert runs.error[bad_a].str.contains("ValueError: a is too large").all()
-    assert runs.error[nan_b].str.contains("is nan").all() and runs.error[inf_b].str.contains("is inf").all()
+    assert (runs["run.status"][bad_a | nan_b | inf_b] == "failed").all()
+    assert (runs["run.status"][~(bad_a | nan_b | inf_b)] == "ok").all()
+    assert runs["run.error"][bad_a].str.contains("ValueError: a is too large").all()
+    errors = runs["run.error"]
+    assert errors[nan_b].str.contains("is nan").all() and errors[inf_b].str.contains("is inf").all()
     assert result.analysis["runs"]["failed"] == int((bad_a | nan_b | inf_b).sum())
     assert result.results["y"]["max"] <= 1.8 + 1e-9
     status, listed, _ = cli(capsys, "runs", study_dir / "out", "--failed")
@@ -273,7 +274,7 @@ def test_a_study_in_which_no_run_succeeded_ends_with_one_line_and_exit_status_1(
                       f"are in {out}: studyrun runs {out} --failed\n")
     assert json.loads((out / "analysis.json").read_text())["runs"]["succeeded"] == 0
     runs = stored_runs(out)
-    assert len(runs) == 20 and runs["error"].str.contains("ValueError: no luck").all()
+    assert len(runs) == 20 and runs["run.error"].str.contains("ValueError: no luck").all()
     assert (out / "runs.csv").read_text().count("ValueError: no luck") == 20
 
 
@@ -320,7 +321,7 @@ def assert_only_these_runs_failed(out: Path, kinds) -> None:
     analysis = json.loads((out / "analysis.json").read_text())
     assert analysis["runs"]["failed"] == len(kinds)
     assert analysis["runs"]["succeeded"] == 18 - len(kinds)
-    rows = stored_runs(out)[["a", "status", "error", "y", "id"]].values.tolist()
+    rows = stored_runs(out)[["a", "run.status", "run.error", "y", "run.id"]].values.tolist()
     assert count_runs(out / "runs.sqlite") == len({row[4] for row in rows}) == 18, \
         "a run was lost or recorded twice"
     for a, status, error, y, _ in rows:
@@ -362,8 +363,8 @@ def test_a_run_that_crashes_dask_workers_fails_alone(study_dir, dask_scheduler):
     done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
     assert done.returncode == 0, done.stderr
     runs = stored_runs(study_dir / "out")
-    failed = runs.loc[runs["status"] != "ok", ["a", "error"]].values.tolist()
-    assert (runs["id"].nunique(), count_runs(study_dir / "out" / "runs.sqlite")) == (18, 18)
+    failed = runs.loc[runs["run.status"] != "ok", ["a", "run.error"]].values.tolist()
+    assert (runs["run.id"].nunique(), count_runs(study_dir / "out" / "runs.sqlite")) == (18, 18)
     assert len(failed) == 1 and failed[0][0] == 11
     assert failed[0][1].startswith("the process running the model died (how is not known")
 
@@ -413,7 +414,7 @@ def test_ctrl_c_or_sigterm_of_the_driver_still_stops_a_sync_study(study_dir, sen
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr
     assert word in stderr
-    assert (stored_runs(out)["status"] == "ok").all()
+    assert (stored_runs(out)["run.status"] == "ok").all()
     assert not (out / "analysis.json").exists()
 
 
@@ -452,7 +453,7 @@ def test_sigterm_stops_a_driver_started_with_ctrl_c_ignored(study_dir, scheduler
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 143, stderr
     assert "terminated (SIGTERM)" in stderr
-    assert (stored_runs(out)["status"] == "ok").all()
+    assert (stored_runs(out)["run.status"] == "ok").all()
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, f"processes of the driver outlived it: {alive}"
 
@@ -488,10 +489,10 @@ def test_a_command_that_hangs_or_exhausts_memory_fails_that_run(study_dir, capsy
     result = studyrun.run(study, study_dir / "out", quiet=True)
     assert time.time() - started < 15
     runs = result.runs.set_index(["a", "b"])
-    assert runs.loc[(0.1, 0.1), "status"] == "ok"
-    assert runs.loc[(0.9, 0.1), "error"].startswith("timed out after 1.5 s")
-    assert runs.loc[(0.9, 0.9), "error"].startswith("timed out after 1.5 s")
-    assert "memory_limit is 300MB" in runs.loc[(0.1, 0.9), "error"]
+    assert runs.loc[(0.1, 0.1), "run.status"] == "ok"
+    assert runs.loc[(0.9, 0.1), "run.error"].startswith("timed out after 1.5 s")
+    assert runs.loc[(0.9, 0.9), "run.error"].startswith("timed out after 1.5 s")
+    assert "memory_limit is 300MB" in runs.loc[(0.1, 0.9), "run.error"]
     _, listed, _ = cli(capsys, "runs", study_dir / "out", "--failed")
     assert listed.count("workdir: ") == 3
     for line in listed.splitlines():
@@ -528,8 +529,8 @@ def test_nothing_a_command_run_started_outlives_it(study_dir):
     """)
     result = studyrun.run(study, study_dir / "out", quiet=True)
     runs = result.runs.set_index("a")
-    assert runs.loc[0.25, "status"] == "ok"
-    assert runs.loc[0.75, "error"].startswith("timed out after 1.5 s")
+    assert runs.loc[0.25, "run.status"] == "ok"
+    assert runs.loc[0.75, "run.error"].startswith("timed out after 1.5 s")
     survivors = [path for path in Path("/proc").glob("[0-9]*/cmdline")
                  if marker.encode() in read_or_nothing(path) and alive(int(path.parent.name))]
     assert survivors == [], "a process a run started outlived it"
@@ -591,7 +592,7 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     runs = stored_runs(moved)
     stored = len(runs)
-    partial = ((runs["status"] != "ok") | runs[["y", "a2", "a", "b"]].isna().any(axis=1)).sum()
+    partial = ((runs["run.status"] != "ok") | runs[["y", "a2", "a", "b"]].isna().any(axis=1)).sum()
     assert 0 < stored < 10000 and partial == 0
     assert stored % 500 == 0, "a batch was recorded in part"
     resumed = studyrun.run(study, moved, quiet=True)
@@ -618,7 +619,7 @@ def test_a_disk_that_fills_while_results_are_written(study_dir, mount_tmpfs, cap
     assert "No space left on device" in stderr and "run the study again to resume" in stderr
     with sqlite3.connect(out / "runs.sqlite") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert (stored_runs(out)["status"] == "ok").sum() == 5000
+    assert (stored_runs(out)["run.status"] == "ok").sum() == 5000
     assert not (out / "analysis.json").exists()  # written whole or not at all
     assert not (out / "runs.csv").exists() and not list(out.glob(".*.partial"))
     filler.unlink()

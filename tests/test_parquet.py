@@ -29,9 +29,9 @@ def test_runs_parquet_holds_runs_csv_with_typed_columns(tmp_path):
     result = studyrun.run(path, tmp_path / "out")
     frame = pandas.read_parquet(tmp_path / "out" / "runs.parquet")
     csv = pandas.read_csv(tmp_path / "out" / "runs.csv", keep_default_na=False, na_values=[""],
-                          dtype={"error": object, "worker": object})
+                          dtype={"run.error": object, "run.worker": object})
     assert list(frame.columns) == list(csv.columns)
-    assert str(frame["run"].dtype) == str(frame["id"].dtype) == "int64"
+    assert str(frame["run.index"].dtype) == str(frame["run.id"].dtype) == "int64"
     assert frame["rate"].dtype == frame["final_population"].dtype == np.float64
     for column in csv.columns:  # the same values, bit for bit, nulls where csv is empty
         left, right = frame[column].to_numpy(), csv[column].to_numpy()
@@ -53,14 +53,14 @@ def test_kept_series_export_in_long_form_equal_to_the_store(tmp_path):
     assert list(series.columns) == ["run", "id", "output", "time", "value"]
     assert set(series["output"]) == {"population", "growth"}
     runs = result.runs
-    assert len(runs) == 300 and runs["status"].eq("ok").all()
+    assert len(runs) == 300 and runs["run.status"].eq("ok").all()
     with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
-        stored = store.series_reader().read(runs["id"].to_numpy()[:3])
+        stored = store.series_reader().read(runs["run.id"].to_numpy()[:3])
     for i, kept in enumerate(stored):
         one = series[(series["run"] == i) & (series["output"] == "population")]
         np.testing.assert_array_equal(one["time"].to_numpy(), kept["time"])
         np.testing.assert_array_equal(one["value"].to_numpy(), kept["population"])
-        assert (one["id"] == runs["id"][i]).all()
+        assert (one["id"] == runs["run.id"][i]).all()
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ def test_an_export_no_longer_asked_for_is_removed_and_open_results_reads_the_oth
     again = studyrun.run(logistic(tmp_path, "{scheduler: sync}"), out)  # csv, the default
     assert (out / "runs.csv").exists() and not (out / "runs.parquet").exists()
     assert again.analysis["runs"]["reused"] == 300
-    columns = ["run", "id", "rate", "capacity", "final_population"]
+    columns = ["run.index", "run.id", "rate", "capacity", "final_population"]
     pandas.testing.assert_frame_equal(first.runs[columns], studyrun.open_results(out).runs[columns])
 
 
@@ -95,7 +95,7 @@ def test_the_example_study_exports_parquet_from_the_command_line(tmp_path):
     assert done.returncode == 0, done.stderr
     results = studyrun.open_results(tmp_path)
     runs, series = results.runs, results.series
-    assert len(runs) == 500 and runs["status"].eq("ok").all()
+    assert len(runs) == 500 and runs["run.status"].eq("ok").all()
     assert set(series["output"]) >= {"sales_force", "new_hires"}
     final = series[series["output"] == "sales_force"].groupby("run")["value"].last()
     np.testing.assert_array_equal(final.to_numpy(), runs["final_sales_force"].to_numpy())

@@ -35,7 +35,7 @@ def test_montecarlo_of_a_linear_model_matches_its_moments(study_dir):
     assert y["correlations"]["b"] < -0.9
     assert result.analysis["runs"] == {"planned": 20000, "succeeded": 20000, "failed": 0, "reused": 0}
     frame = result.runs
-    assert len(frame) == 20000 and {"a", "b", "y", "status"} <= set(frame.columns)
+    assert len(frame) == 20000 and {"a", "b", "y", "run.status"} <= set(frame.columns)
     assert (study_dir / "out" / "report.md").read_text().count("figures/") >= 2
 
 
@@ -85,15 +85,15 @@ def test_results_do_not_depend_on_scheduler_or_batch_size(study_dir, dask_schedu
         other = run_scalar(study_dir, scheduler, batch, f"out-{i}")
         assert other.results == reference.results, scheduler
         assert other.analysis["execution"]["scheduler"] == scheduler
-        ids = other.runs.sort_values("run")["id"].tolist()
-        assert ids == reference.runs.sort_values("run")["id"].tolist()
+        ids = other.runs.sort_values("run.index")["run.id"].tolist()
+        assert ids == reference.runs.sort_values("run.index")["run.id"].tolist()
 
 
 @pytest.mark.slow
 def test_vectorized_model_receives_whole_batches(study_dir):
     text = LINEAR_MC.replace("20000", "1000") + "execution: {batch_size: 250, scheduler: sync}\n"
     result = studyrun.run(write_study(study_dir, text), study_dir / "out")
-    assert result.runs["worker"].nunique() == 1
+    assert result.runs["run.worker"].nunique() == 1
     assert result.analysis["execution"]["batch_size"] == 250
 
 
@@ -153,8 +153,8 @@ def test_failed_runs_are_recorded_and_the_study_goes_on(study_dir):
     frame = result.runs
     a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
     expected_failed = (a > 0.8) | (b > 0.9)
-    assert (frame["status"].eq("failed").to_numpy() == expected_failed).all()
-    errors = frame.loc[frame["status"] == "failed", "error"]
+    assert (frame["run.status"].eq("failed").to_numpy() == expected_failed).all()
+    errors = frame.loc[frame["run.status"] == "failed", "run.error"]
     assert errors.str.contains("ValueError: a is too large").any()
     assert errors.str.contains("is nan").any()
     values = result.results["value"]["values"]
@@ -212,7 +212,7 @@ def test_plan_shows_runs_and_writes_a_csv(study_dir):
     assert done.returncode == 0, done.stderr
     assert "runs: 64" in done.stdout
     lines = (study_dir / "design.csv").read_text().splitlines()
-    assert lines[0] == "run,id,a,b" and len(lines) == 65
+    assert lines[0] == "run.index,run.id,a,b" and len(lines) == 65
     assert not (study_dir / "results").exists()
 
 
@@ -285,7 +285,7 @@ def test_a_design_streamed_in_chunks_gives_the_same_analysis(study_dir, monkeypa
         assert got["std"] == pytest.approx(expected["std"], rel=1e-12)
         for p, rho in expected["correlations"].items():
             assert got["correlations"][p] == pytest.approx(rho, abs=1e-12)
-    same = ["run", "id", "status", "a", "b", "c", "y", "a2"]
+    same = ["run.index", "run.id", "run.status", "a", "b", "c", "y", "a2"]
     assert chunked.runs[same].equals(whole.runs[same])  # runs.csv: from the store / from memory
 
 
@@ -332,11 +332,11 @@ def test_the_runs_error_column_is_text_whether_or_not_a_run_failed(study_dir):
     clean = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "clean")
     for result in (failing, clean, studyrun.open_results(study_dir / "clean")):
         runs = result.runs
-        assert runs["error"].dtype == object and runs["worker"].dtype == object
-        ok = runs["status"] == "ok"
-        assert runs.loc[ok, "error"].isna().all()
-        assert runs.loc[~ok, "error"].map(type).eq(str).all()
-    assert clean.runs["error"].isna().all() and (~failing.runs["error"].isna()).sum() > 0
+        assert runs["run.error"].dtype == object and runs["run.worker"].dtype == object
+        ok = runs["run.status"] == "ok"
+        assert runs.loc[ok, "run.error"].isna().all()
+        assert runs.loc[~ok, "run.error"].map(type).eq(str).all()
+    assert clean.runs["run.error"].isna().all() and (~failing.runs["run.error"].isna()).sum() > 0
 
 
 def test_warnings_about_the_numbers_are_at_the_top_of_analysis_json_and_printed_at_the_end(study_dir):

@@ -285,8 +285,8 @@ def test_a_nan_in_both_folders_is_no_change():
 
 RUNS_CSV_DAMAGE = {
     "a run id that is no integer": (lambda lines: lines[:2] + [lines[2].replace(",", ",x", 1)]
-                                    + lines[3:], r":3:\d+: `id` is"),
-    "NUL bytes": (lambda lines: lines[:2] + ["\x00" + lines[2]] + lines[3:], r":3:1: `run` is"),
+                                    + lines[3:], r":3:\d+: `run.id` is"),
+    "NUL bytes": (lambda lines: lines[:2] + ["\x00" + lines[2]] + lines[3:], r":3:1: `run.index` is"),
     "a 128 KB field": (lambda lines: lines[:2] + ['"' + "9" * 131_073 + '"' + lines[2][1:]]
                        + lines[3:], r":3:1: cannot read this line as CSV: field larger"),
     "invalid UTF-8": (None, r":3:\d+: not UTF-8 text"),
@@ -315,12 +315,12 @@ def test_a_damaged_earlier_runs_csv_under_augment_is_a_located_error(made, tmp_p
 
 
 RUNS_HEADER_DAMAGE = {  # a runs.csv header, damaged -> what open_results(...).runs says, where
-    "a quoted name named twice": (lambda header: '"run"' + header[3:] + ",run",
-                                  lambda header: rf":1:{len(header) + 4}: the column 'run' is named twice"),
+    "a quoted name named twice": (lambda header: '"run.index"' + header[9:] + ",run.index",
+                                  lambda header: rf":1:{len(header) + 4}: the column 'run.index' is named twice"),
     "a 128 KB name": (lambda header: '"' + "y" * 131_073 + '",' + header,
                       lambda header: r":1:1: cannot read this line as CSV: field larger"),
     "invalid UTF-8": (lambda header: header.replace("id", "i\udcffd"),
-                      lambda header: r":1:6: not UTF-8 text: the byte 0xff"),
+                      lambda header: rf":1:{header.index('id') + 2}: not UTF-8 text: the byte 0xff"),
     "no header": (lambda header: "", lambda header: r":1:1: the file is empty"),
 }
 
@@ -335,7 +335,7 @@ def test_a_damaged_runs_csv_header_read_back_is_a_located_error(made, tmp_path, 
     path = folder / "runs.csv"
     lines = path.read_bytes().decode().split("\r\n")
     header = lines[0]
-    assert header.startswith("run,id,")
+    assert header.startswith("run.index,run.id,")
     damaged = change(header)
     path.write_bytes("\r\n".join([damaged, *lines[1:]] if damaged else []).encode(
         "utf-8", "surrogateescape"))
@@ -363,7 +363,7 @@ def test_a_quoted_error_cell_holding_line_breaks_is_one_cell(tmp_path):
     error = "Traceback\nline\vtwo\fthree\x1cfour\x1dfive\x1esix\x85seven\u2028eight"
     rows = [("0.1", "0.5", "ok", "", "1.0"), ("0.2", "0.6", "failed", error, ""),
             ("0.3", "0.7", "failed", "=1+2\r\nsecond", ""), ("0.4", "0.8", "ok", "", "2.0")]
-    text = "a,b,status,error,y\r\n" + "".join(
+    text = "a,b,run.status,run.error,y\r\n" + "".join(
         ",".join(f'"{c}"' if c == r[3] and c else c for c in r) + "\r\n" for r in rows)
     (tmp_path / "runs.csv").write_bytes(text.encode())
     write_study(tmp_path, GIVEN.format(source="runs.csv"))
@@ -373,7 +373,7 @@ def test_a_quoted_error_cell_holding_line_breaks_is_one_cell(tmp_path):
     analysis = json.loads((tmp_path / "out" / "analysis.json").read_text())
     assert analysis["runs"]["given"] == 4 and analysis["runs"]["failed"] == 2
     runs = studyrun.open_results(tmp_path / "out").runs
-    assert sorted(e for e in runs["error"] if isinstance(e, str)) == sorted([error, "=1+2\r\nsecond"])
+    assert sorted(e for e in runs["run.error"] if isinstance(e, str)) == sorted([error, "=1+2\r\nsecond"])
 
 
 @pytest.mark.parametrize("where", ["from", "data", "design", "command"])
@@ -428,24 +428,24 @@ def test_runs_csv_quotes_text_a_spreadsheet_would_run_and_readers_undo_it(tmp_pa
     errors = ["=HYPERLINK(\"http://x\")", "+1", "-1", "@SUM(A1)", "'=kept", "plain"]
     rows = [f"{0.1 * (i + 1):.1f},0.5,failed,\"{e.replace(chr(34), chr(34) * 2)}\","
             for i, e in enumerate(errors)] + ["-0.5,1.5,ok,,-3.25"]
-    (tmp_path / "runs.csv").write_text("a,b,status,error,y\n" + "\n".join(rows) + "\n")
+    (tmp_path / "runs.csv").write_text("a,b,run.status,run.error,y\n" + "\n".join(rows) + "\n")
     write_study(tmp_path, GIVEN.format(source="runs.csv"))
     done = run_cli("run", tmp_path / "study.yaml", "--out", tmp_path / "out", "--quiet",
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "out" / "runs.csv", newline="") as handle:
         written = list(csv.DictReader(handle))
-    cells = {row["error"] for row in written if row["error"]}
+    cells = {row["run.error"] for row in written if row["run.error"]}
     assert cells == {"'" + e for e in errors[:-1]} | {"plain"}, cells
     assert all(not c.startswith(("=", "+", "-", "@", "\t")) for c in cells)
-    ok = [row for row in written if row["status"] == "ok"]
+    ok = [row for row in written if row["run.status"] == "ok"]
     assert ok[0]["a"] == "-0.5" and ok[0]["y"] == "-3.25"  # numbers stay numbers
     runs = studyrun.open_results(tmp_path / "out").runs
-    assert sorted(e for e in runs["error"] if isinstance(e, str)) == sorted(errors)
+    assert sorted(e for e in runs["run.error"] if isinstance(e, str)) == sorted(errors)
     again = write_study(tmp_path, GIVEN.format(source="out"), "again.yaml")
     done = run_cli("run", again, "--out", tmp_path / "again", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert sorted(e for e in studyrun.open_results(tmp_path / "again").runs["error"]
+    assert sorted(e for e in studyrun.open_results(tmp_path / "again").runs["run.error"]
                   if isinstance(e, str)) == sorted(errors)
 
 

@@ -107,8 +107,8 @@ def noisy_study(folder, kind: str, execution: str, seed: int = 7):
 
 def by_run(folder, columns=("scale", "y")) -> dict[int, tuple]:
     runs = stored_runs(folder)
-    assert (runs["status"] == "ok").all()
-    return {int(i): tuple(row) for i, row in zip(runs["id"], runs[list(columns)].to_numpy())}
+    assert (runs["run.status"] == "ok").all()
+    return {int(i): tuple(row) for i, row in zip(runs["run.id"], runs[list(columns)].to_numpy())}
 
 
 @pytest.fixture

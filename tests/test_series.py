@@ -193,14 +193,14 @@ def test_time_resolved_sobol_names_the_runs_that_stop_before_the_common_grid(tmp
         "trajectory: series(y)", "stop: final(time)").replace("samples: 32", "samples: 32, outputs: [y]")
     done = run_cli("run", write_study(tmp_path, text), "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 0, done.stderr
-    runs = pandas.read_csv(tmp_path / "out" / "runs.csv").sort_values("run")
+    runs = pandas.read_csv(tmp_path / "out" / "runs.csv").sort_values("run.index")
     assert runs["stop"].tolist() == (2 + runs["a"]).tolist()  # each run's own end
     first = runs["stop"].iloc[0]
     short = runs[runs["stop"] < first]
     warning = json.loads((tmp_path / "out" / "analysis.json").read_text())["results"]["y"]["warnings"][0]
     assert warning.startswith(f"{len(short)} run(s) stop before or start after the common time "
                               f"grid [0, {first:g}]")
-    assert all(hex_id(i) in warning for i in short["id"].head(5))
+    assert all(hex_id(i) in warning for i in short["run.id"].head(5))
 
 
 def test_local_sensitivity_interpolates_onto_the_nominal_runs_grid(tmp_path):

@@ -67,8 +67,8 @@ def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp
         assert store.counts() == {"ok": 300}  # each run's latest record
     assert count_runs(tmp_path / "out" / "runs.sqlite") == 300 + failed  # a failure, then its success
     table = rows(tmp_path / "out" / "runs.csv")
-    assert [r["status"] for r in table] == ["ok"] * 300
-    assert [int(r["run"]) for r in table] == list(range(300))
+    assert [r["run.status"] for r in table] == ["ok"] * 300
+    assert [int(r["run.index"]) for r in table] == list(range(300))
 
 
 @pytest.mark.parametrize("chunk", [None, 70])
@@ -83,7 +83,7 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
     (tmp_path / "broken").write_text("")
     result = studyrun.run(moody, tmp_path / "out", quiet=True)
     table = rows(tmp_path / "out" / "runs.csv")
-    assert [int(row["run"]) for row in table] == list(range(300))
+    assert [int(row["run.index"]) for row in table] == list(range(300))
     assert not list((tmp_path / "out").glob(".*"))  # no part left behind
     with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
         records = store.latest_records()
@@ -92,14 +92,14 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
         records.values.tolist())}
     assert len(table) == len(stored) == 300
     for row in table:
-        ok, error, a, b, y, gap = stored[int(row["id"])]
-        assert (row["status"], row["error"] or None) == ("ok" if ok else "failed", error)
+        ok, error, a, b, y, gap = stored[int(row["run.id"])]
+        assert (row["run.status"], row["run.error"] or None) == ("ok" if ok else "failed", error)
         assert float(row["a"]) == a and float(row["b"]) == b  # shortest round-trip text
         assert (row["y"] == "") == np.isnan(y) == (not ok)
         if ok:
             assert float(row["y"]) == y and float(row["gap"]) == gap
-    failed = [r for r in table if r["status"] == "failed"]
-    assert failed and all(r["error"].startswith('ValueError: a is "too large", sorry\nsecond line')
+    failed = [r for r in table if r["run.status"] == "failed"]
+    assert failed and all(r["run.error"].startswith('ValueError: a is "too large", sorry\nsecond line')
                           for r in failed)
     assert result.runs["y"].isna().sum() == len(failed) == result.analysis["runs"]["failed"]
 

@@ -35,10 +35,9 @@ CASES = {
     "unimportable_model": (GOOD.replace("linear:linear", "nosuchmodule:f"), r":2:\d+: model.function: cannot import"),
     "unknown_quantity_function": (GOOD.replace("{y: y}", "{y: maxx(y)}"),
                                   r":6:\d+: quantities.y: .*did you mean 'max'"),
-    "reserved_quantity_name": (GOOD.replace("{y: y}", "{run: y}"),
-                               r":6:\d+: quantities.run: 'run' cannot name a quantity: use letters, "
-                               r"digits and _ \(not one of duration, error, id, run, status, time, "
-                               r"worker\)"),
+    "constant_quantity_name": (GOOD.replace("{y: y}", "{None: y}"),
+                               r":6:\d+: quantities.None: 'None' cannot name a quantity: use "
+                               r"letters, digits and _ \(not True, False, None\)"),
     "quantity_syntax_said_once": (GOOD.replace("{y: y}", "{y: 'y +* 2'}"),
                                   r":6:\d+: quantities.y: invalid syntax in 'y \+\* 2'\n"),
     "empty_file": ("", r":.*empty"),

@@ -123,7 +123,7 @@ def test_status_reports_the_workers_the_study_ran_on(study_dir):
     out = study_dir / "out"
     done = run_cli("run", study, "--out", out, "--quiet")
     assert done.returncode == 0, done.stderr
-    processes = stored_runs(out)["worker"].nunique()
+    processes = stored_runs(out)["run.worker"].nunique()
     assert processes == 3  # the driver's timing runs and the two workers'
     status = run_cli("status", out)
     assert status.returncode == 0 and "s per run on average, on 2 workers" in status.stdout

@@ -22,7 +22,7 @@ from studyrun.analyses.calibrate.data import file_stamp
 from studyrun.core.csv_table import MISSING, read_table, unescape_text
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
-from studyrun.core.runtable import RESERVED
+from studyrun.core.runtable import own_columns
 from studyrun.core.text import suggest
 from studyrun.results.outputs import Finished, read_finished
 
@@ -173,10 +173,10 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
     columns = {name: table.header.index(name) for name in names if name in table.header}
     for index, col, message in header_problems(table.header, context):
         fail(table.header_line, col or table.header_cols[index], message)
-    status = table.header.index("status") if "status" in table.header else None
-    error = table.header.index("error") if "error" in table.header else None
+    own = own_columns(table.header)
+    status, error = own.get("run.status"), own.get("run.error")
     outputs = [j for j, h in enumerate(table.header)
-               if h not in RESERVED and h not in columns and h not in context.fixed]
+               if j not in own.values() and h not in columns and h not in context.fixed]
     supports = {name: context.varied[name]._support() for name in names}
     fixed_columns = {name: table.header.index(name) for name in context.fixed
                      if name in table.header}
@@ -232,19 +232,20 @@ def header_problems(header: list[str], context: StudyContext) -> list[tuple[int,
     """(header cell, column or 0 for the line's start, message) of what the header lacks or
     cannot hold: a varied parameter's column, a name the quantities read, a quantity's name."""
     found = []
+    own = own_columns(header).values()
+    names = [name for j, name in enumerate(header) if j not in own]  # what a study may name
     for name in context.varied:
         if name not in header:
             found.append((0, 1, f"no column for the varied parameter {name!r}"
-                                f"{suggest(name, header)}; columns: {', '.join(header)}"))
+                                f"{suggest(name, names)}; columns: {', '.join(header)}"))
     for name in needed_outputs(context, set(header)):
-        found.append((0, 1, f"no column {name!r} for the quantities{suggest(name, header)}; "
+        found.append((0, 1, f"no column {name!r} for the quantities{suggest(name, names)}; "
                             f"columns: {', '.join(header)}"))
     if context.quantities is None:  # every output column is a quantity, named as its header
         found += [(j, 0, f"column {name!r} cannot name a quantity (letters, digits and _); "
                          "rename it, or name the quantities to keep in a quantities: block")
                   for j, name in enumerate(header)
-                  if name not in RESERVED and name not in context.parameters
-                  and not NAME.match(name)]
+                  if j not in own and name not in context.parameters and not NAME.match(name)]
     return found
 
 

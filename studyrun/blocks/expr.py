@@ -7,7 +7,9 @@ batch of runs at once. No text ever reaches ``eval``, ``exec`` or ``compile``.
 The language: numbers, names, ``+ - * / **``, unary ``-``/``+``, comparisons (chainable; they
 yield 1.0 or 0.0) and calls of whitelisted functions by plain name (:data:`BUILTINS` plus extra
 functions such as a model's lookups). ``time`` is the clock: the functions that take time
-(``step``, ``pulse``, ``ramp``) read it from the env key ``"time"``.
+(``step``, ``pulse``, ``ramp``) read it from the env key ``"time"``. Python's keywords but
+``True``, ``False`` and ``None`` are names like any other, written as they are: ``yield * price``,
+``lambda + 1`` (engineering models call things ``yield``, ``lambda`` and ``in``).
 
 Values are float64 throughout: integer literals become floats, so ``2 ** -1`` is 0.5.
 """
@@ -16,8 +18,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
+import keyword
 import re
 import threading
+import tokenize
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -437,6 +442,32 @@ class Expr:
         return f"Expr({self.text!r})"
 
 
+KEYWORD_NAMES = frozenset(keyword.kwlist) - {"True", "False", "None"}  # names in expressions
+
+
+def keywords_as_names(body: str) -> tuple[str, frozenset[int]]:
+    """The text with each keyword (`yield`, `in`) replaced by a name of the same length, so that
+    Python parses it as a name, and the UTF-8 offsets at which they stand (the parsed tree's
+    names there are given their keyword back: see named_keywords)."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(body).readline)
+                  if t.type == tokenize.NAME and t.string in KEYWORD_NAMES]
+    except (tokenize.TokenError, SyntaxError):  # the parser says what is wrong
+        return body, frozenset()
+    chars = list(body)
+    for token in tokens:
+        chars[token.start[1]] = "_"  # a name the checker refuses, so never one the user wrote
+    return "".join(chars), frozenset(len(body[:t.start[1]].encode()) for t in tokens)
+
+
+def named_keywords(tree: ast.AST, body: str, spots: frozenset[int]) -> None:
+    """The names keywords_as_names made, given back their keyword."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.col_offset in spots:
+            start = len(body.encode()[:node.col_offset].decode())
+            node.id = body[start:start + len(node.id)]
+
+
 def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None = None) -> Expr:
     """Parse, check and compile ``text``; ``functions`` adds to (or overrides) :data:`BUILTINS`."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
@@ -453,10 +484,14 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
     if not body.strip():
         raise ExprError("empty expression")
     all_functions = {**BUILTINS, **(functions or {})}
+    named, spots = keywords_as_names(body)
     try:
         with _PARSING:
-            tree = ast.parse(body, mode="eval")
+            tree = ast.parse(named, mode="eval")
+        named_keywords(tree, body, spots)
     except SyntaxError as exc:
+        if spots:
+            explain_keywords(body, shift, all_functions)
         offset = None if exc.offset is None else shift + max(exc.offset - 1, 0)
         huge = re.search(r"\d{4000,}", body) if "integer string conversion" in exc.msg else None
         if huge:  # more digits than Python converts (4300)
@@ -473,6 +508,17 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
     except RecursionError:
         raise ExprError(f"expression nested too deeply: {text[:60]!r}...") from None
     return Expr(text, frozenset(checker.names), frozenset(checker.calls), tree, fn, functions)
+
+
+def explain_keywords(body: str, shift: int, functions: Mapping[str, FunctionDef]) -> None:
+    """With keywords read as names a text did not parse: when Python reads it with its keywords
+    (`a and b`, `lambda x: x`, `x if c else y`), the language's own hint for what it holds."""
+    try:
+        with _PARSING:
+            tree = ast.parse(body, mode="eval")
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return
+    _Checker(body, shift, functions).visit(tree.body)
 
 
 def check_names(expr: Expr, known: Collection[str]) -> list[str]:

@@ -20,7 +20,6 @@ import numpy as np
 
 from studyrun.blocks.expr import BUILTINS, Expr, ExprError, FunctionDef, parse
 from studyrun.core.batch import ModelOutput, SeriesGroup
-from studyrun.core.runtable import RESERVED
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -155,13 +154,14 @@ def series_output(expr: Expr) -> str:
     return expr.tree.body.args[0].id
 
 
-def shape_problem(expr: Expr) -> str | None:
+def shape_problem(expr: Expr, scalars_only: bool = False) -> str | None:
     """What a quantity's text gets wrong about series, found before any run: `series()` of
-    something other than one output, or the time axis used outside a reduction."""
+    something other than one output, or the time axis used outside a reduction (unless the
+    runs have no series, as runs given in a CSV: there `time` is a column like any other)."""
     body = expr.tree.body
     if is_series(expr) and not isinstance(body.args[0], ast.Name):
         return "series() keeps one output whole: write series(NAME) with an output's name"
-    if _bare_time(body):
+    if _bare_time(body) and not scalars_only:
         return ("'time' is the time axis, a series like any other output: reduce it, e.g. "
                 "final(time) for the time a run ends, or max(time), or keep it with series(time)")
     return None
@@ -223,16 +223,15 @@ class Quantities:
     def _every_output(out: ModelOutput, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Without a quantities block: each scalar output, but one that echoes an input (it is
         that input); an output whose name cannot name a quantity fails the runs, since it would
-        clash with the store's columns or name a file (`status`, `a/b`, `../x`)."""
+        name a file (`a/b`, `../x`)."""
         values = {}
         for name in sorted(out.scalars):
             if name in inputs:
                 continue
-            if not _NAME.match(name) or name in RESERVED:
+            if not _NAME.match(name):
                 for i in range(out.n):
                     out.fail(i, f"the model's output {name!r} cannot name a quantity (letters, "
-                                f"digits and _, not {', '.join(sorted(RESERVED))}); list the "
-                                "quantities to keep in a quantities block")
+                                "digits and _); list the quantities to keep in a quantities block")
                 continue
             values[name] = np.asarray(out.scalars[name], dtype=float)
         return values

@@ -9,6 +9,7 @@ from typing import Any
 
 from studyrun.core.csv_table import read_header, unescape_text
 from studyrun.core.errors import StudyError, StudyrunError
+from studyrun.core.runtable import CSV_FIXED, LEGACY_FIXED
 from studyrun.results.analysis_file import Malformed, not_results
 from studyrun.results.outputs import read_analysis
 
@@ -24,19 +25,24 @@ class Results:
     def runs(self):
         """The runs as a DataFrame, from runs.parquet (typed) where the study exported it, else
         from runs.csv: only an empty field is missing (an error reading "NA" stays text), and
-        `error` and `worker` are text columns even when every field is empty, as written before
-        the quote that keeps spreadsheets from running them."""
+        `run.error` and `run.worker` are text columns even when every field is empty, as
+        written before the quote that keeps spreadsheets from running them. A file written
+        before studyrun's own columns were named `run.`... is read with those names."""
         import pandas
 
+        text = {name: object for name in ("run.status", "run.error", "run.worker")}
         if (self.folder / "runs.parquet").exists():
             frame = pandas.read_parquet(self.folder / "runs.parquet")
-            return frame.astype({"error": object, "worker": object, "status": object})
+            return renamed_legacy(frame).astype(text)
         path = self.folder / "runs.csv"
-        read_header(path, check_separators=False)  # as store/finished_runs reads it; pandas
-        # would rename a second `y` to `y.1`
-        frame = pandas.read_csv(path, keep_default_na=False, na_values=[""],
-                                dtype={"error": object, "worker": object})
-        for column in ("error", "worker"):  # text a spreadsheet would run has a ' before it
+        first = read_header(path, check_separators=False).header  # as store/finished_runs
+        # reads it; pandas would rename a second `y` to `y.1`
+        legacy = tuple(first[:len(LEGACY_FIXED)]) == LEGACY_FIXED
+        frame = renamed_legacy(pandas.read_csv(
+            path, keep_default_na=False, na_values=[""],
+            dtype={name: object for name in (LEGACY_FIXED[2:4] + LEGACY_FIXED[5:] if legacy
+                                             else text)}))
+        for column in ("run.error", "run.worker"):  # text a spreadsheet would run has a ' before it
             if column in frame:
                 frame[column] = frame[column].map(unescape_text, na_action="ignore").astype(object)
         return frame
@@ -85,6 +91,14 @@ class Results:
             raise StudyError(f"{self.folder}: predict needs the results of a {kinds} analysis; "
                              f"this folder holds a {kind} analysis")
         return predict
+
+
+def renamed_legacy(frame):
+    """A runs table whose first columns are studyrun's own as written before format 3 (`run`,
+    `id`, `status` ...), with those columns under their present names (`run.index` ...)."""
+    if tuple(frame.columns[:len(LEGACY_FIXED)]) != LEGACY_FIXED:
+        return frame
+    return frame.rename(columns=dict(zip(frame.columns[:len(LEGACY_FIXED)], CSV_FIXED)))
 
 
 def open_results(folder: str | Path) -> Results:

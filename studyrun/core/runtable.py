@@ -11,11 +11,20 @@ from typing import Iterable
 
 import numpy as np
 
-CSV_FIXED = ("run", "id", "status", "error", "duration", "worker")
-# runs.csv's own columns and the time axis of expressions, as written: no parameter or quantity
-# may take these names (`Duration`, `ID` or `seq` are free: the store tells its columns apart
-# beyond case)
-RESERVED = frozenset(CSV_FIXED) | {"time"}
+CSV_FIXED = ("run.index", "run.id", "run.status", "run.error", "run.duration", "run.worker")
+# runs.csv's own columns: a parameter's or quantity's name has no dot, so any name a model uses
+# (`id`, `duration`, `time`) is free for the study's own columns
+OWN = "run."  # what names a column of studyrun's own
+LEGACY_FIXED = ("run", "id", "status", "error", "duration", "worker")  # runs.csv format 2 and before
+
+
+def own_columns(header: list[str]) -> dict[str, int]:
+    """Where studyrun's own columns are in a CSV's header, by their present names (`run.status`
+    ...): every column named `run.` something, or the first six of a runs.csv written before
+    they were (format 2 and earlier: `run,id,status,error,duration,worker`)."""
+    if tuple(header[:len(LEGACY_FIXED)]) == LEGACY_FIXED:
+        return dict(zip(CSV_FIXED, range(len(LEGACY_FIXED))))
+    return {name: i for i, name in enumerate(header) if name.startswith(OWN)}
 
 
 @dataclass

@@ -5,13 +5,17 @@ The model file is translated to Python once, when the study is validated, into a
 (``$XDG_CACHE_HOME/studyrun/pysd/``, by default ``~/.cache/...``) keyed by the model file's
 content and PySD's version, never beside the user's model; each run then loads a fresh model
 object from the translation, so no state leaks from one run to the next. Parameters must name
-components of the model (checked at validate) and are passed to ``model.run(params=...)`` under
-their names as the study writes them (PySD accepts the original Vensim names and their Python
-forms). A model that reads external data files (GET XLS DATA, ...) finds them relative to the
-translation: give such a model as a translation ``.py`` made beside it, which is run as it is.
-Every column PySD returns becomes an output series under a plain name: lowercase, runs of other
+components of the model (checked at validate). A variable has one name in the study, made from
+its name in the model file as plain_name makes it, however the study writes it: Vensim's
+"Contact Rate", "Contact_Rate" and PySD's ``contact_rate`` are ``contact_rate``, "Input" (PySD's
+``input_1``) is ``input``; parameters and ``outputs:`` are renamed so when the study is read,
+and passed to PySD under the model file's own names. A model that reads external data files
+(GET XLS DATA, ...) finds them relative to the translation: give such a model as a translation
+``.py`` made beside it, which is run as it is.
+Every column PySD returns becomes an output series under that name: lowercase, runs of other
 characters than letters and digits replaced by ``_`` ("Teacup Temperature" ->
-``teacup_temperature``, "stock[A,B]" -> ``stock_a_b``). A run that raises, or whose time grid
+``teacup_temperature``, an element "stock[A,B]" -> ``stock_a_b``; a parameter sets a variable
+whole, every element alike). A run that raises, or whose time grid
 differs from the batch's, is a failed run.
 
 PySD's RANDOM functions (RANDOM UNIFORM, RANDOM NORMAL, ...) draw from numpy's global generator
@@ -188,8 +192,8 @@ def translate(path: Path) -> Path:
         try:
             getattr(pysd, reader)(str(copy))
         except Exception as error:  # the translator runs on user files: report what it says
-            raise StudyError(f"PySD cannot translate the model: {type(error).__name__}: "
-                             f"{error}", path="model.file") from None
+            raise StudyError(translation_error(error, content.decode(errors="replace"), path),
+                             path="model.file") from None
         try:
             os.replace(work, folder)  # whole or not at all
         except OSError:
@@ -200,6 +204,26 @@ def translate(path: Path) -> Path:
     return translated
 
 
+def translation_error(error: Exception, text: str, path: Path) -> str:
+    """What PySD's translator says of a model file: a parse error (parsimonious's, holding the
+    equation's text and where in it the parse stopped) at the file's line and column with the
+    variable it defines; any other error as PySD says it."""
+    equation, pos = getattr(error, "text", None), getattr(error, "pos", None)
+    start = text.find(equation) if isinstance(equation, str) and equation.strip() else -1
+    if start < 0 or not isinstance(pos, int):
+        return f"PySD cannot translate the model: {type(error).__name__}: {error}"
+    pos = min(pos, len(equation))
+    pos += len(equation[pos:]) - len(equation[pos:].lstrip())  # at what it could not read
+    at = start + pos
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    head = text[text.rfind("|", 0, start) + 1:start]  # the element's definition up to its equation
+    variable = re.split(r"[=(\[]|:=", head.strip().splitlines()[-1] if head.strip() else "")[0].strip()
+    found = equation[pos:pos + 30].strip() or "the end of the equation"
+    return (f"{path.name}:{line}:{column}: PySD cannot parse the equation of "
+            f"{variable or 'a variable'!r}: it stops at {found!r}; correct the equation there")
+
+
 def cache_folder() -> Path:
     """Where translations are kept: $XDG_CACHE_HOME/studyrun/pysd (~/.cache by default)."""
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -207,7 +231,7 @@ def cache_folder() -> Path:
 
 
 def component_names(translated: Path) -> set[str]:
-    """The names a parameter may give (Python names, and original names that are identifiers)."""
+    """The names a parameter may give: each variable's study name (plain_name)."""
     import pysd
 
     try:
@@ -215,8 +239,7 @@ def component_names(translated: Path) -> set[str]:
     except Exception as error:  # the translation is the user's model: report whatever it says
         raise StudyError(f"PySD cannot load the model: {type(error).__name__}: {error}",
                          path="model.file") from None
-    names = set(namespace.values()) | {n for n in namespace if n.isidentifier()}
-    return names - {"time", "Time"}
+    return set(vensim_names(namespace)) - {"time"}
 
 
 def draws_random(translated: Path) -> bool:
@@ -239,9 +262,29 @@ def seeded_global_generator(run_id: int) -> Iterator[None]:
 
 
 def plain_name(column: str) -> str:
-    """A column name usable in quantity expressions: 'Teacup Temperature' -> 'teacup_temperature'."""
+    """A variable's name in the study, however Vensim or PySD write it: 'Teacup Temperature',
+    'Teacup_Temperature' and 'teacup_temperature' are 'teacup_temperature', an element of a
+    subscripted variable 'stock[A,B]' is 'stock_a_b'."""
     name = re.sub(r"[^0-9a-zA-Z]+", "_", column).strip("_").lower()
     return f"v_{name}" if not name or name[0].isdigit() else name
+
+
+def study_names(names: list, where: str) -> list:
+    """Each of a study's names of a PySD model's variables as plain_name makes it (text that is
+    no string is left to the study's own checks); two that name one variable are an error."""
+    named = [plain_name(n) if isinstance(n, str) else n for n in names]
+    for i, name in enumerate(named):
+        if isinstance(name, str) and name in named[:i]:
+            first = names[named.index(name)]
+            raise ValueError(f"{where}: {first!r} and {names[i]!r} name the same variable of the "
+                             f"model, {name!r} (Vensim's names and PySD's are one name in a "
+                             "study); give it once")
+    return named
+
+
+def vensim_names(namespace: dict[str, str]) -> dict[str, str]:
+    """Each variable's study name (plain_name) -> its name in the model file, as PySD takes it."""
+    return {plain_name(original): original for original in namespace}
 
 
 class PysdEvaluator(Evaluator):
@@ -270,9 +313,11 @@ class PysdEvaluator(Evaluator):
 
     def run_one(self, pysd: Any, params: dict[str, float]) -> dict[str, np.ndarray]:
         model = pysd.load(self.translated)
-        options: dict[str, Any] = {"params": params, "progress": False, "flatten_output": True}
+        original = vensim_names(model.namespace)
+        options: dict[str, Any] = {"params": {original.get(k, k): v for k, v in params.items()},
+                                   "progress": False, "flatten_output": True}
         if self.outputs:
-            options["return_columns"] = list(self.outputs)
+            options["return_columns"] = [original.get(k, k) for k in self.outputs]
         for key in ("final_time", "time_step", "saveper"):
             if key in self.time:
                 options[key] = self.time[key]

@@ -10,6 +10,7 @@ import numpy as np
 
 from studyrun.blocks.dependencies import describe_changes
 from studyrun.blocks.params import Fixed
+from studyrun.core.runtable import CSV_FIXED
 from studyrun.plan import Plan
 
 SHOWN_FILES = 8
@@ -151,6 +152,6 @@ def write_design_csv(plan: Plan, path: Path) -> None:
     """The design, one row per run, with the run's identity."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["run", "id", *plan.design.names])
+        writer.writerow([*CSV_FIXED[:2], *plan.design.names])
         for index, (run_id, row) in enumerate(zip(plan.run_ids.tolist(), plan.design.matrix.tolist())):
             writer.writerow([index, run_id, *row])

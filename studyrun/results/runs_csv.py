@@ -23,13 +23,14 @@ from studyrun.store.run_store import RunStore
 
 CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): runs of a
 # thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)
-CSV_FORMAT = 2  # the layout of runs.csv: a file written by another layout is written again
-# (2: text cells a spreadsheet would run start with a quote)
+CSV_FORMAT = 3  # the layout of runs.csv: a file written by another layout is written again
+# (2: text cells a spreadsheet would run start with a quote; 3: studyrun's own columns are
+# `run.index`, `run.id`, ... so that a model's `id` or `duration` is a column like any other)
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
               tables: Iterable[tuple[int, RunTable]]) -> None:
-    """runs.csv: one row per recorded run, `run` being its position in the plan; written
+    """runs.csv: one row per recorded run, `run.index` being its position in the plan; written
     whole or not at all."""
     with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
         handle.write(header(parameters, quantities))

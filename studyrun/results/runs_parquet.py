@@ -1,8 +1,8 @@
 """runs.parquet and series.parquet (`execution.export: [parquet]`): the runs with typed columns,
 through pyarrow (the optional extra `studyrun[parquet]`).
 
-runs.parquet has runs.csv's columns: run and id as int64, status, error and worker as text,
-duration and every parameter and quantity as float64, null where runs.csv leaves a field empty;
+runs.parquet has runs.csv's columns: run.index and run.id as int64, run.status, run.error and
+run.worker as text, run.duration and every parameter and quantity as float64, null where runs.csv leaves a field empty;
 a row group per chunk of the plan. series.parquet holds the series kept in the store in long
 form: run, id, output, time, value, a row per point.
 """
@@ -17,12 +17,13 @@ import numpy as np
 from studyrun.core.runtable import CSV_FIXED, RunTable
 from studyrun.results.outputs import replacing
 
-PARQUET_FORMAT = 1  # the layout of runs.parquet: a file written by another layout is written again
+PARQUET_FORMAT = 2  # the layout of runs.parquet: a file written by another layout is written again
+# (2: runs.csv's own columns named `run.index`, `run.id`, ...)
 
 
 def write_parquet(path: Path, parameters: list[str], quantities: list[str],
                   tables: Iterable[tuple[int, RunTable]]) -> None:
-    """runs.parquet: one row per recorded run, `run` being its position in the plan; written
+    """runs.parquet: one row per recorded run, `run.index` being its position in the plan; written
     whole or not at all."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -37,9 +38,8 @@ def write_parquet(path: Path, parameters: list[str], quantities: list[str],
 def runs_schema(parameters: list[str], quantities: list[str]):
     import pyarrow as pa
 
-    types = {"run": pa.int64(), "id": pa.int64(), "status": pa.string(), "error": pa.string(),
-             "duration": pa.float64(), "worker": pa.string()}
-    return pa.schema([(name, types[name]) for name in CSV_FIXED]
+    types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.float64(), pa.string()]
+    return pa.schema(list(zip(CSV_FIXED, types))
                      + [(name, pa.float64()) for name in (*parameters, *quantities)])
 
 

@@ -1,5 +1,5 @@
 """The runs of a finished results folder, read exactly: inputs as its store recorded them (bit for
-bit, not re-read from text), in the order of its plan (runs.csv's `run` column), for a study that
+bit, not re-read from text), in the order of its plan (runs.csv's `run.index` column), for a study that
 grows the earlier one's design."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 
 from studyrun.core.csv_table import read_table
 from studyrun.core.errors import StudyrunError
+from studyrun.core.runtable import CSV_FIXED, LEGACY_FIXED
 from studyrun.core.text import quote
 from studyrun.store.run_store import RunStore
 
@@ -49,15 +50,15 @@ def _plan_order(path: Path) -> list[int]:
     """The run identities of runs.csv, sorted by their position in the plan; a StudyError at
     the line and column of a cell that is not what studyrun writes."""
     table = read_table(path, check_separators=False)
-    if table.header[:2] != ["run", "id"]:
+    if table.header[:2] not in (list(CSV_FIXED[:2]), list(LEGACY_FIXED[:2])):
         raise table.fail(table.header_line, 1, "not a runs.csv of studyrun: its header starts "
-                         f"{', '.join(map(repr, table.header[:2]))}, not 'run', 'id'")
+                         f"{', '.join(map(repr, table.header[:2]))}, not 'run.index', 'run.id'")
     pairs = []
     for line, row in table.rows:
         if len(row) < 2:
-            raise table.fail(line, 1, "a run's line without its `run` and `id` cells")
+            raise table.fail(line, 1, "a run's line without its `run.index` and `run.id` cells")
         (run, _), (run_id, col) = row[0], row[1]
-        for text, where, what in ((run, 1, "run"), (run_id, col, "id")):
+        for text, where, what in ((run, 1, "run.index"), (run_id, col, "run.id")):
             if not _INTEGER.fullmatch(text) or not -2**63 <= int(text) < 2**63:
                 raise table.fail(line, where, f"`{what}` is {quote(text)}, not an integer "
                                  "(runs.csv of studyrun holds a run's plan position and identity "

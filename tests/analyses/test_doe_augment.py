@@ -94,7 +94,7 @@ def test_a_fold_over_clears_main_effects_of_two_factor_interactions(fraction):
     assert analysis["provenance"]["grows"]["study"] == "fraction"
     before = pandas.read_csv(fraction / "results" / "fraction" / "runs.csv")
     after = pandas.read_csv(fraction / "results" / "folded" / "runs.csv")
-    assert after["id"][:8].tolist() == before["id"].tolist()
+    assert after["run.id"][:8].tolist() == before["run.id"].tolist()
     names = [f"x{i}" for i in range(1, 8)]
     np.testing.assert_array_equal(after[names][8:].to_numpy(), -before[names].to_numpy())
     assert "Every estimate is clear" in (fraction / "results" / "folded" / "report.md").read_text()

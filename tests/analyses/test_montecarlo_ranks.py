@@ -46,7 +46,7 @@ def test_spearman_of_one_slice_and_of_many_match_scipy_with_ties_and_failed_runs
     assert "The figures show the first 700 runs" in (study_dir / "chunked" / "report.md").read_text()
 
     runs = whole.runs
-    ok = runs["status"] == "ok"
+    ok = runs["run.status"] == "ok"
     failed_y = runs.loc[~ok, "y"]
     assert failed_y.isna().sum() > 300 and failed_y.notna().sum() > 300  # left out all the same
     assert runs.loc[ok, "y"].duplicated().sum() > 1000  # ties in y, and in b by design

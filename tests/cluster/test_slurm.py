@@ -111,7 +111,7 @@ def test_results_equal_a_local_run_and_no_job_outlives_the_study(slurm, study_di
     result = studyrun.run(path, study_dir / "out", quiet=True)
     assert result.analysis["runs"] == {"planned": 60, "succeeded": 60, "failed": 0, "reused": 0}
     assert result.analysis["execution"]["scheduler"] == "slurm"
-    assert all(int(w.rsplit(":", 1)[1]) != os.getpid() for w in result.runs["worker"])
+    assert all(int(w.rsplit(":", 1)[1]) != os.getpid() for w in result.runs["run.worker"])
     assert wait_for(lambda: not jobs(study_dir / "out"), 10) < 10
     reference = studyrun.run(path, study_dir / "sync", scheduler="sync", quiet=True)
     assert result.results == reference.results
@@ -141,7 +141,7 @@ def test_a_cancelled_job_is_replaced_and_nothing_is_lost(slurm, study_dir):
     canceller.join(5)
     assert result.analysis["runs"]["succeeded"] == 120
     assert len(seen) >= 2, f"no job replaced the cancelled one (jobs seen: {seen})"
-    assert len(set(result.runs["worker"])) >= 2
+    assert len(set(result.runs["run.worker"])) >= 2
     wait_for(lambda: not jobs(out), 10)
 
 

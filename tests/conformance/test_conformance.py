@@ -36,6 +36,7 @@ from studyrun.commands import pipeline
 from studyrun.commands.open_results import rebuild_report
 from studyrun.commands.pipeline import make_job, run_study
 from studyrun.core.batch import RunContext
+from studyrun.core.runtable import CSV_FIXED
 from studyrun.plan.study import plan_study
 from studyrun.study.loading import include_files, load_study, read_yaml, validate
 from studyrun.study.spec import Study
@@ -83,8 +84,8 @@ class Run:
 
     def runs(self) -> list[dict[str, str]]:
         """runs.csv without what may differ from one execution to another."""
-        return [{k: v for k, v in row.items() if k not in ("duration", "worker")}
-                for row in sorted(self.rows, key=lambda row: int(row["run"]))]
+        return [{k: v for k, v in row.items() if k not in ("run.duration", "run.worker")}
+                for row in sorted(self.rows, key=lambda row: int(row["run.index"]))]
 
 
 class Runs:
@@ -248,8 +249,8 @@ def test_analyses_tolerate_failed_runs_and_say_how_many_they_dropped(runs, name)
     example = ANALYSES[name]
     run = runs.get(f"analysis-{name}", example=example.with_failures(), variant="failing")
     failed = run.analysis["runs"]["failed"]
-    assert failed == sum(row["status"] == "failed" for row in run.rows) > 0
-    kinds = {"nan" if "is nan" in row["error"] else "raised" for row in run.rows if row["error"]}
+    assert failed == sum(row["run.status"] == "failed" for row in run.rows) > 0
+    kinds = {"nan" if "is nan" in row["run.error"] else "raised" for row in run.rows if row["run.error"]}
     assert kinds == ({"raised"} if name in ONLY_RAISING else {"raised", "nan"})
     results = run.analysis["results"]
     quantities = {k: v for k, v in results.items() if k in quantity_names(run, example)}
@@ -272,7 +273,7 @@ def test_analyses_tolerate_failed_runs_and_say_how_many_they_dropped(runs, name)
         assert entry["a"] is None and entry["b"] is not None
     else:  # an iterative fit steers around failed runs and ends where the model runs
         assert example.failures == "steers"
-        assert run.rows[0]["status"] == "ok"
+        assert run.rows[0]["run.status"] == "ok"
         final = results["cost" if name == "calibrate" else "objective"]["final"]
         assert final is not None and np.isfinite(final)
     if name in FAILING_IN_THREADS:
@@ -291,7 +292,7 @@ def numbers(entry: Any) -> list[float]:
 
 def quantity_names(run: Run, example: Example) -> set[str]:
     """The quantity columns of runs.csv."""
-    fixed = {"run", "id", "status", "error", "duration", "worker", *example.study["parameters"]}
+    fixed = {*CSV_FIXED, *example.study["parameters"]}
     return set(run.rows[0]) - fixed
 
 

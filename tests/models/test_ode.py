@@ -279,10 +279,11 @@ def test_duplicate_reserved_names_and_bad_grids():
     assert "multiple" in found["time.stop"]
 
 
-def test_keywords_hidden_functions_and_empty_models():
-    found = messages(spec(states={"x": 1}, rates={"x": "1"}, constants={"lambda": 1},
+def test_constants_hidden_functions_and_empty_models():
+    found = messages(spec(states={"x": 1}, rates={"x": "1"}, constants={"lambda": 1, "None": 2},
                           lookups={"max": {"x": [0, 1], "y": [0, 1]}}))
-    assert "not a valid name" in found["constants.lambda"]
+    assert "constants.lambda" not in found  # a keyword is a name like any other
+    assert "not a valid name" in found["constants.None"]
     assert "hide the function max()" in found["lookups.max"]
     assert "at least one state" in messages(spec(states={}, rates={}))["states"]
 

@@ -92,7 +92,8 @@ def test_a_model_pysd_cannot_translate_is_located(model_dir):
     (model_dir / "broken.mdl").write_text("{UTF-8}\nx = = 3 ~ ~ |\n")
     spec = Pysd.model_validate({"type": "pysd", "file": "broken.mdl"})
     (problem,) = spec.check(model_dir)
-    assert problem.path == "file" and "PySD cannot translate the model" in problem.message
+    assert problem.path == "file" and problem.message.startswith(
+        "broken.mdl:2:5: PySD cannot parse the equation of 'x': it stops at '= 3'")
 
 
 def test_plain_names():
@@ -144,3 +145,54 @@ def test_the_provenance_names_pysd_and_a_model_without_random_functions_ignores_
     assert not Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"}).uses_seed(model_dir)
     study.write_text(study.read_text().replace("name: teacup", "name: teacup\nseed: 2"))
     assert studyrun.run(study, model_dir / "out").analysis["runs"]["reused"] == 3
+
+
+NAMES = Path(__file__).parent / "names.mdl"  # Input, Duration, Yield, Birth Rate, Population[Region]
+NAMED = """
+name: names
+model: {type: pysd, file: names.mdl, outputs: [Yield, Population, Input]}
+parameters:
+  Birth Rate: {bounds: [0.01, 0.02]}
+  Input: {bounds: [1, 2]}
+  duration: {bounds: [3, 5]}
+quantities: {yield: final(yield), north: final(population_north), input_end: final(input)}
+analysis: {type: montecarlo, samples: 4}
+execution: {scheduler: sync}
+"""
+
+
+@pytest.mark.slow
+def test_a_variable_is_one_name_however_the_study_writes_it(tmp_path, cache):
+    """Fails before: `Birth Rate` could not name a parameter, `Input` was PySD's `input_1` as
+    an input and `input` as an output, and errors listed Python and Vensim names mixed."""
+    import pandas
+
+    shutil.copy(NAMES, tmp_path / "names.mdl")
+    done = run_cli("run", write_study(tmp_path, NAMED), "--out", tmp_path / "out", "--quiet")
+    assert done.returncode == 0 and "4 of 4 runs succeeded" in done.stdout, done.stderr
+    runs = pandas.read_csv(tmp_path / "out" / "runs.csv")
+    assert list(runs.columns)[6:] == ["birth_rate", "input", "duration", "yield", "north",
+                                      "input_end"]
+    assert (runs["input_end"] == runs["input"]).all()  # the input set is the output read
+    np.testing.assert_allclose(runs["yield"], runs["north"] * runs["duration"], rtol=1e-12)
+    typo = write_study(tmp_path, NAMED.replace("  duration:", "  duraton:"), "typo.yaml")
+    done = run_cli("validate", typo)
+    assert done.returncode == 2 and "did you mean 'duration'?" in done.stderr
+    inputs = done.stderr.split("(inputs: ")[1].split(")")[0].split(", ")
+    assert "input" in inputs and "birth_rate" in inputs and all(
+        name == plain_name(name) for name in inputs), inputs  # one kind of name
+    twice = write_study(tmp_path, NAMED.replace("  duration:", "  Duration: 4\n  duration:"),
+                        "twice.yaml")
+    done = run_cli("validate", twice)
+    assert done.returncode == 2 and "'Duration' and 'duration' name the same variable" in done.stderr
+
+
+def test_a_parse_error_names_the_variable_and_the_line(tmp_path, cache):
+    """Fails before: PySD's parser message, without the file's line or the variable."""
+    text = NAMES.read_text().replace("Population[Region] * Birth Rate * Input",
+                                     "Population[Region] * * Birth Rate (")
+    (tmp_path / "names.mdl").write_text(text)
+    done = run_cli("validate", write_study(tmp_path, NAMED))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert ("names.mdl:13:21: PySD cannot parse the equation of 'Births': it stops at "
+            "'* * Birth Rate ('") in done.stderr, done.stderr

@@ -3,7 +3,6 @@ unknown references, missing initial values and circular definitions."""
 
 from __future__ import annotations
 
-import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,10 +91,10 @@ class EquationSystem:
             for name in names:
                 where = self.path(kind, name)
                 if (not name.isidentifier() or name.startswith("_") or name in RESERVED
-                        or keyword.iskeyword(name)):
+                        or name in ("True", "False", "None")):
                     problems.append(Problem(f"{name!r} is not a valid name (letters, digits and "
-                                            f"'_', not starting with '_' or a digit, not a Python "
-                                            f"keyword; 'time' is the clock)", where))
+                                            f"'_', not starting with '_' or a digit, not True, "
+                                            f"False or None; 'time' is the clock)", where))
                 elif kind == "lookup" and name in BUILTINS:
                     problems.append(Problem(f"lookup {name!r} would hide the function {name}(); "
                                             f"choose another name", where))

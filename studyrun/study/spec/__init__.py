@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Union
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator, model_validator
 
 from studyrun.analyses.base import AnalysisSpec
 from studyrun.blocks.params import ParameterSpec
 from studyrun.models.absent import NoModel
 from studyrun.models.base import ModelSpec
+from studyrun.models.pysd import study_names
 from studyrun.study.spec.execution import Execution
 from studyrun.study.spec.registry import registry
 
@@ -50,6 +51,22 @@ class Study(BaseModel):
     def model_spec(self) -> ModelSpec:
         """The model, or the stand-in of a study whose runs are all given."""
         return self.model if self.model is not None else NoModel()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pysd_names(cls, data):
+        """A PySD model's variables go by one name however the study writes them (Vensim's
+        `Contact Rate`, PySD's `contact_rate`): its parameters' and outputs' names made so."""
+        model = data.get("model") if isinstance(data, dict) else None
+        if not isinstance(model, dict) or model.get("type") != "pysd":
+            return data
+        data = dict(data)
+        if isinstance(data.get("parameters"), dict):
+            data["parameters"] = dict(zip(study_names(list(data["parameters"]), "parameters"),
+                                          data["parameters"].values()))
+        if isinstance(model.get("outputs"), list):
+            data["model"] = {**model, "outputs": study_names(model["outputs"], "model.outputs")}
+        return data
 
     @field_validator("quantities", mode="before")
     @classmethod

@@ -11,12 +11,12 @@ from studyrun.analyses.base import StudyContext
 from studyrun.blocks.dependencies import check_depends_on
 from studyrun.blocks.expr import ExprError
 from studyrun.blocks.quantities import parse_quantity, shape_problem
-from studyrun.core.runtable import RESERVED
 from studyrun.core.text import suggest
 from studyrun.study.spec import Study
 from studyrun.study.spec.registry import registry
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CONSTANTS = ("True", "False", "None")
 
 def check_study(study: Study, context: StudyContext,
                 run_code: bool = True) -> list[tuple[tuple, str]]:
@@ -63,11 +63,17 @@ def split_path(path: str) -> tuple:
 
 def bad_name(name: str, what: str) -> str:
     """Why `name` cannot name a parameter or a quantity ('' when it can): not an identifier, or
-    a column name studyrun keeps for itself."""
-    if _NAME.match(name) and name not in RESERVED:
+    one of Python's constants, which an expression reads as a value. Python's keywords (`yield`,
+    `lambda`) and runs.csv's old column names (`id`, `duration`) are names like any other."""
+    if _NAME.match(name) and name not in CONSTANTS:
         return ""
-    return (f"{name!r} cannot name a {what}: use letters, digits and _ (not one of "
-            f"{', '.join(sorted(RESERVED))})")
+    return (f"{name!r} cannot name a {what}: use letters, digits and _ (not "
+            f"{', '.join(CONSTANTS)})")
+
+
+def usable(names) -> list[str]:
+    """The names a study can write (a did-you-mean suggests no other)."""
+    return [name for name in names if not bad_name(name, "")]
 
 
 def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, str]]:
@@ -78,7 +84,8 @@ def check_parameters(study: Study, context: StudyContext) -> list[tuple[tuple, s
             problems.append((("parameters", name), wrong))
         elif inputs is not None and name not in inputs:
             problems.append((("parameters", name), f"the model has no input {name!r}"
-                             f"{suggest(name, inputs)} (inputs: {', '.join(sorted(inputs)) or 'none'})"))
+                             f"{suggest(name, usable(inputs))} (inputs: "
+                             f"{', '.join(sorted(inputs)) or 'none'})"))
     if not context.varied:
         problems.append((("parameters",), "no parameter is varied; give at least one a "
                          "distribution or bounds"))
@@ -106,12 +113,12 @@ def check_quantities(study: Study) -> list[tuple[tuple, str]]:
             problems.append(((*where, "<value>"), error.message if named
                              else f"{error.message} in {text!r}"))
             continue
-        problem = shape_problem(expr)
+        problem = shape_problem(expr, scalars_only=study.model is None)  # runs given in a CSV
         if problem:
             problems.append(((*where, "<value>"), f"{problem} (in {text!r})"))
         for unknown in sorted(expr.names - known) if known is not None else []:
             problems.append(((*where, "<value>"), f"unknown name {unknown!r} in {text!r}"
-                             f"{suggest(unknown, known)}"))
+                             f"{suggest(unknown, usable(known))}"))
     return problems
 
 
