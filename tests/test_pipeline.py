@@ -206,6 +206,22 @@ def test_report_rebuilds_from_the_results_folder(study_dir):
 
 
 @pytest.mark.slow
+def test_no_report_draws_none_removes_an_earlier_one_and_report_draws_it_later(study_dir):
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "64"))
+    out = study_dir / "out"
+    studyrun.run(path, out)
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    done = run_cli("run", path, "--out", out, "--quiet", "--no-report")
+    assert done.returncode == 0, done.stderr
+    assert {"report.md", "report.html", "figures"}.isdisjoint(p.name for p in out.iterdir())
+    assert json.loads((out / "analysis.json").read_text())["runs"]["reused"] == 64
+    done = run_cli("report", out)
+    assert done.returncode == 0, done.stderr
+    assert "Monte Carlo" in (out / "report.md").read_text() and (out / "report.html").is_file()
+    assert sorted(p.name for p in (out / "figures").iterdir()) == figures
+
+
+@pytest.mark.slow
 def test_plan_shows_runs_and_writes_a_csv(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "64"))
     done = run_cli("plan", path, "--csv", study_dir / "design.csv")
