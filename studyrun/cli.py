@@ -108,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fresh", action="store_true", help="start over: forget earlier runs")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--no-report", dest="report", action="store_false",
-                     help="write no report.md, report.html or figures/ (`studyrun report DIR` "
-                     "draws them later)")
+                     help="write no report.md, report.html, figures/ or calibrate's CSVs "
+                     "(`studyrun report DIR` writes them later)")
     run.set_defaults(command=command_run)
 
     check = commands.add_parser("check", help="integrate an equation model with its step and half of it")

@@ -21,7 +21,8 @@ from .core.errors import StudyrunError
 RESULTS = ("analysis.json", "report.md", "report.html", "runs.csv", "runs.parquet", "series.parquet",
            "figures", "residuals.csv", "mcmc-samples.csv",
            "fitted.csv")
-REPORT = ("report.md", "report.html", "figures")  # the report step's files, drawn from the rest
+# the report step's files, drawn from analysis.json and the runs (calibrate's CSVs among them)
+REPORT = ("report.md", "report.html", "figures", "residuals.csv", "mcmc-samples.csv", "fitted.csv")
 PARTIAL = ".partial"  # the suffix of a file being written; its name starts with a dot
 DIGEST_KEY = "study_yaml_sha256"
 

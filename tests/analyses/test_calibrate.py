@@ -42,7 +42,7 @@ def write_logistic(folder, method="lm", extra=""):
 
 @pytest.mark.parametrize("method", ["lm", "trf"])
 def test_logistic_growth_is_recovered_from_far_away(tmp_path, method):
-    result = studyrun.run(write_logistic(tmp_path, method), tmp_path / "out", report=False)
+    result = studyrun.run(write_logistic(tmp_path, method), tmp_path / "out")
     params = result.results["parameters"]
     assert params["capacity"]["estimate"] == pytest.approx(100, rel=1e-5)
     assert params["rate"]["estimate"] == pytest.approx(0.5, rel=1e-5)

@@ -50,7 +50,7 @@ def posterior(tmp_path_factory):
     (folder / "linear_model.py").write_text(MODEL)
     (folder / "obs.csv").write_text(DATA)
     path = write_study(folder, STUDY)
-    return studyrun.run(path, folder / "out", report=False), path, folder
+    return studyrun.run(path, folder / "out"), path, folder
 
 
 def test_the_posterior_matches_the_closed_form(posterior):

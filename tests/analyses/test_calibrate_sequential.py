@@ -38,7 +38,7 @@ def copy_example(folder):
 
 def run(folder, name, out=None):
     """`studyrun run studies/NAME.yaml` from `folder` (into results/NAME); its analysis.json."""
-    done = run_cli("run", "--no-report", f"studies/{name}.yaml", "--quiet", *(["--out", out] if out else []),
+    done = run_cli("run", f"studies/{name}.yaml", "--quiet", *(["--out", out] if out else []),
                    cwd=folder)
     assert done.returncode == 0, done.stderr
     return json.loads((folder / (out or f"results/{name}") / "analysis.json").read_text())

@@ -51,7 +51,7 @@ def run(path: Path) -> dict:
     """The study run in this process (a changed model file is imported afresh), its
     analysis.json as written."""
     out = path.parent / "results" / path.stem
-    studyrun.run(path, out, scheduler="sync", quiet=True, report=False)
+    studyrun.run(path, out, scheduler="sync", quiet=True)
     return json.loads((out / "analysis.json").read_text())
 
 

@@ -126,7 +126,7 @@ def test_nsga3_on_dtlz2_finds_the_sphere_and_draws_parallel_coordinates(tmp_path
 def test_robust_front_is_the_closed_form_over_the_common_scenarios(tmp_path):
     """Every candidate is run over the same 64 draws of u; mean((x - u)^2) = (x - m)^2 + v, and
     the front spans x from m to where the 90th percentile of (x - u)^2 reaches 3."""
-    result = run_example(tmp_path, "shifted-squares-robust", report=False)
+    result = run_example(tmp_path, "shifted-squares-robust")
     runs = result.runs
     u = np.unique(runs["u"])
     assert len(u) == 64
