@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "study's cluster block, or a default one")
     run.add_argument("--fresh", action="store_true", help="start over: forget earlier runs")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--no-report", dest="report", action="store_false",
+                     help="write no report.md, report.html, figures/ or calibrate's CSVs "
+                     "(`studyrun report DIR` writes them later)")
     run.set_defaults(command=command_run)
 
     check = commands.add_parser("check", help="integrate an equation model with its step and half of it")
@@ -261,7 +264,7 @@ def command_run(args) -> int:
             raise StudyError("give --scheduler or --cluster, not both")
         scheduler = cluster_override(load_study(args.study).study.execution.scheduler, args.cluster)
     analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
-                         fresh=args.fresh, quiet=args.quiet)
+                         fresh=args.fresh, quiet=args.quiet, report=args.report)
     folder = args.out or Path("results") / analysis["study"]
     runs = analysis["runs"]
     if runs["planned"] and not runs["succeeded"]:  # on_failure: continue, every run failed

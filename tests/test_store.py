@@ -54,11 +54,11 @@ def rows(path) -> list[dict]:
 @pytest.mark.slow
 def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp_path):
     (tmp_path / "broken").write_text("")
-    first = studyrun.run(moody, tmp_path / "out", quiet=True)
+    first = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)
     failed = first.analysis["runs"]["failed"]
     assert 50 < failed < 150  # about 30% of 300
     (tmp_path / "broken").unlink()
-    second = studyrun.run(moody, tmp_path / "out", quiet=True)
+    second = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)
     assert second.analysis["runs"] == {"planned": 300, "succeeded": 300, "failed": 0,
                                        "reused": 300 - failed}
     with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
@@ -106,13 +106,13 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
 @pytest.mark.parametrize("layout", ["1", "2"])
 def test_a_store_of_a_row_per_run_is_upgraded_and_its_runs_reused(moody, tmp_path, layout):
     (tmp_path / "broken").write_text("")
-    first = studyrun.run(moody, tmp_path / "out", quiet=True)
+    first = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)
     path = tmp_path / "out" / "runs.sqlite"
     as_rows(path, layout)
     with RunStore.open_readonly(path) as reader:  # read in a copy in memory, the file unchanged
         assert reader.counts() == {"ok": 300 - first.analysis["runs"]["failed"],
                                    "failed": first.analysis["runs"]["failed"]}
-    again = studyrun.run(moody, tmp_path / "out", quiet=True)  # the same runs fail again
+    again = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)  # the same runs fail again
     assert again.analysis["runs"]["reused"] == 300 - first.analysis["runs"]["failed"]
     assert again.analysis["results"] == first.analysis["results"]
     with RunStore.open_readonly(path) as store:
@@ -582,20 +582,20 @@ def test_adopt_copies_nothing_into_a_store_of_other_quantities(tmp_path):
 def test_runs_csv_is_kept_when_its_records_are_unchanged_and_written_again_otherwise(moody, tmp_path):
     (tmp_path / "broken").write_text("")
     out = tmp_path / "out"
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     path = out / "runs.csv"
     written = path.stat().st_mtime_ns
-    studyrun.run(moody, out, quiet=True)  # the failures fail again: new records, a new file
+    studyrun.run(moody, out, quiet=True, report=False)  # the failures fail again: new records, a new file
     assert path.stat().st_mtime_ns != written and len(rows(path)) == 300
     (tmp_path / "broken").unlink()
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     kept, text = path.stat().st_mtime_ns, path.read_text()
     assert "failed" not in text
-    studyrun.run(moody, out, quiet=True)  # every run reused: the same records, the file kept
+    studyrun.run(moody, out, quiet=True, report=False)  # every run reused: the same records, the file kept
     assert path.stat().st_mtime_ns == kept
     path.write_text(text.replace("ok", "OK", 1))  # edited by hand: written again
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     assert path.read_text() == text
     path.unlink()  # removed: written again
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     assert path.read_text() == text

@@ -68,9 +68,11 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
 
 
 def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
-              workers: int | None = None, fresh: bool = False, quiet: bool = False) -> dict[str, Any]:
+              workers: int | None = None, fresh: bool = False, quiet: bool = False,
+              report: bool = True) -> dict[str, Any]:
     """Load, plan, execute, analyse and report a study; return analysis.json's content (its
-    `warnings`: the study's own, then every one its results hold)."""
+    `warnings`: the study's own, then every one its results hold). Without `report`, the folder
+    holds no report (one of an earlier run is removed); `studyrun report DIR` draws it later."""
     started = now()
     loaded = load_study(path)
     warnings = study_warnings(loaded)
@@ -101,7 +103,10 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
                                   **loaded.study.analysis.provenance(loaded.context)}
         analysis[outputs.DIGEST_KEY] = outputs.study_digest(copy)
         write_json(folder / "analysis.json", analysis)
-        write_report(folder, loaded.study, analysis, outcome)
+        if report:
+            write_report(folder, loaded.study, analysis, outcome)
+        else:
+            outputs.clear(folder, only=outputs.REPORT)
     return analysis
 
 

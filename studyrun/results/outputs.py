@@ -21,6 +21,8 @@ from studyrun.core.errors import StudyrunError
 RESULTS = ("analysis.json", "report.md", "report.html", "runs.csv", "runs.parquet", "series.parquet",
            "figures", "residuals.csv", "mcmc-samples.csv",
            "fitted.csv")
+# the report step's files, drawn from analysis.json and the runs (calibrate's CSVs among them)
+REPORT = ("report.md", "report.html", "figures", "residuals.csv", "mcmc-samples.csv", "fitted.csv")
 PARTIAL = ".partial"  # the suffix of a file being written; its name starts with a dot
 DIGEST_KEY = "study_yaml_sha256"
 
@@ -62,10 +64,11 @@ def study_digest(text: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def clear(folder: Path, *, work: bool = False) -> None:
-    """Remove the results of an earlier run (and with `work`, the runs' working directories)."""
+def clear(folder: Path, *, work: bool = False, only: tuple[str, ...] = RESULTS) -> None:
+    """Remove the results of an earlier run, or `only` those of them (and with `work`, the runs'
+    working directories)."""
     folder = Path(folder)
-    for name in (*RESULTS, *(("work",) if work else ())):
+    for name in (*only, *(("work",) if work else ())):
         path = folder / name
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
