@@ -23,12 +23,14 @@ def load(path: str | Path):
 
 
 def run(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
-        workers: int | None = None, fresh: bool = False, quiet: bool = True) -> Results:
-    """Run a study file as `studyrun run` does; return its Results (analysis dict, runs frame)."""
+        workers: int | None = None, fresh: bool = False, quiet: bool = True,
+        report: bool = True) -> Results:
+    """Run a study file as `studyrun run` does; return its Results (analysis dict, runs frame).
+    `report=False` draws no report, as `--no-report`."""
     from studyrun.commands.pipeline import run_study
 
     with named_only_outside(path):  # as the command line: a file outside the folder never quoted
         analysis = run_study(path, out, scheduler=scheduler, workers=workers, fresh=fresh,
-                             quiet=quiet)
+                             quiet=quiet, report=report)
     folder = Path(out) if out else Path("results") / analysis["study"]
     return Results(folder, analysis)

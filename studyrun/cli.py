@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "study's cluster block, or a default one")
     run.add_argument("--fresh", action="store_true", help="start over: forget earlier runs")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--no-report", dest="report", action="store_false",
+                     help="write no report.md, report.html, figures/ or calibrate's CSVs "
+                     "(`studyrun report DIR` writes them later)")
     run.set_defaults(command=command_run)
 
     check = commands.add_parser("check", help="integrate an equation model with its step and half of it")
@@ -270,7 +273,8 @@ def command_run(args) -> int:
         shown.append(warning)
 
     analysis = run_study(args.study, args.out, scheduler=scheduler, workers=args.workers,
-                         fresh=args.fresh, quiet=args.quiet, warn=warn)
+                         fresh=args.fresh, quiet=args.quiet, warn=warn,
+                         report=args.report)
     folder = args.out or Path("results") / analysis["study"]
     runs = analysis["runs"]
     if runs["planned"] and not runs["succeeded"]:  # on_failure: continue, every run failed

@@ -15,6 +15,13 @@ from pathlib import Path
 
 import pytest
 
+# One thread per BLAS (OpenBLAS, MKL, OpenMP) in the test processes and every process they start:
+# the suite runs five test processes on two cores, where a second BLAS thread per process only
+# spins waiting for a core (the delta example took 26 s of CPU with two threads, 3.5 s with one).
+# Set before anything loads numpy; a value given in the environment is kept.
+for _threads in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
 DASK = (sys.executable, "-m", "dask")  # the `dask` command of this interpreter, activated or not
@@ -102,10 +109,12 @@ def write_study(folder: Path, text: str, name: str = "study.yaml") -> Path:
     return path
 
 
-def run_example(folder: Path, name: str, execution: str = "{scheduler: sync}", **changes):
+def run_example(folder: Path, name: str, execution: str = "{scheduler: sync}", *,
+                report: bool = True, **changes):
     """The example study studies/NAME.yaml, its texts replaced as `changes` says, run in folder
     (beside the studies' model modules and models/) into folder/out with `execution` (when it
-    has no execution block of its own); its Results."""
+    has no execution block of its own), drawing its report unless `report` is false; its
+    Results."""
     import studyrun
 
     text = (STUDIES / f"{name}.yaml").read_text()
@@ -117,7 +126,7 @@ def run_example(folder: Path, name: str, execution: str = "{scheduler: sync}", *
         (folder / "models").symlink_to(STUDIES / "models")
     if "execution:" not in text:
         text += f"execution: {execution}\n"
-    return studyrun.run(write_study(folder, text, f"{name}.yaml"), folder / "out")
+    return studyrun.run(write_study(folder, text, f"{name}.yaml"), folder / "out", report=report)
 
 
 def context_of(parameters: dict, model=None, folder: Path = Path("."), quantities=None):
@@ -261,12 +270,13 @@ def killed_at(path: Path, out: Path, runs: int) -> int:
 
 
 def killed_and_resumed(path: Path, out: Path, runs: int) -> tuple[int, dict]:
-    """`studyrun run` SIGKILLed once `runs` runs are stored, then run again to the end: the runs
-    stored at the kill and the resumed analysis.json."""
+    """`studyrun run` SIGKILLed once `runs` runs are stored, then run again to the end (drawing
+    no report): the runs stored at the kill and the resumed analysis.json."""
     import json
 
     stored = killed_at(path, out, runs)
-    resumed = run_cli("run", str(path), "--out", str(out), cwd=path.parent, timeout=300)
+    resumed = run_cli("run", "--no-report", str(path), "--out", str(out), cwd=path.parent,
+                      timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     return stored, json.loads((out / "analysis.json").read_text())
 
@@ -290,7 +300,7 @@ def run_earlier_steps(studies: Path, names: list[str] | None = None) -> None:
             if name in SEQUENTIAL:
                 run(SEQUENTIAL[name])
             studyrun.run(studies / f"{name}.yaml", studies.parent / "results" / name,
-                         scheduler="sync")
+                         scheduler="sync", report=False)  # read as `from:`, not as a report
             done.add(name)
 
     for earlier in sorted({SEQUENTIAL[n] for n in names or SEQUENTIAL}):

@@ -209,13 +209,13 @@ def test_whole_study_on_a_batch_system(study_dir, batch_system, kind, block):
     fake = batch_system(kind)
     cluster = json.dumps({"cluster": kind, "interface": "lo", **block})
     study = write_study(study_dir, STUDY.replace("SCHEDULER", cluster))
-    result = studyrun.run(study, study_dir / "out", quiet=True)
+    result = studyrun.run(study, study_dir / "out", quiet=True, report=False)
     assert result.analysis["runs"] == {"planned": 60, "succeeded": 60, "failed": 0, "reused": 0}
     assert result.analysis["execution"]["scheduler"] == kind
     workers = set(result.runs["run.worker"])
     assert all(int(w.rsplit(":", 1)[1]) != os.getpid() for w in workers), "ran in the driver"
     assert jobs_ended(fake), "the jobs outlived the study"
-    reference = studyrun.run(study, study_dir / "sync", scheduler="sync", quiet=True)
+    reference = studyrun.run(study, study_dir / "sync", scheduler="sync", quiet=True, report=False)
     assert result.results == reference.results
 
 
@@ -264,7 +264,7 @@ def test_a_job_that_ends_early_is_replaced(study_dir, batch_system):
     killer = threading.Thread(target=end_the_first_job, daemon=True)
     killer.start()
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "1s"}):
-        result = studyrun.run(study, out, quiet=True)
+        result = studyrun.run(study, out, quiet=True, report=False)
     killer.join()
     assert result.analysis["runs"]["succeeded"] == 120
     assert len((fake / "submitted").read_text().split()) >= 2, "no job replaced the lost one"

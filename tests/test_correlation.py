@@ -229,7 +229,7 @@ def test_a_surrogate_of_correlated_inputs_gives_their_moments_and_no_indices(stu
     text = SUM_STUDY.format(pairs="  - [a, b, 0.8]", c=UNIFORM,
                             analysis=f"{{type: surrogate, method: {method}, samples: 40}}")
     path = write_study(study_dir, text)
-    done = run_cli("run", path, "--out", study_dir / "out", "--quiet", "--scheduler", "threads")
+    done = run_cli("run", "--no-report", path, "--out", study_dir / "out", "--quiet", "--scheduler", "threads")
     assert done.returncode == 0, done.stderr
     y = json.loads((study_dir / "out" / "analysis.json").read_text())["results"]["y"]
     # y = 2a - 3b + c: var = 4 + 9 - 12 r + 1/12 with r = 0.8 (c independent of both)

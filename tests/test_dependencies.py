@@ -72,7 +72,7 @@ def helped_study(folder, scheduler: str = "sync", helper: str = "SCALE = 0.001\n
 
 
 def run(study, out, *more):
-    done = run_cli("run", study, "--out", out, "--quiet", *more)
+    done = run_cli("run", "--no-report", study, "--out", out, "--quiet", *more)
     assert done.returncode == 0, done.stderr
     return json.loads((out / "analysis.json").read_text())
 
@@ -297,9 +297,9 @@ def test_the_files_a_module_imports_are_found_from_its_source_not_its_stale_byte
 
 def test_the_python_api_in_one_process_runs_the_edited_helper_and_data(tmp_path):
     study = helped_study(tmp_path)
-    first = studyrun.run(study, tmp_path / "out")
+    first = studyrun.run(study, tmp_path / "out", report=False)
     (tmp_path / "helpers.py").write_text("SCALE = 1.0\n")
-    again = studyrun.run(study, tmp_path / "out")
+    again = studyrun.run(study, tmp_path / "out", report=False)
     assert again.analysis["runs"]["reused"] == 0
     assert abs(again.results["y"]["mean"] - 1000 * first.results["y"]["mean"]) < 1e-9
     # a module that reads a depends_on file when it is imported is imported again
@@ -309,9 +309,9 @@ def test_the_python_api_in_one_process_runs_the_edited_helper_and_data(tmp_path)
     text = HELPED.replace("SCHEDULER", "sync").replace("batch_size: 10", "batch_size: 10, "
                                                        "depends_on: [scale.txt]")
     study = write_study(tmp_path, text)
-    before = studyrun.run(study, tmp_path / "out")
+    before = studyrun.run(study, tmp_path / "out", report=False)
     (tmp_path / "scale.txt").write_text("5")
-    after = studyrun.run(study, tmp_path / "out")
+    after = studyrun.run(study, tmp_path / "out", report=False)
     assert after.analysis["runs"]["reused"] == 0
     assert abs(after.results["y"]["mean"] - 2.5 * before.results["y"]["mean"]) < 1e-9
 

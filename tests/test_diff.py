@@ -28,7 +28,7 @@ execution: {scheduler: sync}
 def folder_of(tmp_path, name: str, text: str):
     (tmp_path / "ishigami.py").write_text((STUDIES / "ishigami.py").read_text())
     out = tmp_path / name
-    studyrun.run(write_study(tmp_path, text, f"{name}.yaml"), out)
+    studyrun.run(write_study(tmp_path, text, f"{name}.yaml"), out, report=False)
     return out
 
 
@@ -123,7 +123,7 @@ def test_a_change_in_a_file_the_study_names_or_its_model_imports_is_a_change(tmp
     a = folder_of(tmp_path, "a", MONTECARLO)
     (tmp_path / "ishigami.py").write_text((tmp_path / "ishigami.py").read_text() + "\n# edited\n")
     b = tmp_path / "b"
-    studyrun.run(write_study(tmp_path, MONTECARLO, "b.yaml"), b)
+    studyrun.run(write_study(tmp_path, MONTECARLO, "b.yaml"), b, report=False)
     folders = json.loads(run_cli("diff", a, b, "--json").stdout)
     assert [c["key"] for c in folders["study"]["files"]] == ["files.ishigami.py"]
 
@@ -155,7 +155,7 @@ def test_a_revision_of_a_study_that_grows_an_untracked_results_folder(tmp_path):
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "studies"], check=True)
     for name in ("bowl-screen", "bowl-foldover"):
-        assert run_cli("run", f"studies/{name}.yaml", "--quiet", cwd=repo).returncode == 0
+        assert run_cli("run", "--no-report", f"studies/{name}.yaml", "--quiet", cwd=repo).returncode == 0
     done = run_cli("diff", "studies/bowl-foldover.yaml", "--rev", "HEAD", "--results",
                    "results/bowl-foldover", "--fail-above", "0", cwd=repo)
     assert done.returncode == 0, done.stderr + done.stdout
@@ -196,7 +196,7 @@ def test_wrong_input_is_a_clear_error(tmp_path, args, message):
 def test_a_revisions_results_are_run_beside_the_current_ones_and_compared(tmp_path):
     repo, git = committed_study(tmp_path)
     (repo / "study.yaml").write_text(MONTECARLO.replace("samples: 256", "samples: 512"))
-    current = studyrun.run(repo / "study.yaml", tmp_path / "current")
+    current = studyrun.run(repo / "study.yaml", tmp_path / "current", report=False)
     done = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results", tmp_path / "current",
                    "--json")
     assert done.returncode == 0, done.stderr

@@ -125,7 +125,7 @@ def assert_complete_and_equal_to_a_sync_run(study: Path, out: Path, runs: int) -
     assert analysis["runs"]["succeeded"] == runs and analysis["runs"]["failed"] == 0
     stored, distinct = count_runs(out / "runs.sqlite"), stored_runs(out)["run.id"].nunique()
     assert stored == distinct == runs, "a run was lost or recorded twice"
-    reference = studyrun.run(study, out.parent / "reference", scheduler="sync", quiet=True)
+    reference = studyrun.run(study, out.parent / "reference", scheduler="sync", quiet=True, report=False)
     assert analysis["results"] == json.loads(json.dumps(reference.analysis["results"]))
 
 
@@ -204,7 +204,7 @@ def test_a_batch_longer_than_the_scheduler_check_is_waited_for(study_dir, dask_s
     monkeypatch.setattr(DaskExecutor, "POLL_SECONDS", 0.1)
     study = slow_study(study_dir, dask_scheduler, runs=40)
     study.write_text(study.read_text().replace("batch_size: 6", "batch_size: 20"))
-    result = studyrun.run(study, study_dir / "out", quiet=True)
+    result = studyrun.run(study, study_dir / "out", quiet=True, report=False)
     assert result.analysis["runs"]["succeeded"] == 40
 
 
@@ -236,7 +236,7 @@ def test_a_model_that_raises_or_returns_nan_or_inf_fails_only_those_runs(study_d
         analysis: {type: montecarlo, samples: 200}
         execution: {scheduler: sync, on_failure: continue}
     """)
-    result = studyrun.run(study, study_dir / "out", quiet=True)
+    result = studyrun.run(study, study_dir / "out", quiet=True, report=False)
     runs = result.runs
     bad_a, nan_b, inf_b = runs.a > 0.8, (runs.a <= 0.8) & (runs.b > 0.9), (runs.a <= 0.8) & (runs.b < 0.1)
     assert (runs["run.status"][bad_a | nan_b | inf_b] == "failed").all()
@@ -349,7 +349,7 @@ def test_a_model_that_exits_or_crashes_its_process_fails_only_that_run(study_dir
     runs that do it: the batch is run again in parts in a process of its own until they are
     found, and recorded with how their process died; every other run succeeds once."""
     study = exits_study(study_dir, "local", batch)
-    done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    done = run_cli("run", "--no-report", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert_only_these_runs_failed(study_dir / "out", (3, 5, 7, 11))
@@ -360,7 +360,7 @@ def test_a_run_that_crashes_dask_workers_fails_alone(study_dir, dask_scheduler):
     again in parts, each alone, until the run that kills its workers is found; it fails alone
     (how its worker died is not known there) and every other run succeeds once."""
     study = exits_study(study_dir, dask_scheduler, 6, kinds=(11,))
-    done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    done = run_cli("run", "--no-report", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
     assert done.returncode == 0, done.stderr
     runs = stored_runs(study_dir / "out")
     failed = runs.loc[runs["run.status"] != "ok", ["a", "run.error"]].values.tolist()
@@ -394,7 +394,7 @@ def test_a_crash_under_sync_ends_the_driver_with_a_non_zero_status_and_where(stu
     segmentation fault ends; the exit status says so (never 0) and stderr shows the model's
     line, and the runs recorded before are kept."""
     study = exits_study(study_dir, "sync", 1, kinds=(11,))
-    done = run_cli("run", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    done = run_cli("run", "--no-report", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
     assert done.returncode == -signal.SIGSEGV, done.stderr
     assert "Segmentation fault" in done.stderr and 'exits.py", line 13 in model' in done.stderr
     assert 0 < count_runs(study_dir / "out" / "runs.sqlite") < 18
@@ -486,7 +486,7 @@ def test_a_command_that_hangs_or_exhausts_memory_fails_that_run(study_dir, capsy
         execution: {scheduler: threads, workers: 4, timeout: 1.5, on_failure: continue}
     """.replace("PYTHON", sys.executable))
     started = time.time()
-    result = studyrun.run(study, study_dir / "out", quiet=True)
+    result = studyrun.run(study, study_dir / "out", quiet=True, report=False)
     assert time.time() - started < 15
     runs = result.runs.set_index(["a", "b"])
     assert runs.loc[(0.1, 0.1), "run.status"] == "ok"
@@ -595,9 +595,9 @@ def test_a_full_disk_is_a_clear_error_and_leaves_no_half_written_batch(study_dir
     partial = ((runs["run.status"] != "ok") | runs[["y", "a2", "a", "b"]].isna().any(axis=1)).sum()
     assert 0 < stored < 10000 and partial == 0
     assert stored % 500 == 0, "a batch was recorded in part"
-    resumed = studyrun.run(study, moved, quiet=True)
+    resumed = studyrun.run(study, moved, quiet=True, report=False)
     assert resumed.analysis["runs"]["reused"] == stored
-    assert resumed.results == studyrun.run(study, study_dir / "fresh", quiet=True).results
+    assert resumed.results == studyrun.run(study, study_dir / "fresh", quiet=True, report=False).results
 
 
 @pytest.mark.system
@@ -666,9 +666,9 @@ def test_an_emptied_store_reruns_everything(study_dir):
     """A runs.sqlite truncated to nothing is an empty store: every run executes again."""
     study = write_study(study_dir, SMALL.replace("RUNS", "300"))
     out = study_dir / "out"
-    first = studyrun.run(study, out, quiet=True)
+    first = studyrun.run(study, out, quiet=True, report=False)
     os.truncate(out / "runs.sqlite", 0)
-    again = studyrun.run(study, out, quiet=True)
+    again = studyrun.run(study, out, quiet=True, report=False)
     assert again.analysis["runs"]["reused"] == 0 and again.results == first.results
 
 

@@ -26,7 +26,7 @@ def logistic(folder, execution: str):
 @pytest.mark.slow
 def test_runs_parquet_holds_runs_csv_with_typed_columns(tmp_path):
     path = logistic(tmp_path, "{scheduler: sync, export: [csv, parquet]}")
-    result = studyrun.run(path, tmp_path / "out")
+    result = studyrun.run(path, tmp_path / "out", report=False)
     frame = pandas.read_parquet(tmp_path / "out" / "runs.parquet")
     csv = pandas.read_csv(tmp_path / "out" / "runs.csv", keep_default_na=False, na_values=[""],
                           dtype={"run.error": object, "run.worker": object})
@@ -47,7 +47,7 @@ def test_runs_parquet_holds_runs_csv_with_typed_columns(tmp_path):
 @pytest.mark.slow
 def test_kept_series_export_in_long_form_equal_to_the_store(tmp_path):
     path = logistic(tmp_path, "{scheduler: sync, keep: series, export: [parquet]}")
-    result = studyrun.run(path, tmp_path / "out")
+    result = studyrun.run(path, tmp_path / "out", report=False)
     assert not (tmp_path / "out" / "runs.csv").exists()
     series = result.series
     assert list(series.columns) == ["run", "id", "output", "time", "value"]
@@ -66,9 +66,9 @@ def test_kept_series_export_in_long_form_equal_to_the_store(tmp_path):
 @pytest.mark.slow
 def test_an_export_no_longer_asked_for_is_removed_and_open_results_reads_the_other(tmp_path):
     out = tmp_path / "out"
-    first = studyrun.run(logistic(tmp_path, "{scheduler: sync, export: [parquet]}"), out)
+    first = studyrun.run(logistic(tmp_path, "{scheduler: sync, export: [parquet]}"), out, report=False)
     assert (out / "runs.parquet").exists() and not (out / "runs.csv").exists()
-    again = studyrun.run(logistic(tmp_path, "{scheduler: sync}"), out)  # csv, the default
+    again = studyrun.run(logistic(tmp_path, "{scheduler: sync}"), out, report=False)  # csv, the default
     assert (out / "runs.csv").exists() and not (out / "runs.parquet").exists()
     assert again.analysis["runs"]["reused"] == 300
     columns = ["run.index", "run.id", "rate", "capacity", "final_population"]
@@ -90,7 +90,7 @@ def test_parquet_without_pyarrow_is_a_located_error(tmp_path):
 
 @pytest.mark.slow
 def test_the_example_study_exports_parquet_from_the_command_line(tmp_path):
-    done = run_cli("run", STUDIES / "sales-force-montecarlo.yaml", "--out", tmp_path, "--quiet",
+    done = run_cli("run", "--no-report", STUDIES / "sales-force-montecarlo.yaml", "--out", tmp_path, "--quiet",
                    "--scheduler", "threads")
     assert done.returncode == 0, done.stderr
     results = studyrun.open_results(tmp_path)

@@ -42,20 +42,20 @@ def test_montecarlo_of_a_linear_model_matches_its_moments(study_dir):
 @pytest.mark.slow
 def test_rerun_reuses_every_run_and_fresh_starts_over(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "500"))
-    first = studyrun.run(path, study_dir / "out")
-    again = studyrun.run(path, study_dir / "out")
+    first = studyrun.run(path, study_dir / "out", report=False)
+    again = studyrun.run(path, study_dir / "out", report=False)
     assert again.analysis["runs"]["reused"] == 500
     assert again.results == first.results
-    fresh = studyrun.run(path, study_dir / "out", fresh=True)
+    fresh = studyrun.run(path, study_dir / "out", fresh=True, report=False)
     assert fresh.analysis["runs"]["reused"] == 0 and fresh.results == first.results
 
 
 @pytest.mark.slow
 def test_more_samples_reuse_the_runs_already_made(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "256").replace("sobol", "random"))
-    studyrun.run(path, study_dir / "out")
+    studyrun.run(path, study_dir / "out", report=False)
     write_study(study_dir, LINEAR_MC.replace("20000", "512").replace("sobol", "random"))
-    bigger = studyrun.run(path, study_dir / "out")
+    bigger = studyrun.run(path, study_dir / "out", report=False)
     assert bigger.analysis["runs"]["reused"] == 256
 
 
@@ -74,7 +74,7 @@ execution: {batch_size: BATCH, scheduler: SCHEDULER, workers: 2}
 
 def run_scalar(study_dir, scheduler, batch, out):
     text = SCALAR.replace("BATCH", str(batch)).replace("SCHEDULER", scheduler)
-    return studyrun.run(write_study(study_dir, text, f"{out}.yaml"), study_dir / out)
+    return studyrun.run(write_study(study_dir, text, f"{out}.yaml"), study_dir / out, report=False)
 
 
 @pytest.mark.slow
@@ -92,7 +92,7 @@ def test_results_do_not_depend_on_scheduler_or_batch_size(study_dir, dask_schedu
 @pytest.mark.slow
 def test_vectorized_model_receives_whole_batches(study_dir):
     text = LINEAR_MC.replace("20000", "1000") + "execution: {batch_size: 250, scheduler: sync}\n"
-    result = studyrun.run(write_study(study_dir, text), study_dir / "out")
+    result = studyrun.run(write_study(study_dir, text), study_dir / "out", report=False)
     assert result.runs["run.worker"].nunique() == 1
     assert result.analysis["execution"]["batch_size"] == 250
 
@@ -124,7 +124,7 @@ def test_the_batch_size_follows_how_a_batchs_cost_grows(study_dir, function, vec
     text = (f"name: cost\nmodel: {{type: python, function: 'cost:{function}', vectorized: "
             f"{vectorized}}}\nparameters:\n  a: {{bounds: [0, 1]}}\nquantities: {{y: y}}\n"
             "analysis: {type: montecarlo, samples: 2000}\nexecution: {scheduler: sync}\n")
-    result = studyrun.run(write_study(study_dir, text), study_dir / "out")
+    result = studyrun.run(write_study(study_dir, text), study_dir / "out", report=False)
     import sqlite3
     from contextlib import closing
 
@@ -133,7 +133,7 @@ def test_the_batch_size_follows_how_a_batchs_cost_grows(study_dir, function, vec
     assert sum(sizes) == 2000 and batches[0] <= len(sizes) <= batches[1], sizes
     fixed = studyrun.run(write_study(study_dir, text.replace("{scheduler: sync}",
                                                              "{scheduler: sync, batch_size: 250}"),
-                                     "fixed.yaml"), study_dir / "fixed")
+                                     "fixed.yaml"), study_dir / "fixed", report=False)
     assert fixed.results == result.results
 
 
@@ -149,7 +149,8 @@ execution: {on_failure: ON_FAILURE}
 
 
 def test_failed_runs_are_recorded_and_the_study_goes_on(study_dir):
-    result = studyrun.run(write_study(study_dir, FLAKY.replace("ON_FAILURE", "continue")), study_dir / "out")
+    result = studyrun.run(write_study(study_dir, FLAKY.replace("ON_FAILURE", "continue")),
+                          study_dir / "out", report=False)
     frame = result.runs
     a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
     expected_failed = (a > 0.8) | (b > 0.9)
@@ -165,7 +166,7 @@ def test_failed_runs_are_recorded_and_the_study_goes_on(study_dir):
 @pytest.mark.slow
 def test_abort_stops_cleanly_with_the_failed_run(study_dir):
     path = write_study(study_dir, FLAKY.replace("ON_FAILURE", "abort"))
-    done = run_cli("run", path, "--out", study_dir / "out", "--quiet")
+    done = run_cli("run", "--no-report", path, "--out", study_dir / "out", "--quiet")
     assert done.returncode == 1
     assert "failed" in done.stderr and "on_failure: continue" in done.stderr
     assert "Traceback" not in done.stderr
@@ -178,12 +179,12 @@ def test_second_process_on_the_same_folder_gets_a_clear_error(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "10"))
     with RunStore.open(study_dir / "out" / "runs.sqlite"):
         with pytest.raises(StoreError, match="another studyrun"):
-            studyrun.run(path, study_dir / "out")
+            studyrun.run(path, study_dir / "out", report=False)
 
 
 @pytest.mark.slow
 def test_analysis_json_has_the_contracted_keys(study_dir):
-    result = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
+    result = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out", report=False)
     data = json.loads((study_dir / "out" / "analysis.json").read_text())
     assert data["study"] == "linear-mc" and data["analysis"] == "montecarlo"
     assert set(data["results"]["y"]) >= {"mean", "std", "min", "max", "percentiles"}
@@ -206,6 +207,22 @@ def test_report_rebuilds_from_the_results_folder(study_dir):
 
 
 @pytest.mark.slow
+def test_no_report_draws_none_removes_an_earlier_one_and_report_draws_it_later(study_dir):
+    path = write_study(study_dir, LINEAR_MC.replace("20000", "64"))
+    out = study_dir / "out"
+    studyrun.run(path, out)
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    done = run_cli("run", path, "--out", out, "--quiet", "--no-report")
+    assert done.returncode == 0, done.stderr
+    assert {"report.md", "report.html", "figures"}.isdisjoint(p.name for p in out.iterdir())
+    assert json.loads((out / "analysis.json").read_text())["runs"]["reused"] == 64
+    done = run_cli("report", out)
+    assert done.returncode == 0, done.stderr
+    assert "Monte Carlo" in (out / "report.md").read_text() and (out / "report.html").is_file()
+    assert sorted(p.name for p in (out / "figures").iterdir()) == figures
+
+
+@pytest.mark.slow
 def test_plan_shows_runs_and_writes_a_csv(study_dir):
     path = write_study(study_dir, LINEAR_MC.replace("20000", "64"))
     done = run_cli("plan", path, "--csv", study_dir / "design.csv")
@@ -218,7 +235,7 @@ def test_plan_shows_runs_and_writes_a_csv(study_dir):
 
 @pytest.mark.slow
 def test_open_results_reads_a_folder_back(study_dir):
-    studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out")
+    studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "out", report=False)
     results = studyrun.open_results(study_dir / "out")
     assert results.analysis["runs"]["planned"] == 64 and len(results.runs) == 64
     assert isinstance(studyrun.load(study_dir / "study.yaml").seed, int)
@@ -246,7 +263,7 @@ def test_quantities_reduce_series(study_dir):
     analysis: {type: sweep, cases: [{k: 0.5}]}
     """
     result = studyrun.run(write_study(study_dir, text.replace("bounds: [0.5, 0.5]", "bounds: [0.4, 0.6]")),
-                          study_dir / "out")
+                          study_dir / "out", report=False)
     r = {name: v["values"][0] for name, v in result.results.items()}
     assert r["final"] == pytest.approx(100 * math.exp(-5))
     assert r["first"] == pytest.approx(100) and r["peak"] == pytest.approx(100)
@@ -328,8 +345,8 @@ def test_the_runs_error_column_is_text_whether_or_not_a_run_failed(study_dir):
     flaky = LINEAR_MC.replace("linear:linear", "linear:flaky").replace(", vectorized: true", "")
     flaky = flaky.replace("  c: 4\n", "").replace("{y: y, a2: a_squared}", "{y: value}")
     flaky = flaky.replace("20000", "64") + "execution: {scheduler: sync, on_failure: continue}\n"
-    failing = studyrun.run(write_study(study_dir, flaky), study_dir / "failing")
-    clean = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "clean")
+    failing = studyrun.run(write_study(study_dir, flaky), study_dir / "failing", report=False)
+    clean = studyrun.run(write_study(study_dir, LINEAR_MC.replace("20000", "64")), study_dir / "clean", report=False)
     for result in (failing, clean, studyrun.open_results(study_dir / "clean")):
         runs = result.runs
         assert runs["run.error"].dtype == object and runs["run.worker"].dtype == object
@@ -347,7 +364,7 @@ def test_warnings_about_the_numbers_are_at_the_top_of_analysis_json_and_printed_
     text = (FLAKY.replace("ON_FAILURE", "continue")
             .replace("analysis: {type: sweep, levels: 11}",
                      f"quantities: {{{quantities}}}\nanalysis: {{type: montecarlo, samples: 40}}"))
-    done = run_cli("run", write_study(study_dir, text), "--out", study_dir / "out", "--quiet")
+    done = run_cli("run", "--no-report", write_study(study_dir, text), "--out", study_dir / "out", "--quiet")
     assert done.returncode == 0, done.stderr
     data = json.loads((study_dir / "out" / "analysis.json").read_text())
     dropped = data["results"]["q00"]["dropped_runs"]

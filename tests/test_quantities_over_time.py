@@ -98,7 +98,7 @@ def fine_time_average(t0: float, t1: float) -> float:
 def test_sir_mean_infected_is_its_time_average(tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "sir.yaml").write_text((STUDIES / "models" / "sir.yaml").read_text())
-    results = studyrun.run(write_study(tmp_path, SIR), tmp_path / "out").results
+    results = studyrun.run(write_study(tmp_path, SIR), tmp_path / "out", report=False).results
     # the model's grid is a day: the trapezoid rule on it is within 1e-4 of the fine solve's,
     # where the average of its 51 points was 1.3% low
     assert results["mean_infected"]["values"][0] == pytest.approx(fine_time_average(10, 60),
@@ -132,10 +132,10 @@ def test_runs_stored_under_the_old_meaning_of_mean_are_made_again(tmp_path, monk
         out = tmp_path / quantities.split(":")[0]
         with monkeypatch.context() as old:
             old.setattr(studyrun.plan.study, "meaning", lambda quantities: None, raising=False)
-            studyrun.run(path, out)
+            studyrun.run(path, out, report=False)
         plan = run_cli("plan", path, "--out", out)
         assert plan.returncode == 0, plan.stderr
         if not reused:
             assert "what mean() and windowed reductions compute changed" in plan.stdout
-        result = studyrun.run(path, out)
+        result = studyrun.run(path, out, report=False)
         assert result.analysis["runs"]["reused"] == reused

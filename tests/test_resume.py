@@ -47,11 +47,11 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(study_dir):
     study = write_study(study_dir, SLOW.replace("SCHEDULER", "sync"))
     recorded = kill_midway(study, study_dir / "out", threshold=60)
     assert 60 <= recorded < 300
-    resumed = studyrun.run(study, study_dir / "out")
+    resumed = studyrun.run(study, study_dir / "out", report=False)
     assert resumed.analysis["runs"]["reused"] == recorded
     assert resumed.analysis["runs"]["succeeded"] == 300
     assert resumed.analysis["execution"]["executed"] == 300 - recorded
-    uninterrupted = studyrun.run(study, study_dir / "fresh")
+    uninterrupted = studyrun.run(study, study_dir / "fresh", report=False)
     assert resumed.results == uninterrupted.results
 
 
@@ -61,6 +61,6 @@ def test_sigkill_of_a_driver_using_a_local_cluster(study_dir):
     study = write_study(study_dir, SLOW.replace("SCHEDULER", "local"))
     recorded = kill_midway(study, study_dir / "out", threshold=40)
     assert recorded < 300
-    resumed = studyrun.run(study, study_dir / "out", scheduler="sync")
+    resumed = studyrun.run(study, study_dir / "out", scheduler="sync", report=False)
     assert resumed.analysis["runs"]["reused"] == recorded
-    assert resumed.results == studyrun.run(study, study_dir / "fresh", scheduler="sync").results
+    assert resumed.results == studyrun.run(study, study_dir / "fresh", scheduler="sync", report=False).results

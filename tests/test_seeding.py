@@ -120,9 +120,9 @@ def folder(tmp_path, monkeypatch):
 @pytest.mark.parametrize("kind", list(MODELS))
 def test_a_run_draws_the_same_numbers_in_any_batch_and_after_a_kill(folder, kind):
     alone = noisy_study(folder, kind, "{scheduler: sync, batch_size: 1}")
-    studyrun.run(alone, folder / "alone")
+    studyrun.run(alone, folder / "alone", report=False)
     threads = noisy_study(folder, kind, "{scheduler: threads, workers: 2, batch_size: 64}")
-    studyrun.run(threads, folder / "threads")
+    studyrun.run(threads, folder / "threads", report=False)
     killed = noisy_study(folder, kind, "{scheduler: sync, batch_size: 10}")
     stored, analysis = killed_and_resumed(killed, folder / "resumed", 40)
     assert 40 <= stored < 200 and analysis["runs"]["reused"] == stored
@@ -137,7 +137,7 @@ def test_a_run_draws_the_same_numbers_in_any_batch_and_after_a_kill(folder, kind
 
 
 def test_a_command_gets_the_documented_seed_of_its_run(folder):
-    studyrun.run(noisy_study(folder, "command", "{scheduler: sync}"), folder / "out")
+    studyrun.run(noisy_study(folder, "command", "{scheduler: sync}"), folder / "out", report=False)
     seeds = by_run(folder / "out", ("y",))
     assert {run_id: (run_seed(run_id),) for run_id in seeds} == seeds
     assert all(0 <= seed < SEED_LIMIT for (seed,) in seeds.values())
@@ -157,7 +157,7 @@ def test_a_new_study_seed_gives_new_numbers(folder, kind):
     ys = {}
     for path in (first, again, other):
         out = folder / path.stem
-        studyrun.run(path, out)
+        studyrun.run(path, out, report=False)
         ys[path.stem] = sorted(y for _, y in by_run(out).values())
     assert ys[first.stem] == ys["again"]
     assert not set(ys[first.stem]) & set(ys["other"])

@@ -66,7 +66,7 @@ def test_projectile_quantities_are_the_programs_own_whatever_the_batching(tmp_pa
     for seed, (batch, scheduler, workers) in enumerate(configs):
         out = tmp_path / f"out-{seed}"
         done = run_env("run", projectile_study(tmp_path, batch, scheduler, workers), "--out", out,
-                       "--quiet", seed=seed)
+                       "--quiet", "--no-report", seed=seed)
         assert done.returncode == 0, done.stderr
         analysis = json.loads((out / "analysis.json").read_text())
         assert analysis["runs"]["failed"] == 0
@@ -113,7 +113,8 @@ def test_series_quantity_results_do_not_depend_on_the_hash_seed(tmp_path):
     # two seeds under which a set of the study's names iterates in different orders
     seeds = hash_seeds_that_reorder("a", "b", "time", "y", "trajectory")
     for seed in seeds:
-        done = run_env("run", path, "--out", tmp_path / f"out-{seed}", "--quiet", seed=seed)
+        done = run_env("run", path, "--out", tmp_path / f"out-{seed}", "--quiet", "--no-report",
+                       seed=seed)
         assert done.returncode == 0, done.stderr
         texts.append(results_text(tmp_path / f"out-{seed}"))
     assert texts == [texts[0]] * len(seeds)
@@ -191,7 +192,7 @@ def test_time_resolved_sobol_names_the_runs_that_stop_before_the_common_grid(tmp
     (tmp_path / "stretched.py").write_text(STRETCHED)
     text = LINE_SOBOL.replace("line:line", "stretched:stretched").replace(
         "trajectory: series(y)", "stop: final(time)").replace("samples: 32", "samples: 32, outputs: [y]")
-    done = run_cli("run", write_study(tmp_path, text), "--out", tmp_path / "out", "--quiet")
+    done = run_cli("run", "--no-report", write_study(tmp_path, text), "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 0, done.stderr
     runs = pandas.read_csv(tmp_path / "out" / "runs.csv").sort_values("run.index")
     assert runs["stop"].tolist() == (2 + runs["a"]).tolist()  # each run's own end
@@ -227,7 +228,7 @@ def test_local_sensitivity_interpolates_onto_the_nominal_runs_grid(tmp_path):
 def run_study(folder, text):
     import studyrun
 
-    return studyrun.run(write_study(folder, text), folder / "out").results
+    return studyrun.run(write_study(folder, text), folder / "out", report=False).results
 
 
 def test_calibration_compares_runs_that_stop_at_different_times_at_the_observations(tmp_path):

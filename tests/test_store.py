@@ -56,11 +56,11 @@ def rows(path) -> list[dict]:
 @pytest.mark.slow
 def test_failed_runs_are_replaced_when_they_succeed_on_the_next_start(moody, tmp_path):
     (tmp_path / "broken").write_text("")
-    first = studyrun.run(moody, tmp_path / "out", quiet=True)
+    first = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)
     failed = first.analysis["runs"]["failed"]
     assert 50 < failed < 150  # about 30% of 300
     (tmp_path / "broken").unlink()
-    second = studyrun.run(moody, tmp_path / "out", quiet=True)
+    second = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)
     assert second.analysis["runs"] == {"planned": 300, "succeeded": 300, "failed": 0,
                                        "reused": 300 - failed}
     with RunStore.open_readonly(tmp_path / "out" / "runs.sqlite") as store:
@@ -598,20 +598,20 @@ def test_adopt_copies_nothing_into_a_store_of_other_quantities(tmp_path):
 def test_runs_csv_is_kept_when_its_records_are_unchanged_and_written_again_otherwise(moody, tmp_path):
     (tmp_path / "broken").write_text("")
     out = tmp_path / "out"
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     path = out / "runs.csv"
     written = path.stat().st_mtime_ns
-    studyrun.run(moody, out, quiet=True)  # the failures fail again: new records, a new file
+    studyrun.run(moody, out, quiet=True, report=False)  # the failures fail again: new records, a new file
     assert path.stat().st_mtime_ns != written and len(rows(path)) == 300
     (tmp_path / "broken").unlink()
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     kept, text = path.stat().st_mtime_ns, path.read_text()
     assert "failed" not in text
-    studyrun.run(moody, out, quiet=True)  # every run reused: the same records, the file kept
+    studyrun.run(moody, out, quiet=True, report=False)  # every run reused: the same records, the file kept
     assert path.stat().st_mtime_ns == kept
     path.write_text(text.replace("ok", "OK", 1))  # edited by hand: written again
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     assert path.read_text() == text
     path.unlink()  # removed: written again
-    studyrun.run(moody, out, quiet=True)
+    studyrun.run(moody, out, quiet=True, report=False)
     assert path.read_text() == text

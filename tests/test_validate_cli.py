@@ -181,7 +181,7 @@ def test_a_malformed_scheduler_address_is_located(study_dir, address, message):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert re.search(rf"{re.escape(str(path))}:8:\d+: execution.scheduler: .*{re.escape(message)}",
                      done.stderr), done.stderr
-    done = run_cli("run", write_study(study_dir, GOOD), "--scheduler", address, "--out",
+    done = run_cli("run", "--no-report", write_study(study_dir, GOOD), "--scheduler", address, "--out",
                    study_dir / "out", cwd=study_dir)
     assert done.returncode == 2 and done.stderr.startswith("--scheduler: "), done.stderr
 
@@ -218,7 +218,7 @@ def test_a_server_that_is_not_a_dask_scheduler_is_one_line_at_start(study_dir, g
     """With batch_size auto a study this small runs in the pilot and used to pass without ever
     connecting; the address is checked at start instead."""
     path = write_study(study_dir, GOOD.replace("samples: 100", "samples: 4"))
-    done = run_cli("run", path, "--scheduler", garbage_server, "--out", study_dir / "out",
+    done = run_cli("run", "--no-report", path, "--scheduler", garbage_server, "--out", study_dir / "out",
                    cwd=study_dir)
     assert done.returncode == 1, done.stderr
     assert done.stderr == (f"studyrun: the server at {garbage_server} is not a Dask scheduler (it "
@@ -232,7 +232,7 @@ def test_a_scheduler_that_is_not_there_is_one_line_at_start(study_dir):
     address = f"tcp://127.0.0.1:{free_port()}"
     path = write_study(study_dir, GOOD.replace("samples: 100", "samples: 4")
                        + f"execution: {{scheduler: '{address}'}}\n")
-    done = run_cli("run", path, "--out", study_dir / "out", cwd=study_dir)
+    done = run_cli("run", "--no-report", path, "--out", study_dir / "out", cwd=study_dir)
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"studyrun: cannot reach the Dask scheduler at {address}: ")
     assert len(done.stderr.splitlines()) == 1

@@ -47,7 +47,7 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 def test_status_and_failed_runs_of_a_finished_study(study_dir, capsys):
     study = write_study(study_dir, FLAKY)
     out = study_dir / "out"
-    result = studyrun.run(study, out, quiet=True)
+    result = studyrun.run(study, out, quiet=True, report=False)
     failed = result.analysis["runs"]["failed"]
     assert 0 < failed < 100
     status, text, _ = cli(capsys, "status", out)

@@ -65,10 +65,13 @@ def make_job(loaded: Loaded, folder: Path) -> Job:
 
 def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str | None = None,
               workers: int | None = None, fresh: bool = False, quiet: bool = False,
-              warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+              warn: Callable[[str], None] | None = None,
+              report: bool = True) -> dict[str, Any]:
     """Load, plan, execute, analyse and report a study; return analysis.json's content (its
     `warnings`: the study's own, then every one its results hold). The study's own warnings
-    go to `warn` before any run (by default to stderr), so a long study shows them first."""
+    go to `warn` before any run (by default to stderr), so a long study shows them first.
+    Without `report`, the folder holds no report (one of an earlier run is removed);
+    `studyrun report DIR` draws it later."""
     started = now()
     loaded = load_study(path)
     warnings = study_warnings(loaded)
@@ -109,7 +112,10 @@ def run_study(path: str | Path, out: str | Path | None = None, *, scheduler: str
         outputs.write_text(folder / "analysis.json", record.text())
         analysis = record.dump()
         # the report reads the results as computed (a NaN, not analysis.json's null), as before
-        write_report(folder, loaded.study, {**analysis, "results": analysed.results}, outcome)
+        if report:
+            write_report(folder, loaded.study, {**analysis, "results": analysed.results}, outcome)
+        else:  # the report step's files: report.md, report.html, figures, an analysis's own
+            outputs.clear(folder, only=outputs.REPORT, files=type(loaded.study.analysis).results_files)
     return analysis
 
 

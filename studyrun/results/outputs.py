@@ -21,6 +21,8 @@ from studyrun.core.errors import StudyrunError
 # (`results_files`), which `claim` is given.
 RESULTS = ("analysis.json", "report.md", "report.html", "runs.csv", "runs.parquet", "series.parquet",
            "figures")
+# the report step's files, drawn from analysis.json and the runs (an analysis's own files too)
+REPORT = ("report.md", "report.html", "figures")
 PARTIAL = ".partial"  # the suffix of a file being written; its name starts with a dot
 DIGEST_KEY = "study_yaml_sha256"
 
@@ -62,11 +64,12 @@ def study_digest(text: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def clear(folder: Path, *, work: bool = False, files: tuple[str, ...] = ()) -> None:
-    """Remove the results of an earlier run, `files` (the analyses' own) too (and with `work`,
-    the runs' working directories)."""
+def clear(folder: Path, *, work: bool = False, files: tuple[str, ...] = (),
+          only: tuple[str, ...] = RESULTS) -> None:
+    """Remove the results of an earlier run, or `only` those of them, `files` (the analyses'
+    own) too (and with `work`, the runs' working directories)."""
     folder = Path(folder)
-    for name in (*RESULTS, *files, *(("work",) if work else ())):
+    for name in (*only, *files, *(("work",) if work else ())):
         path = folder / name
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)

@@ -65,7 +65,7 @@ def test_lm_moves_from_a_start_at_the_centre_of_the_box(tmp_path):
     path = write_logistic(tmp_path)
     path.write_text(path.read_text().replace("[0.05, 5], nominal: 2", "[0.1, 1.0], nominal: 0.55")
                     .replace("[1, 1000], nominal: 10", "[20, 200], nominal: 110"))
-    result = studyrun.run(path, tmp_path / "out").results
+    result = studyrun.run(path, tmp_path / "out", report=False).results
     assert result["parameters"]["rate"]["initial"] == 0.55
     assert result["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-5)
     assert result["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-5)
@@ -73,8 +73,8 @@ def test_lm_moves_from_a_start_at_the_centre_of_the_box(tmp_path):
 
 def test_a_resumed_calibration_reuses_every_run(tmp_path):
     path = write_logistic(tmp_path)
-    first = studyrun.run(path, tmp_path / "out")
-    again = studyrun.run(path, tmp_path / "out")
+    first = studyrun.run(path, tmp_path / "out", report=False)
+    again = studyrun.run(path, tmp_path / "out", report=False)
     assert again.analysis["runs"]["reused"] == again.analysis["runs"]["planned"]
     assert again.analysis["execution"]["executed"] == 0
     assert again.results["parameters"] == first.results["parameters"]
@@ -119,7 +119,7 @@ def test_gradient_matching_reaches_the_trajectory_fit_with_far_fewer_integration
 @pytest.mark.parametrize("method", ["nelder-mead", "lbfgsb", "differential-evolution\n  generations: 20",
                                     "lm\n  multistart: 3"])
 def test_other_methods_recover_the_logistic_parameters(tmp_path, method):
-    result = studyrun.run(write_logistic(tmp_path, method), tmp_path / "out").results
+    result = studyrun.run(write_logistic(tmp_path, method), tmp_path / "out", report=False).results
     assert result["parameters"]["capacity"]["estimate"] == pytest.approx(100, rel=1e-4)
     assert result["parameters"]["rate"]["estimate"] == pytest.approx(0.5, rel=1e-4)
     if "multistart" in method:
@@ -129,16 +129,16 @@ def test_other_methods_recover_the_logistic_parameters(tmp_path, method):
 
 
 def test_the_fit_does_not_depend_on_the_scheduler(tmp_path):
-    reference = studyrun.run(write_logistic(tmp_path, "lm\n  multistart: 2"), tmp_path / "sync").results
+    reference = studyrun.run(write_logistic(tmp_path, "lm\n  multistart: 2"), tmp_path / "sync", report=False).results
     threads = studyrun.run(write_logistic(tmp_path, "lm\n  multistart: 2"), tmp_path / "threads",
-                           scheduler="threads", workers=2).results
+                           scheduler="threads", workers=2, report=False).results
     assert threads["parameters"] == reference["parameters"]
     assert threads["evaluations"] == reference["evaluations"]
 
 
 def test_exact_jacobians_from_the_sensitivity_equations(tmp_path):
-    differences = studyrun.run(write_logistic(tmp_path), tmp_path / "fd").results
-    exact = studyrun.run(write_logistic(tmp_path, "lm\n  jacobian: exact"), tmp_path / "ex").results
+    differences = studyrun.run(write_logistic(tmp_path), tmp_path / "fd", report=False).results
+    exact = studyrun.run(write_logistic(tmp_path, "lm\n  jacobian: exact"), tmp_path / "ex", report=False).results
     for name in ("capacity", "rate"):
         a, b = exact["parameters"][name], differences["parameters"][name]
         assert a["estimate"] == pytest.approx(b["estimate"], rel=1e-7)
@@ -162,7 +162,7 @@ def test_exact_jacobians_fall_back_for_a_model_with_a_lookup(tmp_path):
           data: {{file: area.csv, format: wide}}
         execution: {{scheduler: sync}}
         """)
-    result = studyrun.run(study, tmp_path / "out").results
+    result = studyrun.run(study, tmp_path / "out", report=False).results
     assert "lookup" in result["notes"][0] and "forward differences" in result["notes"][0]
     assert result["cost"]["final"] < result["cost"]["initial"]
 
@@ -208,7 +208,7 @@ def test_two_data_files_in_two_formats_fit_lotka_volterra(tmp_path):
             - {file: predator.csv, format: long, weight: mean, scale_var: true}
         execution: {scheduler: sync}
         """)
-    result = studyrun.run(study, tmp_path / "out").results
+    result = studyrun.run(study, tmp_path / "out", report=False).results
     for name, truth in {"alpha": 1.1, "beta": 0.4, "delta": 0.1, "gamma": 0.4}.items():
         assert result["parameters"][name]["estimate"] == pytest.approx(truth, rel=1e-5)
     variables = result["variables"]
@@ -246,7 +246,7 @@ def test_gradient_matching_with_a_state_that_has_no_data(tmp_path):
     out = Ode.model_validate(model).build(tmp_path).integrate({}, n=1)
     (tmp_path / "x.csv").write_text("time,x\n" + "".join(
         f"{t:g},{v:.12g}\n" for t, v in zip(out.time[::2], out.series["x"][0][::2])))
-    result = studyrun.run(write_study(tmp_path, CHAIN), tmp_path / "out").results
+    result = studyrun.run(write_study(tmp_path, CHAIN), tmp_path / "out", report=False).results
     gm = result["gradient_matching"]
     assert gm["hidden_states"] == ["y"] and gm["observed_states"] == ["x"]
     assert gm["cost"] < result["cost"]["initial"] / 10
@@ -263,7 +263,7 @@ def test_run_counts_tell_repeated_points_from_runs_of_an_earlier_session(tmp_pat
         assert runs["succeeded"] == runs["planned"] and runs["failed"] == 0
         return runs
 
-    done = run_cli("run", write_logistic(tmp_path), "--out", tmp_path / "out", "--quiet")
+    done = run_cli("run", "--no-report", write_logistic(tmp_path), "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 0, done.stderr
     first = counts(studyrun.open_results(tmp_path / "out"))
     assert first["reused"] == 0 and first["executed"] == first["planned"]
@@ -272,9 +272,9 @@ def test_run_counts_tell_repeated_points_from_runs_of_an_earlier_session(tmp_pat
             f"earlier session, {first['planned']} executed now); the analysis evaluated "
             f"{first['evaluated']} points, {first['evaluated'] - first['planned']} of them "
             "repeats") in done.stdout
-    again = counts(studyrun.run(write_logistic(tmp_path), tmp_path / "out"))
+    again = counts(studyrun.run(write_logistic(tmp_path), tmp_path / "out", report=False))
     assert again == first | {"reused": first["planned"], "executed": 0}
-    other = counts(studyrun.run(write_logistic(tmp_path, "trf"), tmp_path / "out"))
+    other = counts(studyrun.run(write_logistic(tmp_path, "trf"), tmp_path / "out", report=False))
     assert 0 < other["reused"] < other["planned"]  # the start, at least, an earlier session ran
     assert other["reused"] + other["executed"] == other["planned"]
 

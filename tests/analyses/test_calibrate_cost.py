@@ -131,7 +131,7 @@ execution: {scheduler: sync}
 def test_initial_cost_through_the_pipeline_matches_the_hand_computation(tmp_path):
     (tmp_path / "handmade.py").write_text(MODEL)
     (tmp_path / "obs.csv").write_text(LONG)
-    result = studyrun.run(write_study(tmp_path, STUDY), tmp_path / "out").results
+    result = studyrun.run(write_study(tmp_path, STUDY), tmp_path / "out", report=False).results
     assert result["cost"]["initial"] == pytest.approx(1.8125)
     assert result["minlogp_initial"] == pytest.approx(1.8125 / 2 + math.log(2) + 5 * LOG2PI)
     assert result["cost"]["final"] < result["cost"]["initial"]
@@ -167,7 +167,7 @@ def test_data_against_the_model_from_the_command_line(tmp_path, change, where, m
 def test_a_python_models_time_span_is_checked_after_its_first_run(tmp_path):
     (tmp_path / "handmade.py").write_text(MODEL)
     (tmp_path / "obs.csv").write_text("name,time,value\nA,1,1\nA,9,2\n")
-    done = run_cli("run", write_study(tmp_path, STUDY.replace(", err: sd", "")),
+    done = run_cli("run", "--no-report", write_study(tmp_path, STUDY.replace(", err: sd", "")),
                    "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 2, done.stderr
     assert "obs.csv:3:3: x = 9 of 'A' lies outside the model's time span [0, 4]" in done.stderr
@@ -190,7 +190,7 @@ def test_failed_runs_count_as_an_infinite_cost_when_the_study_continues(tmp_path
     (tmp_path / "obs.csv").write_text(LONG)
     text = STUDY.replace("err: sd}", "err: sd}\n  method: differential-evolution\n  generations: 15") \
         .replace("scheduler: sync}", "scheduler: sync, on_failure: continue}")
-    result = studyrun.run(write_study(tmp_path, text), tmp_path / "out")
+    result = studyrun.run(write_study(tmp_path, text), tmp_path / "out", report=False)
     assert result.analysis["runs"]["failed"] > 0
     a = (0.5 * 1 / 0.25 + 2 * 1.5 / 1 + 3.5 * 3 / 4) / (0.25 / 0.25 + 4 / 1 + 12.25 / 4)
     assert result.results["parameters"]["a"]["estimate"] == pytest.approx(a, rel=1e-5)

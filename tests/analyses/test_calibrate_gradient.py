@@ -48,7 +48,7 @@ def test_converged_at_the_optimum_with_the_documented_objective(tmp_path):
     that is the optimum, not a failure. The objective is sum_k ((f - dx~/dt) / scale)^2."""
     from scipy.interpolate import make_smoothing_spline
 
-    results = studyrun.run(write(tmp_path), tmp_path / "out").results
+    results = studyrun.run(write(tmp_path), tmp_path / "out", report=False).results
     gm = results["gradient_matching"]
     assert results["converged"] is True, results["message"]
     assert results["message"].startswith("gradient matching converged: the mismatch is at its "
@@ -86,7 +86,7 @@ def test_an_initial_state_parameter_is_taken_from_the_data_at_the_start(tmp_path
 
 def test_an_initial_state_parameter_without_data_at_the_start_is_refused(tmp_path):
     path = write(tmp_path, x0="{bounds: [0.01, 1], nominal: 0.5}", window="[2, 30]")
-    done = run_cli("run", path, "--out", tmp_path / "out", "--quiet")
+    done = run_cli("run", "--no-report", path, "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 2, done.stderr
     assert re.search(r"study\.yaml:\d+:\d+: analysis\.method: gradient matching fits the "
                      r"right-hand side, which never reads 'initial_population'.*begin at time 2; "

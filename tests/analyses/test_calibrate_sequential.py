@@ -180,17 +180,17 @@ def test_a_redone_earlier_calibration_is_read_again_not_reused(tmp_path):
     reads M1 again: the same answer as M2 in a fresh folder, not the earlier one."""
     studies = copy_example(tmp_path)
     m1, m2 = studies / f"{M1}.yaml", studies / f"{M2}.yaml"
-    studyrun.run(m1, tmp_path / "results" / M1)
-    before = studyrun.run(m2, tmp_path / "results" / M2).analysis
+    studyrun.run(m1, tmp_path / "results" / M1, report=False)
+    before = studyrun.run(m2, tmp_path / "results" / M2, report=False).analysis
     survey = studies / "data" / "stock-survey.csv"
     t = np.arange(0, 16.0)
     smaller = 80 / (1 + (80 / 5 - 1) * np.exp(-0.5 * t))  # a stock of capacity 80
     survey.write_text("name,time,value\n" + "".join(f"population,{a:g},{b!r}\n"
                                                     for a, b in zip(t, smaller.tolist())))
-    redone = studyrun.run(m1, tmp_path / "results" / M1).analysis
+    redone = studyrun.run(m1, tmp_path / "results" / M1, report=False).analysis
     assert redone["results"]["fitted"]["capacity"] == pytest.approx(80, rel=1e-5)
-    again = studyrun.run(m2, tmp_path / "results" / M2).analysis
-    fresh = studyrun.run(m2, tmp_path / "fresh").analysis
+    again = studyrun.run(m2, tmp_path / "results" / M2, report=False).analysis
+    fresh = studyrun.run(m2, tmp_path / "fresh", report=False).analysis
     for key in ("start", "fitted", "cost", "variables"):
         assert again["results"][key] == fresh["results"][key], key
     assert again["results"]["start"]["parameters"]["capacity"]["value"] == \

@@ -250,12 +250,12 @@ def test_the_examples_grow_a_screen_into_a_ccd(tmp_path):
     fits = {}
     for name in ("bowl-screen", "bowl-foldover", "bowl-grown-ccd"):
         if name == "bowl-grown-ccd":  # the last step as a user runs it
-            done = run_cli("run", folder / f"{name}.yaml", "--quiet", "--scheduler", "sync",
+            done = run_cli("run", "--no-report", folder / f"{name}.yaml", "--quiet", "--scheduler", "sync",
                            cwd=tmp_path)
             assert done.returncode == 0, done.stderr
         else:
             studyrun.run(folder / f"{name}.yaml", tmp_path / "results" / name, scheduler="sync",
-                         quiet=True)
+                         quiet=True, report=False)
         fits[name] = json.loads((tmp_path / "results" / name / "analysis.json").read_text())
     screen = fits["bowl-screen"]["results"]["process_yield"]
     assert screen["coefficients"]["x3"]["estimate"] == pytest.approx(0.5 + 1.5)  # + x1*x2
@@ -296,7 +296,7 @@ def test_earlier_runs_are_read_in_plan_order_with_their_latest_record(tmp_path):
 def test_a_study_may_not_grow_the_folder_it_writes(fraction):
     path = study(fraction, "fraction", '{type: python, function: "sevens:sevens", vectorized: true}',
                  SEVEN_PARAMETERS, "{type: doe, from: results/fraction, augment: foldover}")
-    done = run_cli("run", path, "--out", fraction / "results" / "fraction", "--quiet")
+    done = run_cli("run", "--no-report", path, "--out", fraction / "results" / "fraction", "--quiet")
     assert done.returncode == 2 and "names the folder this run writes" in done.stderr
     assert json.loads((fraction / "results" / "fraction" / "analysis.json").read_text())[
         "design"]["runs"] == 8  # the earlier results are left as they were

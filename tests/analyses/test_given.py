@@ -53,12 +53,12 @@ def test_delta_of_a_folder_and_of_its_runs_csv_equals_the_delta_of_its_run(tmp_p
         analysis: {{type: delta, samples: 300, resamples: 10}}
         execution: {{scheduler: sync}}
         """, "ran.yaml")
-    first = studyrun.run(ran, tmp_path / "ran").analysis
+    first = studyrun.run(ran, tmp_path / "ran", report=False).analysis
     assert first["execution"]["executed"] == 300
     for source in ("ran", "ran/runs.csv"):
         path = given_study(tmp_path, f"{{type: delta, from: {source}, resamples: 10}}",
                            extra="quantities: {y: value}\n", name="again.yaml")
-        again = studyrun.run(path, tmp_path / f"again-{source.replace('/', '-')}").analysis
+        again = studyrun.run(path, tmp_path / f"again-{source.replace('/', '-')}", report=False).analysis
         assert again["results"] == first["results"]
         assert again["runs"] == {"planned": 300, "succeeded": 300, "failed": 0, "reused": 0,
                                  "given": 300, "executed": 0}
@@ -102,10 +102,10 @@ def test_a_changed_row_is_a_new_run_the_others_are_reused(tmp_path):
     x, y = ishigami_rows(100)
     write_csv(tmp_path / "runs.csv", ["x1", "x2", "x3", "y"], [x, y])
     path = given_study(tmp_path, "{type: montecarlo, from: runs.csv}")
-    studyrun.run(path, tmp_path / "out")
+    studyrun.run(path, tmp_path / "out", report=False)
     y[0] += 1.0  # the same inputs, another output: not the run recorded before
     write_csv(tmp_path / "runs.csv", ["x1", "x2", "x3", "y"], [x, y])
-    again = studyrun.run(path, tmp_path / "out").analysis
+    again = studyrun.run(path, tmp_path / "out", report=False).analysis
     assert again["runs"]["reused"] == 99
     assert again["results"]["y"]["mean"] == pytest.approx(np.mean(y), rel=1e-13)
 
@@ -118,7 +118,7 @@ def test_doe_design_given_recovers_an_exactly_quadratic_response(tmp_path):
     write_csv(tmp_path / "runs.csv", ["a", "b", "y"], [a, b, y])
     parameters = "  a: {bounds: [0, 2]}\n  b: {bounds: [-1, 1]}"
     path = given_study(tmp_path, "{type: doe, design: given, from: runs.csv}", parameters)
-    fit = studyrun.run(path, tmp_path / "out").results["y"]
+    fit = studyrun.run(path, tmp_path / "out", report=False).results["y"]
     coefficients = {term: c["estimate"] for term, c in fit["coefficients"].items()}
     expected = {"1": 3, "x1": 2, "x2": -1, "x1*x2": 0.5, "x1^2": 1.5, "x2^2": -2}
     assert coefficients == pytest.approx(expected, abs=1e-9)
@@ -131,10 +131,10 @@ def test_rbd_fast_and_pawn_of_ishigami_rows(tmp_path):
     x, y = ishigami_rows(4000)
     write_csv(tmp_path / "runs.csv", ["x1", "x2", "x3", "y"], [x, y])
     path = given_study(tmp_path, "{type: rbd_fast, from: runs.csv, resamples: 10}")
-    s1 = studyrun.run(path, tmp_path / "rbd").results["y"]["S1"]
+    s1 = studyrun.run(path, tmp_path / "rbd", report=False).results["y"]["S1"]
     assert [s1["x1"], s1["x2"], s1["x3"]] == pytest.approx([0.3139, 0.4424, 0.0], abs=0.05)
     path = given_study(tmp_path, "{type: pawn, from: runs.csv}", name="pawn.yaml")
-    median = studyrun.run(path, tmp_path / "pawn").results["y"]["median"]
+    median = studyrun.run(path, tmp_path / "pawn", report=False).results["y"]["median"]
     problem = {"num_vars": 3, "names": ["x1", "x2", "x3"], "bounds": [[0.0, 1.0]] * 3}
     direct = pawn.analyze(problem, x, y, S=10)["median"]
     assert [median[n] for n in ("x1", "x2", "x3")] == pytest.approx(list(direct), abs=1e-12)
@@ -149,7 +149,7 @@ def test_surrogate_trained_on_a_csv_without_a_model(tmp_path):
     y = np.sin(x[:, 0]) + 7 * np.sin(x[:, 1]) ** 2 + 0.1 * x[:, 2] ** 4 * np.sin(x[:, 0])
     write_csv(tmp_path / "runs.csv", ["x1", "x2", "x3", "y"], [x, y])
     path = given_study(tmp_path, "{type: surrogate, from: runs.csv}")
-    result = studyrun.run(path, tmp_path / "out")
+    result = studyrun.run(path, tmp_path / "out", report=False)
     y_fit = result.results["y"]
     assert y_fit["samples"] == 600 and result.analysis["execution"]["executed"] == 0
     assert [y_fit["ST"][n] for n in ("x1", "x2", "x3")] == pytest.approx([0.5576, 0.4424, 0.2437],
@@ -162,7 +162,7 @@ def test_mistakes_in_a_csv_are_all_located_at_its_cells(tmp_path):
                                        "0.5,abc,0.2,1.0\n"
                                        "9.0,0.1,0.2,oops\n")
     path = given_study(tmp_path, "{type: montecarlo, from: runs.csv}")
-    done = run_cli("run", path, "--out", tmp_path / "out")
+    done = run_cli("run", "--no-report", path, "--out", tmp_path / "out")
     csv = str((tmp_path / "runs.csv").resolve())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     lines = done.stderr.splitlines()
@@ -180,7 +180,7 @@ def test_mistakes_in_a_csv_are_all_located_at_its_cells(tmp_path):
 def test_a_results_folder_of_other_parameters_and_a_missing_source_are_located(tmp_path):
     x, y = ishigami_rows(50)
     write_csv(tmp_path / "runs.csv", ["x1", "x2", "x3", "y"], [x, y])
-    studyrun.run(given_study(tmp_path, "{type: montecarlo, from: runs.csv}"), tmp_path / "mc")
+    studyrun.run(given_study(tmp_path, "{type: montecarlo, from: runs.csv}"), tmp_path / "mc", report=False)
     other = PARAMETERS + "\n  x4: {distribution: uniform, low: 0, high: 1}"
     done = run_cli("validate", given_study(tmp_path, "{type: delta, from: mc}", other, name="b.yaml"))
     runs_csv = str((tmp_path / "mc/runs.csv").resolve())
@@ -223,7 +223,7 @@ def test_delta_of_fewer_runs_than_its_minimum_is_refused_at_validate(tmp_path):
 
 
 def test_the_example_study_runs_from_its_csv(tmp_path):
-    result = studyrun.run(STUDIES / "ishigami-given-delta.yaml", tmp_path / "out")
+    result = studyrun.run(STUDIES / "ishigami-given-delta.yaml", tmp_path / "out", report=False)
     s1 = result.results["y"]["S1"]
     assert result.analysis["runs"]["given"] == 2000 and result.analysis["runs"]["executed"] == 0
     assert [s1["x1"], s1["x2"], s1["x3"]] == pytest.approx([0.3139, 0.4424, 0.0], abs=0.05)

@@ -54,7 +54,7 @@ def study(folder, text, model, objective, method, name="study.yaml"):
 
 def run(folder, *args, **kwargs):
     path = study(folder, *args, **kwargs)
-    return studyrun.run(path, folder / path.stem)
+    return studyrun.run(path, folder / path.stem, report=False)
 
 
 def constants(model):
@@ -218,9 +218,9 @@ execution: {scheduler: sync}
 def test_a_stiff_model_gives_the_same_gradient_by_adjoint_and_forward(tmp_path, method):
     text = STIFF.replace("METHOD", method).replace("OBJECTIVE", "integral(c)")
     adjoint = studyrun.run(write_study(tmp_path, text.replace("GRADIENT", "auto"), "a.yaml"),
-                           tmp_path / "a").results
+                           tmp_path / "a", report=False).results
     forward = studyrun.run(write_study(tmp_path, text.replace("GRADIENT", "forward"), "f.yaml"),
-                           tmp_path / "f").results
+                           tmp_path / "f", report=False).results
     assert adjoint["method"] == "adjoint" and forward["method"] == "forward"
     for p, g in forward["gradient"].items():
         assert adjoint["gradient"][p] == pytest.approx(g, rel=1e-6), p
@@ -231,9 +231,9 @@ def test_a_fixed_step_model_gets_forward_sensitivities_from_auto(tmp_path):
         {**yaml.safe_load((STUDIES / "models" / "logistic.yaml").read_text()), "method": "rk4"},
         default_flow_style=True, width=1000).strip())
     auto = studyrun.run(write_study(tmp_path, text.replace("OBJECTIVE", "final(population)")
-                                    .replace("METHOD", "auto"), "auto.yaml"), tmp_path / "a")
+                                    .replace("METHOD", "auto"), "auto.yaml"), tmp_path / "a", report=False)
     fd = studyrun.run(write_study(tmp_path, text.replace("OBJECTIVE", "final(population)")
-                                  .replace("METHOD", "fd"), "fd.yaml"), tmp_path / "f")
+                                  .replace("METHOD", "fd"), "fd.yaml"), tmp_path / "f", report=False)
     assert auto.results["method"] == "forward"
     assert any("discrete solution exactly" in n for n in auto.results["notes"])
     for p, g in fd.results["gradient"].items():  # the derivative of the rk4 solution itself
@@ -313,7 +313,7 @@ def logistic_fit(folder, gradient, name):
 
 @pytest.mark.slow
 def test_calibrate_with_adjoint_gradients_fits_in_far_fewer_runs(tmp_path):
-    fits = {g: studyrun.run(logistic_fit(tmp_path, g, f"{g}.yaml"), tmp_path / g).results
+    fits = {g: studyrun.run(logistic_fit(tmp_path, g, f"{g}.yaml"), tmp_path / g, report=False).results
             for g in ("adjoint", "forward", "fd")}
     for gradient, results in fits.items():
         estimate = {p: v["estimate"] for p, v in results["parameters"].items()}
@@ -352,7 +352,7 @@ def optimize(folder, terms, gradient, name, quantity="final(population) - at(pop
     text = OPTIMIZE.replace("TERMS", terms).replace("GRADIENT", gradient).replace(
         "QUANTITY", f'"{quantity}"')
     path = study(folder, text, "logistic", "", "", name)
-    return studyrun.run(path, folder / path.stem)
+    return studyrun.run(path, folder / path.stem, report=False)
 
 
 @pytest.mark.parametrize("terms", ["target: {middle: 400, last: 1000}",

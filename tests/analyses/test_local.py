@@ -32,7 +32,7 @@ execution: {scheduler: sync, batch_size: 16}
 
 
 def run(folder, text, name="study.yaml"):
-    return studyrun.run(write_study(folder, text, name), folder / name.replace(".yaml", ""))
+    return studyrun.run(write_study(folder, text, name), folder / name.replace(".yaml", ""), report=False)
 
 
 def functions(entry):
@@ -331,7 +331,7 @@ def test_quantities_get_their_normalised_derivatives_by_differences(tmp_path):
 
 def test_flowers_example_reaches_the_equilibrium_sensitivities(tmp_path):
     # equilibrium area = SA (1 - d / ig): S = 1 for SA, d / (ig - d) for ig, -d / (ig - d) for d
-    result = studyrun.run(STUDIES / "flowers-local.yaml", tmp_path / "out")
+    result = studyrun.run(STUDIES / "flowers-local.yaml", tmp_path / "out", report=False)
     area = functions(result.results["area"])
     assert area["suitable_area"][-1] == pytest.approx(1.0, abs=1e-3)  # nearly settled at 20
     assert area["intrinsic_growth_rate"][-1] == pytest.approx(0.25, abs=1e-3)

@@ -31,7 +31,7 @@ def flowers(folder, analysis):
 @pytest.mark.parametrize("method", ["nelder-mead", "lbfgsb", "differential-evolution"])
 def test_optimize_finds_the_decay_rate_of_a_target_area(tmp_path, method):
     path = flowers(tmp_path, f"target: {{final_area: 600}}, method: {method}, generations: 30")
-    result = studyrun.run(path, tmp_path / "out").results
+    result = studyrun.run(path, tmp_path / "out", report=False).results
     # equilibrium area = suitable_area * (1 - decay / growth rate): 600 acres at decay 0.4
     assert result["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.4, abs=2e-3)
     assert result["quantities"]["final_area"]["final"] == pytest.approx(600, abs=0.5)
@@ -42,8 +42,8 @@ def test_optimize_finds_the_decay_rate_of_a_target_area(tmp_path, method):
 
 
 def test_minimize_and_maximize_end_at_the_bounds(tmp_path):
-    low = studyrun.run(flowers(tmp_path, "minimize: final_area"), tmp_path / "low").results
-    high = studyrun.run(flowers(tmp_path, "maximize: [final_area]"), tmp_path / "high").results
+    low = studyrun.run(flowers(tmp_path, "minimize: final_area"), tmp_path / "low", report=False).results
+    high = studyrun.run(flowers(tmp_path, "maximize: [final_area]"), tmp_path / "high", report=False).results
     assert low["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.8, abs=1e-3)
     assert high["parameters"]["decay_rate"]["optimum"] == pytest.approx(0.05, abs=1e-3)
     assert high["objective"]["final"] == pytest.approx(-high["quantities"]["final_area"]["final"])
@@ -59,8 +59,8 @@ def test_an_unknown_quantity_is_a_located_error(tmp_path):
 
 def test_rerun_reuses_every_run_and_gives_the_same_numbers(tmp_path):
     path = flowers(tmp_path, "target: {final_area: 600}")
-    first = studyrun.run(path, tmp_path / "out")
-    again = studyrun.run(path, tmp_path / "out")
+    first = studyrun.run(path, tmp_path / "out", report=False)
+    again = studyrun.run(path, tmp_path / "out", report=False)
     assert again.analysis["runs"]["reused"] == again.analysis["runs"]["planned"]
     assert again.results == first.results
 
@@ -87,7 +87,7 @@ quantities: {y: y}
 analysis: {type: optimize, minimize: [y], method: lbfgsb, step: 0.01}
 execution: {scheduler: sync}
 """)
-    studyrun.run(path, tmp_path / "out")
+    studyrun.run(path, tmp_path / "out", report=False)
     import csv
 
     with open(tmp_path / "out" / "runs.csv") as handle:

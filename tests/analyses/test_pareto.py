@@ -22,7 +22,7 @@ def objectives(front, names=("f1", "f2")) -> np.ndarray:
 def test_zdt1_front_lies_on_the_true_one_with_its_hypervolume(tmp_path):
     """ZDT1, 5 variables, 100 generations of 60: every front point within 0.02 of
     f2 = 1 - sqrt(f1), and a hypervolume against (1, 1) of at least 0.64 (the true one's: 2/3)."""
-    results = run_example(tmp_path, "zdt1-nsga2").results
+    results = run_example(tmp_path, "zdt1-nsga2", report=False).results
     f = objectives(results["pareto"])
     assert len(f) >= 30
     assert np.abs(f[:, 1] - (1 - np.sqrt(f[:, 0]))).max() < 0.02
@@ -71,7 +71,7 @@ def distance_to(curve: np.ndarray, points: np.ndarray) -> np.ndarray:
 @pytest.mark.slow
 def test_binh_and_korn_front_meets_its_constraints_and_the_known_curve(tmp_path):
     (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
-    results = studyrun.run(write_study(tmp_path, BINH_KORN), tmp_path / "out").results
+    results = studyrun.run(write_study(tmp_path, BINH_KORN), tmp_path / "out", report=False).results
     front = results["pareto"]
     f = objectives(front)
     assert len(front) >= 30 and f[:, 0].max() > 100  # both branches of the front reached
@@ -88,7 +88,7 @@ def test_a_constraint_that_cuts_the_front_leaves_infeasible_candidates_apart(tmp
     (tmp_path / "zdt.py").write_text((STUDIES / "zdt.py").read_text())
     text = BINH_KORN.replace('"c2 >= 7.7"]', '"c2 >= 7.7", "f1 <= 40"]').replace(
         "generations: 60", "generations: 25")
-    results = studyrun.run(write_study(tmp_path, text), tmp_path / "out").results
+    results = studyrun.run(write_study(tmp_path, text), tmp_path / "out", report=False).results
     f = objectives(results["pareto"])
     assert f[:, 0].max() <= 40 and f[:, 0].max() > 35
     seen = results["evaluated"]
@@ -172,7 +172,7 @@ def test_a_killed_search_resumes_and_ends_with_the_same_front(tmp_path):
     stored, analysis = killed_and_resumed(path, tmp_path / "out", 100)
     assert 100 <= stored < 240, stored
     assert analysis["runs"]["reused"] >= stored - 5
-    fresh = studyrun.run(path, tmp_path / "fresh")
+    fresh = studyrun.run(path, tmp_path / "fresh", report=False)
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
@@ -184,7 +184,7 @@ def test_the_front_does_not_depend_on_scheduler_or_batch_size(tmp_path):
                                              for b in (1, "auto", 64))):
         folder = tmp_path / str(len(fronts))
         folder.mkdir()
-        done = run_example(folder, "zdt1-nsga2", execution, **{
+        done = run_example(folder, "zdt1-nsga2", execution, report=False, **{
             "population: 60": "population: 24", "generations: 100": "generations: 8"})
         fronts.append(done.results)
         ran.append(done.analysis["execution"]["scheduler"])
@@ -209,7 +209,7 @@ def test_failed_runs_are_infeasible_candidates_and_the_search_goes_on(tmp_path):
     text = (STUDIES / "zdt1-nsga2.yaml").read_text().replace("zdt:zdt1", "failing:model").replace(
         "vectorized: true", "vectorized: false").replace("generations: 100", "generations: 30")
     path = write_study(tmp_path, text + "execution: {scheduler: sync, on_failure: continue}\n")
-    done = studyrun.run(path, tmp_path / "out")
+    done = studyrun.run(path, tmp_path / "out", report=False)
     results, runs = done.results, done.analysis["runs"]
     assert runs["failed"] > 0 and runs["succeeded"] > 0
     f = objectives(results["pareto"])
@@ -389,7 +389,8 @@ def test_a_distribution_searched_as_a_decision_is_warned_of(tmp_path):
     results = {}
     for name, changes in (("robust", short), ("plain", plain)):
         (tmp_path / name).mkdir()
-        results[name] = run_example(tmp_path / name, "shifted-squares-robust", **changes)
+        results[name] = run_example(tmp_path / name, "shifted-squares-robust", report=False,
+                                    **changes)
     [warning] = results["plain"].analysis["warnings"]
     assert "nsga2 searches every varied parameter as a decision over its box, u too" in warning
     assert "give analysis.scenarios: N" in warning

@@ -92,7 +92,7 @@ def test_pce_gives_the_g_function_indices(tmp_path):
     parameters = "{" + ", ".join(f"x{i}: {{bounds: [0, 1]}}" for i in range(1, 9)) + "}"
     path = study(tmp_path, "g_function", parameters,
                  "{type: surrogate, method: pce, samples: 500, sampling: sobol, q: 0.75}")
-    y = studyrun.run(path, tmp_path / "out").results["y"]
+    y = studyrun.run(path, tmp_path / "out", report=False).results["y"]
     first, total = g_indices(a)
     for i in range(8):
         assert y["S1"][f"x{i + 1}"] == pytest.approx(first[i], abs=0.02)
@@ -106,7 +106,7 @@ def test_a_cubic_polynomial_is_reproduced_exactly(tmp_path):
     for fit in ("lars", "ols"):
         path = study(tmp_path, "cubic", parameters,
                      f"{{type: surrogate, samples: 60, fit: {fit}, validation: loo}}")
-        y = studyrun.run(path, tmp_path / f"out-{fit}").results["y"]
+        y = studyrun.run(path, tmp_path / f"out-{fit}", report=False).results["y"]
         assert y["q2"] == pytest.approx(1.0, abs=1e-9) and y["degree"] == 3
         assert y["rmse"] < 1e-8
 
@@ -120,7 +120,7 @@ def test_a_linear_models_indices_for_every_family(tmp_path):
     variances = np.array([4 * 1, 1 * 2, 9 * (6 / (25 * 6)), np.exp(0.09) * (np.exp(0.09) - 1)])
     expected = dict(zip("abcd", variances / variances.sum()))
     path = study(tmp_path, "linear", parameters, "{type: surrogate, samples: 200}")
-    y = studyrun.run(path, tmp_path / "out").results["y"]
+    y = studyrun.run(path, tmp_path / "out", report=False).results["y"]
     for name, value in expected.items():
         assert y["S1"][name] == pytest.approx(value, abs=0.01)
         assert y["ST"][name] == pytest.approx(value, abs=0.01)
@@ -134,7 +134,7 @@ def test_gp_reaches_q2_above_099_on_the_borehole_function_from_100_runs(tmp_path
     path = tmp_path / "borehole.yaml"
     path.write_text(text + "analysis: {type: surrogate, method: gp, samples: 100}\n"
                     + "execution: {scheduler: sync}\n")
-    result = studyrun.run(path, tmp_path / "out")
+    result = studyrun.run(path, tmp_path / "out", report=False)
     flow = result.results["flow"]
     assert flow["samples"] == 100 and flow["q2"] > 0.99
     # Reference indices of the borehole function (Harper and Gupta's distributions)
@@ -181,7 +181,7 @@ def wing_weight_errors(weight):
 def test_a_surrogate_of_too_few_runs_is_not_trusted_though_its_q2_looks_good(tmp_path):
     """The issue's case: wing weight from 25 runs, Q2 0.976, an index off by 0.046, was
     `trusted`. Its intervals now hold every reference index, and are too wide to trust."""
-    weight = run_example(tmp_path, "wingweight-surrogate").results["weight"]
+    weight = run_example(tmp_path, "wingweight-surrogate", report=False).results["weight"]
     assert weight["q2"] == pytest.approx(0.976, abs=0.001) and weight["trusted"] is False
     errors = wing_weight_errors(weight)
     assert max(e for e, _ in errors) == pytest.approx(0.046, abs=0.001)
@@ -190,7 +190,7 @@ def test_a_surrogate_of_too_few_runs_is_not_trusted_though_its_q2_looks_good(tmp
 
 
 def test_a_well_fitted_surrogate_is_still_trusted(tmp_path):
-    weight = run_example(tmp_path, "wingweight-surrogate",
+    weight = run_example(tmp_path, "wingweight-surrogate", report=False,
                          **{"samples: 25": "samples: 100"}).results["weight"]
     assert weight["q2"] > 0.99 and weight["trusted"] is True and "warnings" not in weight
     errors = wing_weight_errors(weight)
@@ -232,7 +232,7 @@ def test_a_killed_adaptive_study_resumes_and_ends_with_the_same_result(tmp_path)
     stored, analysis = killed_and_resumed(path, tmp_path / "out", 45)
     assert 30 < stored < 90, stored
     assert analysis["runs"]["reused"] >= stored - 5
-    fresh = studyrun.run(path, tmp_path / "fresh")
+    fresh = studyrun.run(path, tmp_path / "fresh", report=False)
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
@@ -247,7 +247,7 @@ def test_adaptive_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
         text = path.read_text().replace("execution: {scheduler: sync}",
                                         f"execution: {{scheduler: local, workers: 2, batch_size: {batch}}}")
         results.append(studyrun.run(write_study(tmp_path, text, f"s-{batch}.yaml"),
-                                    tmp_path / f"out-{batch}").results)
+                                    tmp_path / f"out-{batch}", report=False).results)
     assert [h["samples"] for h in results[0]["y"]["convergence"]] == [60, 80, 100]
     assert results[0] == results[1] == results[2]
 
@@ -255,11 +255,11 @@ def test_adaptive_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
 def test_training_on_another_folders_runs_reruns_nothing(tmp_path):
     monte = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
                   "{type: montecarlo, samples: 600, sampling: lhs}")
-    studyrun.run(monte, tmp_path / "mc")
+    studyrun.run(monte, tmp_path / "mc", report=False)
     path = write_study(tmp_path, monte.read_text().replace(
         "{type: montecarlo, samples: 600, sampling: lhs}", "{type: surrogate, from: mc}"),
         name="surrogate.yaml")
-    result = studyrun.run(path, tmp_path / "out")
+    result = studyrun.run(path, tmp_path / "out", report=False)
     y = result.results["y"]
     runs = result.analysis["runs"]
     assert (runs["planned"], runs["given"], runs["executed"], y["samples"]) == (600, 600, 0, 600)
@@ -295,7 +295,7 @@ def test_mistakes_are_located(tmp_path):
 def test_predict_from_the_command_line_and_in_python(tmp_path):
     path = study(tmp_path, "cubic", "{a: {bounds: [0, 1]}, b: {bounds: [0, 1]}, c: {bounds: [0, 1]}}",
                  "{type: surrogate, samples: 50}")
-    result = studyrun.run(path, tmp_path / "out")
+    result = studyrun.run(path, tmp_path / "out", report=False)
     exact = 1 + 2 * 0.3 - 3 * 0.2 * 0.9 + 0.5 * 0.3**3 + 0.3 * 0.2 * 0.9 - 0.81
     assert result.predict({"a": 0.3, "b": 0.2, "c": 0.9}, "y")["prediction"] == pytest.approx(exact)
     done = run_cli("predict", str(tmp_path / "out"), "--at", "a=0.3,b=0.2,c=0.9")

@@ -108,12 +108,12 @@ def driver(study_path: Path, out: Path, sigint=signal.SIG_DFL) -> subprocess.Pop
 
 def test_results_equal_a_local_run_and_no_job_outlives_the_study(slurm, study_dir):
     path = study(study_dir, 60, 0, "jobs: 2")
-    result = studyrun.run(path, study_dir / "out", quiet=True)
+    result = studyrun.run(path, study_dir / "out", quiet=True, report=False)
     assert result.analysis["runs"] == {"planned": 60, "succeeded": 60, "failed": 0, "reused": 0}
     assert result.analysis["execution"]["scheduler"] == "slurm"
     assert all(int(w.rsplit(":", 1)[1]) != os.getpid() for w in result.runs["run.worker"])
     assert wait_for(lambda: not jobs(study_dir / "out"), 10) < 10
-    reference = studyrun.run(path, study_dir / "sync", scheduler="sync", quiet=True)
+    reference = studyrun.run(path, study_dir / "sync", scheduler="sync", quiet=True, report=False)
     assert result.results == reference.results
     local = json.loads((study_dir / "sync" / "analysis.json").read_text())
     assert json.loads((study_dir / "out" / "analysis.json").read_text())["results"] == \
@@ -137,7 +137,7 @@ def test_a_cancelled_job_is_replaced_and_nothing_is_lost(slurm, study_dir):
     canceller = threading.Thread(target=cancel_the_first_job, daemon=True)
     canceller.start()
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "1s"}):
-        result = studyrun.run(path, out, quiet=True)
+        result = studyrun.run(path, out, quiet=True, report=False)
     canceller.join(5)
     assert result.analysis["runs"]["succeeded"] == 120
     assert len(seen) >= 2, f"no job replaced the cancelled one (jobs seen: {seen})"
@@ -183,7 +183,7 @@ def test_a_killed_driver_leaves_no_job_and_status_shows_jobs(slurm, study_dir):
     print(f"a running job ended {took:.1f} s after the driver was killed")
     assert jobs(out), "expected the pending job to outlive the driver"
     start = time.time()
-    resumed = studyrun.run(path, out, quiet=True)
+    resumed = studyrun.run(path, out, quiet=True, report=False)
     print(f"resumed in {time.time() - start:.1f} s")
     assert resumed.analysis["runs"]["succeeded"] == 120 and resumed.analysis["runs"]["reused"]
     notes = json.dumps(resumed.analysis)
@@ -224,12 +224,12 @@ def test_a_rerun_that_submits_nothing_still_cancels_the_jobs_a_killed_driver_lef
     wait_for(lambda: len(jobs(out)) < 3, 30)  # the jobs whose workers had connected end
     assert jobs(out), "expected the pending job to outlive the driver"
     if rerun == "--scheduler sync":
-        result = studyrun.run(path, out, scheduler="sync", quiet=True)
+        result = studyrun.run(path, out, scheduler="sync", quiet=True, report=False)
         assert result.analysis["runs"]["succeeded"] == 120
     else:
         done = sorted(stored_runs(out).query("status == 'ok'")["a"])
         path = write_study(study_dir, text.replace("LEVELS", json.dumps(done)), "done.yaml")
-        result = studyrun.run(path, out, quiet=True)
+        result = studyrun.run(path, out, quiet=True, report=False)
         assert result.analysis["runs"]["reused"] == len(done)
         assert result.analysis["execution"]["executed"] == 0
     assert wait_for(lambda: not jobs(out), 10) < 10, jobs(out)
@@ -256,7 +256,7 @@ def test_a_job_that_reaches_its_walltime_is_replaced(slurm, study_dir):
     watcher.start()
     start = time.time()
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "1s"}):
-        result = studyrun.run(path, out, quiet=True)
+        result = studyrun.run(path, out, quiet=True, report=False)
     stop.set()
     watcher.join(5)
     assert result.analysis["runs"]["succeeded"] == 900

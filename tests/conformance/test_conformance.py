@@ -104,8 +104,9 @@ class Runs:
             loaded = load_study(study)
             loaded_spec = loaded.study.model_dump()
             with patch.object(pipeline, "load_study", lambda *_, **__: loaded):  # this object
+                # the same runs executed otherwise give the baseline's report: they draw none
                 run_study(study, out, scheduler=setting.scheduler, workers=setting.workers,
-                          quiet=True)
+                          quiet=True, report=setting == BASELINE)
             with open(out / "runs.csv", newline="") as handle:
                 rows = list(csv.DictReader(handle))
             analysis = json.loads((out / "analysis.json").read_text())

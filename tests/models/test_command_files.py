@@ -74,7 +74,7 @@ def test_the_c_example_reads_its_step_count_with_d_and_gives_eulers_numbers(tmp_
     for size in BATCH_SIZES:
         study = write_study(tmp_path, text.replace("workers: 2", f"workers: 2\n  batch_size: {size}"),
                             f"euler-{size}.yaml")
-        done = run_cli("run", study, "--out", tmp_path / size, "--quiet", timeout=280)
+        done = run_cli("run", "--no-report", study, "--out", tmp_path / size, "--quiet", timeout=280)
         assert done.returncode == 0, done.stderr
         found[size] = [{k: r[k] for k in ("steps", "rate", "final_y", "euler_error")}
                        for r in runs_of(tmp_path / size)]

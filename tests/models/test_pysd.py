@@ -140,11 +140,11 @@ def test_the_provenance_names_pysd_and_a_model_without_random_functions_ignores_
 
     study = write_study(model_dir, STUDY.replace("{type: montecarlo, samples: 4}",
                                                  "{type: sweep, levels: {characteristic_time: 3}}"))
-    first = studyrun.run(study, model_dir / "out")
+    first = studyrun.run(study, model_dir / "out", report=False)
     assert first.analysis["provenance"]["packages"]["pysd"] == pysd.__version__
     assert not Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"}).uses_seed(model_dir)
     study.write_text(study.read_text().replace("name: teacup", "name: teacup\nseed: 2"))
-    assert studyrun.run(study, model_dir / "out").analysis["runs"]["reused"] == 3
+    assert studyrun.run(study, model_dir / "out", report=False).analysis["runs"]["reused"] == 3
 
 
 NAMES = Path(__file__).parent / "names.mdl"  # Input, Duration, Yield, Birth Rate, Population[Region]

@@ -137,7 +137,7 @@ def test_whole_number_constants_and_fixed_parameters_arrive_as_ints(tmp_path):
             analysis: {{type: sweep, levels: {{x: [1, 2]}}}}
             execution: {{scheduler: sync}}
             """)
-        result = studyrun.run(path, tmp_path / function)
+        result = studyrun.run(path, tmp_path / function, report=False)
         runs = result.runs
         assert result.analysis["runs"]["failed"] == 0, runs.get("error")
         assert sorted(runs["value"]) == [158.0, 308.0]  # x * 50 * 3 + 2.0 * 4.0

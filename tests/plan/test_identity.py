@@ -232,7 +232,7 @@ def test_a_fresh_run_of_a_sliced_design_of_repeated_rows_runs_every_run(study_di
         "PARAMETERS", "{a: {distribution: discrete, values: [1, 2, 3]}, "
                       "b: {distribution: discrete, values: [0.5, 1.5]}}")
         .replace("SAMPLING", "random") + "    execution: {scheduler: sync}\n")
-    result = studyrun.run(study, study_dir / "out", quiet=True)
+    result = studyrun.run(study, study_dir / "out", quiet=True, report=False)
     distinct = stored_runs(study_dir / "out")["run.id"].nunique()
     assert (result.analysis["runs"]["reused"], distinct) == (0, 200)
 
