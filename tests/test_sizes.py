@@ -32,8 +32,9 @@ def example(folder: Path, name: str, size: int) -> Path:
 
 
 @pytest.mark.parametrize("name, size, needs", [
-    ("borehole-gp", 60000, "60,000 training runs need about 1 TiB of memory (the GP's "
-                           "likelihood gradient, 24 bytes x runs^2 x 10"),
+    ("borehole-gp", 60000, "60,000 training runs need about 111 GiB of memory (the GP's "
+                           "likelihood gradient, 24 bytes x runs^2 x 10 up to 400 runs, its fit "
+                           "on more, 32 bytes x runs^2"),
     ("zdt1-nsga2", 200000, "200,000 candidates a generation need about 698 GiB of memory "
                            "(pymoo's sorting of a generation, 18 bytes x population^2"),
 ])
