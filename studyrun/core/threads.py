@@ -44,7 +44,7 @@ def share(workers: int) -> int:
 def held_to_cores(cores: int | None = None) -> Iterator[None]:
     """BLAS and OpenMP pools of at most `cores` threads (default: the usable cores) inside the
     block; a pool already smaller (OMP_NUM_THREADS=1, say) is left as it is."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]
 
     cores = cores or usable_cores()
     limits = {info["prefix"]: min(info["num_threads"], cores) for info in threadpool_info()}
