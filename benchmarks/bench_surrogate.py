@@ -17,6 +17,12 @@ the peer environment, on the same Latin-hypercube samples). "Runs to an answer":
 size from which every larger size tested has max_i |ST_i - ST_i ref| <= 0.02.
 
 Also times fitting 1,000 borehole runs with studyrun's PCE (target < 5 s) and GP.
+
+`--only fits` (issue 33) measures instead the CPU seconds (user + sys of every thread) of one
+fit and its indices: a GP of 5,000 borehole runs (target 30 s on 2 cores), PCEs of 2,000 runs
+with q 0.75 on the G function and borehole (target 10 s), and a GP of --gp-compare runs both as
+studyrun fits it and with the hyperparameters fitted on all runs (their Q2 within 0.002). Run it
+with another tree's studyrun as `--root DIR` for a before.
 Writes benchmarks/measured/surrogate.csv (summary) and surrogate_curves.csv (every fit).
 """
 
@@ -34,6 +40,8 @@ from pathlib import Path
 import numpy as np
 from harness import HERE, OUT, ROOT, write_rows
 
+if "--root" in sys.argv:  # another tree's studyrun (a before)
+    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
 sys.path.insert(0, str(ROOT))  # studyrun as in this work tree (PYTHONPATH may say otherwise)
 
 TOLERANCE = 0.02
@@ -176,7 +184,14 @@ def main() -> None:
                         "2,000 runs takes many minutes)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the rows of measured/surrogate*.csv this run does not redo")
+    parser.add_argument("--root", help="the studyrun tree to measure (default: this one)")
+    parser.add_argument("--gp-runs", type=int, default=5000, help="the GP fit timed (fits)")
+    parser.add_argument("--pce-runs", type=int, default=2000, help="the PCE fits timed (fits)")
+    parser.add_argument("--gp-compare", type=int, default=0,
+                        help="runs of the GP compared with the full fit (fits; 0: none)")
     args = parser.parse_args()
+    if args.only == "fits":
+        return fit_costs(args)
     only, names = args.only.split(","), args.functions.split(",")
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds = range(1, args.seeds + 1)
@@ -334,6 +349,72 @@ def timings():
                      f"(s, best of {len(times)})", "median_runs": round(t, 2), "target": target,
                      "meets": ok})
     return rows
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process, every thread included."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fit_costs(args) -> None:
+    """CPU seconds, Q2 and ST error of single fits (the issue 33 targets)."""
+    import os
+
+    import threadpoolctl
+
+    refs = references(["borehole"])
+    print(f"studyrun from {ROOT}; load {os.getloadavg()[0]:.1f}; BLAS "
+          f"{[(i['internal_api'], i['num_threads']) for i in threadpoolctl.threadpool_info()]}")
+    rows = []
+    jobs = [("borehole", "gp", 1.0, args.gp_runs)] if args.gp_runs else []
+    jobs += [(name, "pce", 0.75, args.pce_runs) for name in ("gfunction", "borehole")
+             if args.pce_runs]
+    for name, method, q, n in jobs:
+        x, y = training(name, n, 1)
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        st, info = studyrun_st(name, x, y, method, q, seed=1)
+        cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
+        error = float(np.max(np.abs(st - refs[name][0])))
+        rows.append({"function": name, "approach": f"studyrun {method} q={q:g}", "runs": n,
+                     "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
+                     "max_st_error": round(error, 4), **info})
+        print(rows[-1], flush=True)
+    if args.gp_compare:
+        rows.append(full_fit_compared(args.gp_compare))
+        print(rows[-1], flush=True)
+    print(f"wrote {write_rows('surrogate_fits' + ('_before' if args.root else ''), rows)}")
+
+
+def full_fit_compared(n: int) -> dict:
+    """Q2 of studyrun's GP of n borehole runs, and of one whose hyperparameters are fitted on all
+    n runs (the fit before issue 33), on the same runs and seed."""
+    from studyrun.analyses.surrogate import gp
+    from studyrun.analyses.surrogate.fitting import fit_gp, scores
+
+    inputs = inputs_of("borehole")
+    x, y = training("borehole", n, 1)
+    from studyrun.analyses.surrogate.fitting import Settings
+
+    settings = Settings(method="gp", degree=None, q=1.0, fit="lars", folds=None,
+                        second_order=False, confidence=0.95, resamples=10)
+    q2 = {}
+    for how, subsample in (("studyrun", getattr(gp, "SUBSAMPLE", n)), ("full", n)):
+        saved = getattr(gp, "SUBSAMPLE", None)
+        if saved is not None:
+            gp.SUBSAMPLE = subsample
+        try:
+            cpu = cpu_seconds()
+            _, predicted, _ = fit_gp(x, y, inputs, settings, 1, 2, 3)
+            q2[how] = (scores(y, predicted)[0], cpu_seconds() - cpu)
+        finally:
+            if saved is not None:
+                gp.SUBSAMPLE = saved
+    return {"function": "borehole", "approach": "studyrun gp against a full fit", "runs": n,
+            "q2": round(q2["studyrun"][0], 5), "q2_full": round(q2["full"][0], 5),
+            "cpu_seconds": round(q2["studyrun"][1], 2), "cpu_seconds_full": round(q2["full"][1], 2)}
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import StudyError
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.text import terminal_safe
+from studyrun.core.threads import held_to_cores
 from studyrun.execution.execute import Job, Runner, Settings, record_given
 from studyrun.models.base import HasEquations
 from studyrun.plan import make_plan, plan_slices
@@ -178,8 +179,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                 runs.add(plan)
         totals = runner.totals
     store.release_index()  # the planned runs are found by record (seq) from here on
-    with writing_exports(runs, folder, study.execution.export):  # runs.csv by helper processes
-        results = study.analysis.analyse_runs(runs, context)
+    with writing_exports(runs, folder, study.execution.export), held_to_cores():
+        results = study.analysis.analyse_runs(runs, context)  # runs.csv by helper processes
     succeeded = runs.succeeded()
     counts = Runs.model_validate(jsonable({
         "planned": runs.size, "succeeded": succeeded, "failed": runs.size - succeeded,
@@ -225,7 +226,7 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
         evaluated.append(plan.run_ids)
         seen.update(plan.run_ids.tolist())
         from_earlier += counts.reused
-    with Runner(store, job, settings) as runner:
+    with Runner(store, job, settings) as runner, held_to_cores():
         results = study.analysis.iterate(evaluate, context, np.random.SeedSequence(study.seed))
     ids = np.concatenate(evaluated) if evaluated else np.zeros(0, np.int64)
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import os
 import socket
 import struct
 import sys
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from studyrun.core.errors import ExecutionError
 from studyrun.core.isolated import Loss
+from studyrun.core.threads import pool_environment, share, usable_cores
 from studyrun.study.spec.execution import ADDRESS, Cluster
 
 if TYPE_CHECKING:
@@ -298,10 +298,7 @@ def is_dask_greeting(data: bytes) -> bool:
 
 def default_workers() -> int:
     """One worker per core this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return usable_cores()
 
 
 def scheduler_name(scheduler: Scheduler) -> str:
@@ -361,7 +358,12 @@ def start_executor(scheduler: Scheduler, workers: int | None,
         if scheduler == "local":
             # a batch is given up at its first worker death: studyrun runs it again in parts, in
             # a process of its own, to find the runs that kill their process
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            # and each worker's BLAS and OpenMP threads are its share of the cores (Dask's
+            # default is one, which leaves cores idle under fewer workers than cores)
+            environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"),
+                       **pool_environment(share(workers))}
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                                  "distributed.nanny.pre-spawn-environ": environ}):
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=logging.ERROR,
                                        preload=["studyrun.core.interrupts"])  # Ctrl-C is the driver's

@@ -290,6 +290,13 @@ def test_mistakes_are_located(tmp_path):
                  "{type: surrogate, method: gp, degree: 3}")
     done = run_cli("validate", str(path))
     assert done.returncode == 2 and "belong to method: pce" in done.stderr
+    # a gp's results folder keeps its training runs for predict, and reads back at most 5,000
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                 "{type: surrogate, method: gp, samples: 6000}")
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert ("analysis.samples: a gp is trained on at most 5,000 runs" in done.stderr
+            and "use method: pce" in done.stderr), done.stderr
 
 
 def test_predict_from_the_command_line_and_in_python(tmp_path):
@@ -379,3 +386,38 @@ def test_hyperbolic_truncation_keeps_fewer_interactions():
     assert len(full) == 126 and len(hyperbolic) < len(full)
     assert (hyperbolic.sum(axis=1) <= 5).all() and set(map(tuple, np.eye(4, dtype=int) * 5)) <= \
         set(map(tuple, hyperbolic))
+
+
+def subsampled_study(tmp_path, monkeypatch, batch, seed=1):
+    """A GP of 80 Ishigami runs with SUBSAMPLE 30: its analysis.json's results."""
+    from studyrun.analyses.surrogate import gp
+
+    monkeypatch.setattr(gp, "SUBSAMPLE", 30)
+    path = study(tmp_path, "ishigami", ISHIGAMI_PARAMETERS,
+                 "{type: surrogate, method: gp, samples: 80}", seed=seed)
+    text = path.read_text().replace("{scheduler: sync}", f"{{scheduler: sync, batch_size: {batch}}}")
+    path = write_study(tmp_path, text, f"s-{batch}-{seed}.yaml")
+    return studyrun.run(path, tmp_path / f"out-{batch}-{seed}").results["y"]
+
+
+def test_past_subsample_runs_a_gp_takes_its_hyperparameters_from_a_subsample(tmp_path, monkeypatch):
+    """The hyperparameters are fitted on SUBSAMPLE of the runs (drawn with the fit's seed), then
+    fixed for the fit on all runs; the same for a seed whatever the batch size."""
+    from studyrun.analyses.surrogate import gp
+
+    results = subsampled_study(tmp_path, monkeypatch, 1)
+    kernel = results["kernel"]
+    scaled, y = np.array(kernel["training_inputs"]), np.array(kernel["training_outputs"])
+    assert len(y) == 80 and results["samples"] == 80
+    rows = gp.subsample(80, 12345)
+    assert len(rows) == 30 and list(rows) == sorted(set(rows))
+    # the hyperparameters are those of some 30-run subsample's fit: refit on all 80 runs with
+    # them fixed, the stored model predicts as analysis.json's validation says
+    model = gp.from_json(kernel)
+    assert gp.describe(model.kernel_)["length_scales"] == list(kernel["length_scales"].values())
+    fitted = gp.fit(scaled, y, 7)
+    tuned_on = gp.fit(scaled[gp.subsample(80, 7)], y[gp.subsample(80, 7)], 7)
+    assert gp.describe(fitted.kernel_) == gp.describe(tuned_on.kernel_)
+    assert len(fitted.X_train_) == 80
+    assert subsampled_study(tmp_path, monkeypatch, 64) == results
+    assert subsampled_study(tmp_path, monkeypatch, 1, seed=2) != results

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 from studyrun.analyses.base import IterativeAnalysis, StudyContext
 from studyrun.analyses.given import given_problems, read_given
 from studyrun.analyses.salib import Confidence, Resamples
+from studyrun.analyses.surrogate.gp import MAX_TRAINING
 from studyrun.analyses.surrogate.records import SurrogateResults
 from studyrun.analyses.surrogate.sizes import gp_footprint, pce_footprint
 from studyrun.analyses.surrogate.training import Training, earlier_runs
@@ -127,6 +128,12 @@ class Surrogate(IterativeAnalysis):
         if self.until is not None and getattr(context.model, "type", None) == "none":
             problems.append(Problem("until adds runs of the model, and the study has none; add a "
                                     "model: block, or leave until out", "until"))
+        training = self.training_runs(context) if self.method == "gp" else None
+        if training is not None and training[1] > MAX_TRAINING:
+            problems.append(Problem(
+                f"a gp is trained on at most {MAX_TRAINING:,} runs (its results folder keeps them "
+                f"all, for `studyrun predict`); found {training[1]:,}; use method: pce, or fewer "
+                "runs", training[0]))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
@@ -137,18 +144,25 @@ class Surrogate(IterativeAnalysis):
     def footprint(self, context: StudyContext) -> Footprint | None:
         """The training runs (`until.max_samples`, `samples`, or the rows of `from`); a GP's
         matrices of every pair of them and its predictions; a PCE's basis at them."""
-        if self.until is not None:
-            key, runs = "until.max_samples", self.until.max_samples
-        elif self.from_ is None:
-            key, runs = "samples", self.initial_samples
-        else:
-            try:
-                key, runs = "from", read_given(self.from_, context).size
-            except StudyError:  # check() says what is wrong with it
-                return None
+        training = self.training_runs(context)
+        if training is None:
+            return None
+        key, runs = training
         if self.method == "gp":
             return gp_footprint(key, runs, context, self)
         return pce_footprint(key, runs, context, self)
+
+    def training_runs(self, context: StudyContext) -> tuple[str, int] | None:
+        """The key that sets the number of training runs and that number (None: `from` cannot
+        be read; check() says why)."""
+        if self.until is not None:
+            return "until.max_samples", self.until.max_samples
+        if self.from_ is None:
+            return "samples", self.initial_samples
+        try:
+            return "from", read_given(self.from_, context).size
+        except StudyError:
+            return None
 
     def given(self, context: StudyContext) -> "GivenRows | None":
         return None if self.from_ is None else read_given(self.from_, context)

@@ -14,6 +14,7 @@ import numpy as np
 from studyrun.analyses.salib.saltelli import saltelli_unit
 from studyrun.analyses.surrogate import gp, pce
 from studyrun.analyses.surrogate.basis import Germ, design_matrix, germ_for
+from studyrun.core.threads import held_to_cores
 
 TRUSTED_Q2 = 0.9  # below this cross-validated Q2 the indices are flagged, not trusted
 TRUSTED_HALF_WIDTH = 0.02  # `trusted` also asks every S1 and ST interval to be this narrow
@@ -87,7 +88,14 @@ def folds_of(n: int, folds: int, seed: int) -> np.ndarray:
 
 def fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Settings,
                  seed: int) -> Fitted:
-    """The surrogate of one quantity from its successful runs (rows of x, natural units)."""
+    """The surrogate of one quantity from its successful runs (rows of x, natural units), its
+    BLAS threads held to the cores this process may use."""
+    with held_to_cores():
+        return _fit_quantity(x, y, inputs, settings, seed)
+
+
+def _fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Settings,
+                  seed: int) -> Fitted:
     fit_seed, fold_seed, draw_seed = (int(s) for s in
                                       np.random.SeedSequence(seed).generate_state(3))
     if settings.method == "pce":
@@ -100,7 +108,7 @@ def fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Setting
         results, predicted, model = fit_gp(x, y, inputs, settings, fit_seed, fold_seed, draw_seed)
 
         def surrogate(x):
-            return model.predict(inputs.scaled(x))
+            return gp.predict(model, inputs.scaled(x))
     q2, rmse = scores(y, predicted)
     results = widened(results, q2)
     if inputs.correlation is not None:
@@ -288,7 +296,7 @@ def fit_gp(x, y, inputs: Inputs, settings: Settings, fit_seed: int, fold_seed: i
     def at_unit(unit: np.ndarray) -> np.ndarray:
         return inputs.scaled(inputs.natural(unit))
 
-    first, total, pairs, mean, std = gp_indices(lambda u: model.predict(at_unit(u)), d, GP_BASE,
+    first, total, pairs, mean, std = gp_indices(lambda u: gp.predict(model, at_unit(u)), d, GP_BASE,
                                                 settings.second_order, draw_seed)
     draws = gp_index_draws(model, at_unit, d, settings, draw_seed)
     results = {"mean": mean, "std": std,

@@ -16,6 +16,11 @@ import numpy as np
 NU = 2.5
 RESTARTS = 4  # optimiser restarts from random hyperparameters, beyond the first start
 MAX_TRAINING = 5000  # training points predict refits on (n x n kernel, n^3 factorisation)
+# Past SUBSAMPLE runs the hyperparameters are fitted on a seeded subsample of that many, then
+# fixed for one fit on all runs: the likelihood's optimisation costs n^3 an evaluation, and its
+# optimum moves little past a few hundred runs (benchmarks/bench_surrogate.py --only fits).
+SUBSAMPLE = 400
+PREDICTED_CELLS = 1 << 25  # points x training runs a prediction holds at once (256 MB a copy)
 
 
 def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False):
@@ -30,16 +35,41 @@ def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6
 
 
 def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
-    """A regressor fitted by maximum likelihood, from RESTARTS + 1 seeded starts."""
+    """A regressor fitted by maximum likelihood, from RESTARTS + 1 seeded starts; past
+    SUBSAMPLE runs, on a seeded subsample of SUBSAMPLE runs, then on all runs with those
+    hyperparameters fixed."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
 
+    rows = subsample(len(y), seed)
     model = GaussianProcessRegressor(kernel(scaled.shape[1]),
                                      normalize_y=True, n_restarts_optimizer=RESTARTS,
                                      random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(scaled, y)
+        model.fit(scaled[rows], y[rows])
+    if len(rows) == len(y):
+        return model
+    return GaussianProcessRegressor(_frozen(model.kernel_), normalize_y=True,
+                                    optimizer=None).fit(scaled, y)
+
+
+def subsample(n: int, seed: int) -> np.ndarray:
+    """The training rows the hyperparameters are fitted on: all, or SUBSAMPLE drawn with the
+    fit's seed (in their order)."""
+    if n <= SUBSAMPLE:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, SUBSAMPLE, replace=False))
+
+
+def predict(model, points: np.ndarray) -> np.ndarray:
+    """The posterior mean at `points`, PREDICTED_CELLS kernel values at a time (the same rows
+    at once where they fit)."""
+    rows = max(1, PREDICTED_CELLS // max(1, len(model.X_train_)))
+    if len(points) <= rows:
+        return model.predict(points)
+    return np.concatenate([model.predict(points[i:i + rows])
+                           for i in range(0, len(points), rows)])
 
 
 def refit(model, scaled: np.ndarray, y: np.ndarray):

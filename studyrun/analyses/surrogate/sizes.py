@@ -1,9 +1,11 @@
 """The memory a surrogate's training runs imply (`AnalysisSpec.footprint`), checked at validate.
 
 A GP (scikit-learn) holds, at n training runs and d inputs: the log-likelihood's gradient,
-three n x n x (d + 2) arrays (LIKELIHOOD_BYTES = 24 bytes x n^2 x (d + 2)); its predictions at
-the Saltelli design of the indices (m = GP_BASE x (d + 2) points, 2d + 2 with second order),
-PREDICT_BYTES = 48 bytes x m x n; and the joint posterior at GP_DRAW_BASE x (d + 2) points, their
+three s x s x (d + 2) arrays on the s = min(n, SUBSAMPLE) runs its hyperparameters are fitted on
+(LIKELIHOOD_BYTES = 24 bytes x s^2 x (d + 2)); past SUBSAMPLE runs, the fit on all runs, about
+four n x n arrays (FIXED_BYTES = 32 bytes x n^2); its predictions at the Saltelli design of the
+indices (m = GP_BASE x (d + 2) points, 2d + 2 with second order), PREDICT_BYTES = 48 bytes x m x
+n, m x n at most PREDICTED_CELLS at once; and the joint posterior at GP_DRAW_BASE x (d + 2) points, their
 covariance. A PCE of a set degree holds its candidate terms, at most binomial(d + degree,
 degree) of them (fewer for q < 1, not cheap to count for any degree), as an array
 (TERM_BYTES + 16 d bytes each), and the basis evaluated at the runs, BASIS_BYTES x n a term;
@@ -19,10 +21,11 @@ from typing import Any
 from studyrun.analyses.base import StudyContext, run_bytes
 from studyrun.analyses.surrogate.basis import term_count
 from studyrun.analyses.surrogate.fitting import CORRELATED_DRAWS, GP_BASE, GP_DRAW_BASE
+from studyrun.analyses.surrogate.gp import PREDICTED_CELLS, SUBSAMPLE
 from studyrun.analyses.surrogate.pce import MAX_CELLS, MAX_TERMS
 from studyrun.core.sizes import Footprint
 
-LIKELIHOOD_BYTES, PREDICT_BYTES, COVARIANCE_BYTES = 24, 48, 32
+LIKELIHOOD_BYTES, PREDICT_BYTES, COVARIANCE_BYTES, FIXED_BYTES = 24, 48, 32, 32
 TERM_BYTES, BASIS_BYTES = 64, 24
 
 
@@ -35,12 +38,16 @@ def gp_footprint(key: str, runs: int, context: StudyContext, spec: Any) -> Footp
     each = run_bytes(context)
 
     def bytes_at(n: int) -> float:
-        return (LIKELIHOOD_BYTES * (d + 2) * n * n + PREDICT_BYTES * points * n
+        tuned = min(n, SUBSAMPLE)
+        return (LIKELIHOOD_BYTES * (d + 2) * tuned * tuned
+                + (FIXED_BYTES * n * n if n > SUBSAMPLE else 0)
+                + PREDICT_BYTES * min(points * n, PREDICTED_CELLS)
                 + COVARIANCE_BYTES / 2 * drawn * n + each * n + fixed)
 
     return Footprint(key, runs, "training runs", bytes_at,
-                     f"the GP's likelihood gradient, {LIKELIHOOD_BYTES} bytes x runs^2 x {d + 2}, "
-                     f"and its predictions at {points:,} points, {PREDICT_BYTES} bytes x "
+                     f"the GP's likelihood gradient, {LIKELIHOOD_BYTES} bytes x runs^2 x {d + 2} "
+                     f"up to {SUBSAMPLE} runs, its fit on more, {FIXED_BYTES} bytes x runs^2, and "
+                     f"its predictions at {points:,} points, {PREDICT_BYTES} bytes x "
                      f"{points:,} x runs", ", or method: pce", lower=lower(key))
 
 

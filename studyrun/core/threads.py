@@ -1,0 +1,58 @@
+"""The cores this process may use, and BLAS and OpenMP thread pools held to them: a pool of
+more threads than cores (a container's quota, a worker's share of a machine) slows its fits
+several times on a busy machine."""
+
+from __future__ import annotations
+
+import math
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), fewer where its cgroup's CPU quota
+    allows less."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    return max(1, min(cores, math.ceil(quota)) if quota else cores)
+
+
+def _cgroup_quota() -> float | None:
+    """cgroup v2's cpu.max for this process, in cores (None where there is none or it is max)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        where = next(line[3:] for line in lines if line.startswith("0::"))
+        quota, period = (Path("/sys/fs/cgroup") / where.lstrip("/") / "cpu.max").read_text().split()
+        return int(quota) / int(period) if quota.isdigit() else None
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def share(workers: int) -> int:
+    """Each of `workers` processes' share of the cores, at least one."""
+    return max(1, usable_cores() // max(1, workers))
+
+
+@contextmanager
+def held_to_cores(cores: int | None = None) -> Iterator[None]:
+    """BLAS and OpenMP pools of at most `cores` threads (default: the usable cores) inside the
+    block; a pool already smaller (OMP_NUM_THREADS=1, say) is left as it is."""
+    from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]
+
+    cores = cores or usable_cores()
+    limits = {info["prefix"]: min(info["num_threads"], cores) for info in threadpool_info()}
+    with threadpool_limits(limits=limits):
+        yield
+
+
+def pool_environment(threads: int) -> dict[str, str]:
+    """The environment variables that hold a new process's pools to `threads`; one the user
+    set (OMP_NUM_THREADS=1, say) is kept as set."""
+    return {name: os.environ.get(name, str(threads)) for name in POOL_VARIABLES}
