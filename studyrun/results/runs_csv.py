@@ -123,10 +123,47 @@ def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
         [csv_field(escape_text(e)) if e is not None else "" for e in table.errors[kept].tolist()],
         few_values(table.duration[kept], float_text),
         few_values(table.worker[kept], lambda w: "" if w is None else csv_field(escape_text(str(w)))),
-        *(float_column(column) for column in table.inputs[kept].T),
-        *(float_column(column) for column in table.values[kept].T),
     ]
+    numbers = np.concatenate([table.inputs[kept], table.values[kept]], axis=1)
+    text = arrow_text(columns, numbers)
+    if text is not None:
+        return text
+    columns += [float_column(column) for column in numbers.T]
     return "\r\n".join(map(",".join, zip(*columns))) + "\r\n"
+
+
+def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
+    """The lines csv_text writes, the floats formatted and the lines joined by pyarrow (shortest
+    round-trip digits, as Python's), several times faster; None without pyarrow. Python formats
+    the cells pyarrow writes in another form (outside 1e-4 to 1e16, whole numbers: '1e-05',
+    '3.0')."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
+    rows, width = numbers.shape
+    if not width:
+        return None
+    values = numbers.ravel()  # row after row
+    missing = np.isnan(values)
+    text = pc.cast(pa.array(values), pa.string())
+    size = np.abs(values)
+    same = (size >= 1e-4) & (size < 1e16)  # where Python writes digits and a point, no exponent
+    same &= pc.match_substring(text, ".").to_numpy(zero_copy_only=False)
+    same &= ~pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
+    other = ~same
+    if other.any():
+        cells = values[other].tolist()
+        text = pc.replace_with_mask(text, pa.array(other), pa.array(
+            ["" if v != v else float.__repr__(v) for v in cells], type=pa.string()))
+    lines = pc.binary_join(pa.ListArray.from_arrays(np.arange(0, rows * width + 1, width,
+                                                              dtype=np.int32), text), ",")
+    lead = pa.array(list(map(",".join, zip(*columns))), type=pa.string())
+    lines = pc.binary_join_element_wise(lead, lines, ",")
+    lines = pc.binary_join_element_wise(lines, "", "\r\n")  # each line, then its ending
+    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes().decode()
 
 
 def float_column(values: np.ndarray) -> list[str]:
