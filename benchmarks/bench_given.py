@@ -7,7 +7,7 @@ them), then measures, each as a whole process (start-up and imports included), C
 (user + sys, so a loaded machine inflates them less than wall time) and peak memory (max RSS):
 
 1. pandas: `pd.read_csv(file).describe()` printed;
-2. reading alone: studyrun's given-rows reader (`analyses/given.read_rows`) on the file;
+2. `studyrun validate` of the study below, which reads and checks the file once;
 3. studyrun: `studyrun run` of a Monte Carlo study with `from:` the file (recording the rows
    in runs.sqlite, runs.csv, analysis.json and the report).
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,15 +28,6 @@ from pathlib import Path
 import numpy as np
 
 PANDAS = "import sys, pandas as pd; print(pd.read_csv(sys.argv[1]).describe())"
-READ = textwrap.dedent("""\
-    import sys
-    from pathlib import Path
-    from studyrun.analyses.given import read_rows
-    from studyrun.study.loading import load_study
-    loaded = load_study(sys.argv[1])
-    rows = read_rows(Path(sys.argv[2]), loaded.context, None)
-    print(rows.size, float(rows.outputs["y"].mean()))
-""")
 STUDY = textwrap.dedent("""\
     name: given-million
     seed: 1
@@ -63,14 +53,12 @@ def write_data(path: Path, rows: int) -> None:
 
 def measure(command: list[str], cwd: Path) -> tuple[float, float, float]:
     """(CPU seconds, wall seconds, peak RSS in MB) of a child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     pid = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL).pid
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     if status:
         raise SystemExit(f"{command} failed ({status})")
-    del before
     return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
 
 
@@ -92,8 +80,8 @@ def main() -> None:
     if "pandas" in only:
         print("pandas read_csv + describe: %.2f, %.2f, %.0f" % measure([python, "-c", PANDAS, str(data)], folder))
     if "read" in only:
-        print("studyrun reader alone:      %.2f, %.2f, %.0f" % measure(
-            [python, "-c", READ, str(folder / "study.yaml"), str(data)], folder))
+        print("studyrun validate:          %.2f, %.2f, %.0f" % measure(
+            [python, "-m", "studyrun", "validate", "study.yaml"], folder))
     if "run" in only:
         out = folder / "results"
         print("studyrun run (whole):       %.2f, %.2f, %.0f" % measure(

@@ -26,6 +26,11 @@ def table(rows: int, inputs: np.ndarray, values: np.ndarray, seed: int) -> RunTa
                     inputs=inputs, values=values)
 
 
+@pytest.fixture(autouse=True)
+def arrow_for_any_size(monkeypatch):
+    monkeypatch.setattr(runs_csv, "ARROW_CELLS", 0)
+
+
 def python_text(monkeypatch, *args) -> str:
     with monkeypatch.context() as patched:
         patched.setattr(runs_csv, "arrow_text", lambda *_: None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 from typing import Iterable
@@ -25,6 +26,7 @@ CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): 
 # thousand parameters come a thousand at a time, not 65,536 (5 GB of strings)
 CSV_FORMAT = 2  # the layout of runs.csv: a file written by another layout is written again
 # (2: text cells a spreadsheet would run start with a quote)
+ARROW_CELLS = 1 << 19  # numbers that pay for importing pyarrow (~0.3 s) to format them
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
@@ -137,6 +139,8 @@ def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
     round-trip digits, as Python's), several times faster; None without pyarrow. Python formats
     the cells pyarrow writes in another form (outside 1e-4 to 1e16, whole numbers: '1e-05',
     '3.0')."""
+    if numbers.size < ARROW_CELLS and "pyarrow.compute" not in sys.modules:
+        return None
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -146,10 +150,9 @@ def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
     if not width:
         return None
     values = numbers.ravel()  # row after row
-    missing = np.isnan(values)
     text = pc.cast(pa.array(values), pa.string())
     size = np.abs(values)
-    same = (size >= 1e-4) & (size < 1e16)  # where Python writes digits and a point, no exponent
+    same = (size >= 1e-4) & (size < 1e16)  # Python writes digits and a point (NaN: False)
     same &= pc.match_substring(text, ".").to_numpy(zero_copy_only=False)
     same &= ~pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
     other = ~same
