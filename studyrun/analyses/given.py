@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field
 
 from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.calibrate.data import file_stamp
-from studyrun.core.csv_table import MISSING, read_table, unescape_text
+from studyrun.core.csv_table import MISSING, read_plain, read_table, unescape_text
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
 from studyrun.core.runtable import own_columns
@@ -161,7 +161,96 @@ def locate(name: str, context: StudyContext) -> tuple[Path, Finished | None]:
 
 
 def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> GivenRows:
-    """Every row read and checked; all the file's mistakes raised at once."""
+    """Every row read and checked: a plain file by columns (plain_rows); any other file, or
+    one with a mistake, row by row (located_rows), which raises all the file's mistakes at once."""
+    return plain_rows(path, context, finished) or located_rows(path, context, finished)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What each column of a header is to the study: a varied parameter, studyrun's status or
+    error, a fixed parameter or an output."""
+
+    names: list[str]  # the varied parameters
+    columns: dict[str, int]  # varied parameter -> its column
+    status: int | None
+    error: int | None
+    outputs: list[int]
+    fixed: dict[str, int]  # fixed parameter -> its column
+
+    @classmethod
+    def of(cls, header: list[str], context: StudyContext) -> "Layout":
+        columns = {name: header.index(name) for name in context.varied if name in header}
+        own = own_columns(header)  # studyrun's own (run.status ...), of any runs.csv layout
+        return cls(list(context.varied), columns, own.get("run.status"), own.get("run.error"),
+                   [j for j, h in enumerate(header)
+                    if j not in own.values() and h not in columns and h not in context.fixed],
+                   {name: header.index(name) for name in context.fixed if name in header})
+
+
+def plain_rows(path: Path, context: StudyContext, finished: Finished | None) -> GivenRows | None:
+    """The rows of a plain CSV (csv_table.read_plain) read column by column, equal to what
+    located_rows reads; None if the file is not plain or has any mistake, which located_rows
+    then finds and locates."""
+    grid = read_plain(path)
+    if grid is None or header_problems(grid.table.header, context):
+        return None
+    undo = unescape_text if finished is not None else str
+    layout, width, size = Layout.of(grid.table.header, context), len(grid.table.header), grid.size
+    supports = {name: context.varied[name]._support() for name in layout.names}
+    inputs = np.empty((size, len(layout.names)))
+    values = np.empty((size, len(layout.outputs)))
+    errors: list[str | None] = []
+    for first, cells in grid.chunks():
+        rows = slice(first, first + len(cells) // width)
+        failed = np.zeros(rows.stop - first, bool)
+        if layout.status is not None:
+            failed = np.array([text.strip() != "ok" for text in cells[layout.status::width]])
+        mistakes = cells[layout.error::width] if layout.error is not None else None
+        errors += [(undo(mistakes[i].strip() if mistakes is not None else "") or "failed") if bad else None
+                   for i, bad in enumerate(failed.tolist())]
+        for j, name in enumerate(layout.names):
+            found, bad = numbers(cells[layout.columns[name]::width])
+            low, high = supports[name]
+            if bad is not None or not ((low <= found) & (found <= high)).all():
+                return None  # NaN fails the comparison too
+            inputs[rows, j] = found
+        for name, j in layout.fixed.items():
+            found, bad = numbers(cells[j::width])
+            if not (found == context.fixed[name]).all():
+                return None
+        for k, j in enumerate(layout.outputs):
+            found, bad = numbers(cells[j::width])
+            if bad is not None and (bad & ~failed).any():
+                return None
+            found[failed] = np.nan
+            values[rows, k] = found
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    header = grid.table.header
+    return GivenRows(path, layout.names, inputs, {header[j]: values[:, k]
+                                                  for k, j in enumerate(layout.outputs)},
+                     errors, digest, finished)
+
+
+def numbers(cells: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+    """The numbers of a column's cells as `number` reads each (NaN where missing or not a
+    number) and where a cell is not a number (None: nowhere); float() over all cells at once
+    first, `number` cell by cell where that meets anything but finite numbers."""
+    try:
+        found = np.fromiter(map(float, cells), float, len(cells))
+        if np.isfinite(found).all():
+            return found, None
+    except ValueError:
+        pass
+    each = [number(text) for text in cells]
+    bad = np.array([value is None for value in each])
+    return np.array([math.nan if value is None else value for value in each]), (
+        bad if bad.any() else None)
+
+
+def located_rows(path: Path, context: StudyContext, finished: Finished | None) -> GivenRows:
+    """Every row read and checked, each cell at its line and column; all the file's mistakes
+    raised at once."""
     table = read_table(path)
     problems: list[Problem] = []
 
@@ -169,17 +258,12 @@ def read_rows(path: Path, context: StudyContext, finished: Finished | None) -> G
         problems.append(Problem(message, file=str(path), line=line, col=col))
 
     undo = unescape_text if finished is not None else str  # runs.csv quotes formula-like text
-    names = list(context.varied)
-    columns = {name: table.header.index(name) for name in names if name in table.header}
+    layout = Layout.of(table.header, context)
+    names, columns, status, error = layout.names, layout.columns, layout.status, layout.error
+    outputs, fixed_columns = layout.outputs, layout.fixed
     for index, col, message in header_problems(table.header, context):
         fail(table.header_line, col or table.header_cols[index], message)
-    own = own_columns(table.header)
-    status, error = own.get("run.status"), own.get("run.error")
-    outputs = [j for j, h in enumerate(table.header)
-               if j not in own.values() and h not in columns and h not in context.fixed]
     supports = {name: context.varied[name]._support() for name in names}
-    fixed_columns = {name: table.header.index(name) for name in context.fixed
-                     if name in table.header}
     varying: set[str] = set()  # fixed parameters found varying, reported at their first row
     inputs = np.full((len(table.rows), len(names)), np.nan)
     values = np.full((len(table.rows), len(outputs)), np.nan)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 from typing import Iterable
@@ -26,6 +27,7 @@ CSV_CELLS = 1 << 20  # fields formatted at a time (as text, ~60-80 bytes each): 
 CSV_FORMAT = 3  # the layout of runs.csv: a file written by another layout is written again
 # (2: text cells a spreadsheet would run start with a quote; 3: studyrun's own columns are
 # `run.index`, `run.id`, ... so that a model's `id` or `duration` is a column like any other)
+ARROW_CELLS = 1 << 19  # numbers that pay for importing pyarrow (~0.3 s) to format them
 
 
 def write_csv(path: Path, parameters: list[str], quantities: list[str],
@@ -124,10 +126,48 @@ def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
         [csv_field(escape_text(e)) if e is not None else "" for e in table.errors[kept].tolist()],
         few_values(table.duration[kept], float_text),
         few_values(table.worker[kept], lambda w: "" if w is None else csv_field(escape_text(str(w)))),
-        *(float_column(column) for column in table.inputs[kept].T),
-        *(float_column(column) for column in table.values[kept].T),
     ]
+    numbers = np.concatenate([table.inputs[kept], table.values[kept]], axis=1)
+    text = arrow_text(columns, numbers)
+    if text is not None:
+        return text
+    columns += [float_column(column) for column in numbers.T]
     return "\r\n".join(map(",".join, zip(*columns))) + "\r\n"
+
+
+def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
+    """The lines csv_text writes, the floats formatted and the lines joined by pyarrow (shortest
+    round-trip digits, as Python's), several times faster; None without pyarrow. Python formats
+    the cells pyarrow writes in another form (outside 1e-4 to 1e16, whole numbers: '1e-05',
+    '3.0')."""
+    if numbers.size < ARROW_CELLS and "pyarrow.compute" not in sys.modules:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
+    rows, width = numbers.shape
+    if not width:
+        return None
+    values = numbers.ravel()  # row after row
+    text = pc.cast(pa.array(values), pa.string())
+    size = np.abs(values)
+    same = (size >= 1e-4) & (size < 1e16)  # Python writes digits and a point (NaN: False)
+    same &= pc.match_substring(text, ".").to_numpy(zero_copy_only=False)
+    same &= ~pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
+    other = ~same
+    if other.any():
+        cells = values[other].tolist()
+        text = pc.replace_with_mask(text, pa.array(other), pa.array(
+            ["" if v != v else float.__repr__(v) for v in cells], type=pa.string()))
+    lines = pc.binary_join(pa.ListArray.from_arrays(np.arange(0, rows * width + 1, width,
+                                                              dtype=np.int32), text), ",")
+    lead = pa.array(list(map(",".join, zip(*columns))), type=pa.string())
+    lines = pc.binary_join_element_wise(lead, lines, ",")
+    lines = pc.binary_join_element_wise(lines, "", "\r\n")  # each line, then its ending
+    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes().decode()
 
 
 def float_column(values: np.ndarray) -> list[str]:

@@ -227,3 +227,92 @@ def test_the_example_study_runs_from_its_csv(tmp_path):
     s1 = result.results["y"]["S1"]
     assert result.analysis["runs"]["given"] == 2000 and result.analysis["runs"]["executed"] == 0
     assert [s1["x1"], s1["x2"], s1["x3"]] == pytest.approx([0.3139, 0.4424, 0.0], abs=0.05)
+
+
+PLAIN = {  # files the column reader reads, each equal to what the located reader reads
+    "plain": "x1,x2,x3,y\n0.5,0.1,-0.2,1.0\n1.5,2.5,3.0,7.25\n",
+    "crlf, a BOM, no last line break": "\ufeffx1,x2,x3,y\r\n0.5,0.1,-0.2,1.0\r\n1,2,3,4",
+    "missing outputs and spaces": "x1, x2 ,x3,y,z\n 0.5 ,0.1,0.2,NA,\n0.5,1_0e-1,0.2,nan,None\n"
+                                  "0.5,0.1,0.2,-0.0,n/a\n",
+    "failed rows": "x1,x2,x3,run.status,run.error,y\n0.5,0.1,0.2,ok,,1.5\n0.5,0.1,0.2,failed,"
+                   "'=boom,oops\n0.5,0.1,0.2, ok ,,2\n0.5,0.1,0.2,bad,,\n",
+    "a fixed column": "x1,x2,x3,k,y\n0.5,0.1,0.2,2,1\n0.5,0.1,0.2,2.0,3\n",
+}
+DECLINED = {  # files the column reader leaves to the located reader, which reads them alike
+    "quoted": 'x1,x2,x3,y\n0.5,0.1,0.2,"1.0"\n',
+    "a comment": "# made by hand\nx1,x2,x3,y\n0.5,0.1,0.2,1.0\n",
+    "a blank line": "x1,x2,x3,y\n0.5,0.1,0.2,1.0\n\n0.5,0.1,0.2,2.0\n",
+    "a short row": "x1,x2,x3,y\n0.5,0.1,0.2\n",
+    "a lone CR": "x1,x2,x3,y\r0.5,0.1,0.2,1.0\r",
+    "non-ASCII digits": "x1,x2,x3,y\n0.5,0.1,0.2,\u0661\n",
+}
+MISTAKES = {  # plain files with a mistake: the located reader reports it at its cell
+    "x2,3:5": "x1,x2,x3,y\n0.5,0.1,0.2,1\n0.5,abc,0.2,1\n",
+    "x1,2:1": "x1,x2,x3,y\n9.0,0.1,0.2,1\n",
+    "x3,2:9": "x1,x2,x3,y\n0.5,0.1,NA,1\n",
+    "'-nan',2:13": "x1,x2,x3,y\n0.5,0.1,0.2,-nan\n",
+    "'inf',2:13": "x1,x2,x3,y\n0.5,0.1,0.2,inf\n",
+    "k,3:13": "x1,x2,x3,k,y\n0.5,0.1,0.2,2,1\n0.5,0.1,0.2,2.5,1\n",
+}
+
+
+def given_context(folder: Path, fixed: bool):
+    from studyrun.study.loading import load_study
+
+    extra = "  k: 2\n" if fixed else ""
+    return load_study(given_study(folder, "{type: montecarlo, from: runs.csv}",
+                                  PARAMETERS + "\n" + extra)).context
+
+
+def rows_equal(a, b) -> bool:
+    return (np.array_equal(a.inputs, b.inputs) and a.errors == b.errors and a.names == b.names
+            and list(a.outputs) == list(b.outputs) and a.sha256 == b.sha256
+            and all(np.array_equal(a.outputs[k], b.outputs[k], equal_nan=True) for k in a.outputs))
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_a_plain_csv_read_by_columns_equals_it_read_cell_by_cell(tmp_path, name):
+    from studyrun.analyses.given import located_rows, plain_rows
+    from studyrun.core.csv_table import read_plain
+
+    path = tmp_path / "runs.csv"
+    path.write_bytes(PLAIN[name].encode())
+    context = given_context(tmp_path, "k," in PLAIN[name])
+    assert read_plain(path) is not None
+    fast = plain_rows(path, context, None)
+    assert fast is not None and rows_equal(fast, located_rows(path, context, None))
+
+
+@pytest.mark.parametrize("name", DECLINED)
+def test_a_csv_that_is_not_plain_is_read_by_the_located_reader(tmp_path, name):
+    from studyrun.analyses.given import located_rows, read_rows
+    from studyrun.core.csv_table import read_plain
+
+    path = tmp_path / "runs.csv"
+    path.write_bytes(DECLINED[name].encode())
+    context = given_context(tmp_path, False)
+    assert read_plain(path) is None
+    try:
+        expected = located_rows(path, context, None)
+    except studyrun.StudyError as error:
+        with pytest.raises(studyrun.StudyError) as raised:
+            read_rows(path, context, None)
+        assert str(raised.value) == str(error)
+    else:
+        assert rows_equal(read_rows(path, context, None), expected)
+
+
+@pytest.mark.parametrize("where", MISTAKES)
+def test_a_mistake_in_a_plain_csv_is_located_at_its_cell(tmp_path, where):
+    from studyrun.analyses.given import plain_rows, read_rows
+    from studyrun.core.csv_table import read_plain
+
+    path = tmp_path / "runs.csv"
+    path.write_text("x1,x2,x3,k,y\n0.5,0.1,0.2,2,1\n")  # valid while the study is loaded
+    context = given_context(tmp_path, "k," in MISTAKES[where])
+    path.write_bytes(MISTAKES[where].encode())
+    assert read_plain(path) is not None and plain_rows(path, context, None) is None
+    found, at = where.rsplit(",", 1)
+    with pytest.raises(studyrun.StudyError) as raised:
+        read_rows(path, context, None)
+    assert f"{path}:{at}: " in str(raised.value) and found in str(raised.value)
