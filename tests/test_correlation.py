@@ -187,7 +187,7 @@ def test_analyses_that_assume_independent_inputs_refuse_correlations(study_dir, 
     kind = analysis[7:].split(",")[0].rstrip("}")
     assert (f"study.yaml:7:1: correlation: {kind} cannot take correlated inputs: its estimators "
             "assume independent inputs; remove `correlation:`, or use an analysis that supports "
-            "it: delta, montecarlo, pawn, surrogate") in stderr
+            "it: delta, montecarlo, pawn, reliability, surrogate") in stderr
 
 
 @pytest.mark.parametrize("analysis", ["{type: doe, design: full}", "{type: local, outputs: [y]}"])
