@@ -228,7 +228,7 @@ def check_failed_runs(cls: type, folder: Path) -> None:
         return
     done = run(example.with_failures(), folder, "sync", None, "auto")
     failed, results = done["analysis"]["runs"]["failed"], done["analysis"]["results"]
-    assert failed == sum(row["status"] == "failed" for row in done["rows"]) > 0
+    assert failed == sum(row["run.status"] == "failed" for row in done["rows"]) > 0
     quantities = [value for key, value in results.items()
                   if key in (example.study.get("quantities") or {}) and isinstance(value, dict)]
     if example.failures == "drops":
@@ -241,7 +241,7 @@ def check_failed_runs(cls: type, folder: Path) -> None:
     elif example.failures == "names":
         assert any("failed" in note for note in results["notes"]), results["notes"]
     else:  # steers: the fit goes on around the failed runs
-        assert done["rows"][0]["status"] == "ok"
+        assert done["rows"][0]["run.status"] == "ok"
 
 
 def check_evaluator_pickles(cls: type, folder: Path) -> None:
@@ -277,8 +277,8 @@ def run(example: ExampleStudy, folder: Path, scheduler: str, workers: int | None
         pipeline.run_study(study, out, scheduler=scheduler, workers=workers, quiet=True)
     with open(out / "runs.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    runs = [{k: v for k, v in row.items() if k not in ("duration", "worker")}
-            for row in sorted(rows, key=lambda row: int(row["run"]))]
+    runs = [{k: v for k, v in row.items() if k not in ("run.duration", "run.worker")}
+            for row in sorted(rows, key=lambda row: int(row["run.index"]))]
     return {"analysis": json.loads((out / "analysis.json").read_text()), "rows": rows,
             "runs": runs, "out": out, "spec": loaded.study.model_dump()}
 
