@@ -38,6 +38,13 @@ class ModelSpec(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         check_complete(cls)
 
+    @classmethod
+    def names_in_study(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """The study file's data (before validation) with the names of this type's variables as
+        the study knows them (pysd: one name however Vensim or PySD writes it); by default as
+        written."""
+        return data
+
     def defaults(self) -> dict[str, float]:
         """The model's own values of its inputs (constants), used when a study does not vary them."""
         return {}

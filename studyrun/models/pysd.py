@@ -95,6 +95,19 @@ class Pysd(ModelSpec):
                                                         "all)")
     time: PysdTime = Field(default_factory=PysdTime)
 
+    @classmethod
+    def names_in_study(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Parameters' and outputs' names made one however written (Vensim's `Contact Rate`,
+        PySD's `contact_rate`)."""
+        data = dict(data)
+        if isinstance(data.get("parameters"), dict):
+            data["parameters"] = dict(zip(study_names(list(data["parameters"]), "parameters"),
+                                          data["parameters"].values()))
+        model = data["model"]
+        if isinstance(model.get("outputs"), list):
+            data["model"] = {**model, "outputs": study_names(model["outputs"], "model.outputs")}
+        return data
+
     def model_path(self, study_dir: Path) -> Path:
         path = Path(self.file)
         return path if path.is_absolute() else Path(study_dir) / path

@@ -92,15 +92,19 @@ class RunStore:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         except sqlite3.DatabaseError as error:
             raise unreadable(path, error) from None
-        store = cls(path, db, handle)
+        return cls(path, db, handle)._ready()
+
+    def _ready(self) -> "RunStore":
+        """The store opened, once it is known to be of this layout, its columns and records
+        read; closed if it is of another."""
         try:
-            store._refuse_other()
+            self._refuse_other()
         except StoreError:
-            store.close()
+            self.close()
             raise
-        store._read_columns()
-        store._count_records()
-        return store
+        self._read_columns()
+        self._count_records()
+        return self
 
     @classmethod
     def open_readonly(cls, path: Path, check: bool = True) -> "RunStore":
@@ -118,16 +122,9 @@ class RunStore:
                 db.execute("CREATE TEMP TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # empty
             store = cls(path, db, None)
             store._leaves_journal = made_journal
-            try:
-                store._refuse_other()
-            except StoreError:
-                store.close()
-                raise
-            store._read_columns()
-            store._count_records()
+            return store._ready()
         except sqlite3.DatabaseError as error:
             raise unreadable(path, error) from None
-        return store
 
     def _refuse_other(self) -> None:
         """Refuse a store this studyrun does not write: another format (the row per run of

@@ -14,7 +14,6 @@ from studyrun.analyses.base import AnalysisSpec
 from studyrun.blocks.params import ParameterSpec
 from studyrun.models.absent import NoModel
 from studyrun.models.base import ModelSpec
-from studyrun.models.pysd import study_names
 from studyrun.study.spec.execution import Execution
 from studyrun.study.spec.registry import registry
 
@@ -54,19 +53,13 @@ class Study(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _pysd_names(cls, data):
-        """A PySD model's variables go by one name however the study writes them (Vensim's
-        `Contact Rate`, PySD's `contact_rate`): its parameters' and outputs' names made so."""
+    def _names_in_study(cls, data):
+        """The names of the model type's variables as the study knows them (its
+        `names_in_study`: a pysd model's one name however Vensim or PySD writes it)."""
         model = data.get("model") if isinstance(data, dict) else None
-        if not isinstance(model, dict) or model.get("type") != "pysd":
-            return data
-        data = dict(data)
-        if isinstance(data.get("parameters"), dict):
-            data["parameters"] = dict(zip(study_names(list(data["parameters"]), "parameters"),
-                                          data["parameters"].values()))
-        if isinstance(model.get("outputs"), list):
-            data["model"] = {**model, "outputs": study_names(model["outputs"], "model.outputs")}
-        return data
+        kind = model.get("type") if isinstance(model, dict) else None
+        found = registry().models.get(kind) if isinstance(kind, str) else None
+        return data if found is None else found.names_in_study(data)
 
     @field_validator("quantities", mode="before")
     @classmethod
