@@ -227,7 +227,7 @@ def test_a_rerun_that_submits_nothing_still_cancels_the_jobs_a_killed_driver_lef
         result = studyrun.run(path, out, scheduler="sync", quiet=True, report=False)
         assert result.analysis["runs"]["succeeded"] == 120
     else:
-        done = sorted(stored_runs(out).query("status == 'ok'")["a"])
+        done = sorted(stored_runs(out).query("`run.status` == 'ok'")["a"])
         path = write_study(study_dir, text.replace("LEVELS", json.dumps(done)), "done.yaml")
         result = studyrun.run(path, out, quiet=True, report=False)
         assert result.analysis["runs"]["reused"] == len(done)
