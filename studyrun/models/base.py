@@ -39,10 +39,11 @@ class ModelSpec(BaseModel):
         check_complete(cls)
 
     @classmethod
-    def names_in_study(cls, data: dict[str, Any]) -> dict[str, Any]:
+    def names_in_study(cls, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """The study file's data (before validation) with the names of this type's variables as
         the study knows them (pysd: one name however Vensim or PySD writes it); by default as
-        written."""
+        written. `context`: `study_dir` (where its files are, when known) and `translate`
+        (whether a model file may be read with the model's own tools)."""
         return data
 
     def defaults(self) -> dict[str, float]:

@@ -26,6 +26,7 @@ runs' identities. A lock keeps two runs in threads of one process from sharing t
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
@@ -54,6 +55,7 @@ _DRAWS = re.compile(r"\b(?:np|numpy)\.random\.|\.rvs\(")  # how a translation dr
 # Vensim's RANDOM functions and XMILE's, as a model file names them; a .py model as translated.
 _NAMES_RANDOM = re.compile(r"(?i)\bRANDOM[ _]|\b(?:UNIFORM|NORMAL|EXPRND|POISSON)\s*\(|"
                            + _DRAWS.pattern)
+MAX_TRANSLATION_BYTES = 64 * 2**20  # a translation read for its names: larger is not one
 _GLOBAL_GENERATOR = threading.Lock()  # numpy's global generator: one per process
 
 
@@ -96,16 +98,20 @@ class Pysd(ModelSpec):
     time: PysdTime = Field(default_factory=PysdTime)
 
     @classmethod
-    def names_in_study(cls, data: dict[str, Any]) -> dict[str, Any]:
+    def names_in_study(cls, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Parameters' and outputs' names made one however written (Vensim's `Contact Rate`,
-        PySD's `contact_rate`)."""
+        PySD's `contact_rate`, and PySD's own Python name of a variable it renames: `input_1`
+        for `Input`)."""
         data = dict(data)
+        aliases = python_aliases(data["model"], context)
         if isinstance(data.get("parameters"), dict):
-            data["parameters"] = dict(zip(study_names(list(data["parameters"]), "parameters"),
+            data["parameters"] = dict(zip(study_names(list(data["parameters"]), "parameters",
+                                                      aliases),
                                           data["parameters"].values()))
         model = data["model"]
         if isinstance(model.get("outputs"), list):
-            data["model"] = {**model, "outputs": study_names(model["outputs"], "model.outputs")}
+            data["model"] = {**model, "outputs": study_names(model["outputs"], "model.outputs",
+                                                             aliases)}
         return data
 
     def model_path(self, study_dir: Path) -> Path:
@@ -182,21 +188,28 @@ def file_stamp(path: Path) -> tuple[str, int, int]:
     return str(path), status.st_mtime_ns, status.st_size
 
 
-def translate(path: Path) -> Path:
-    """The PySD translation of a model file, made once per content and PySD version in the
-    cache folder (a `.py` model file is its own translation)."""
-    reader = _SUFFIXES[path.suffix.lower()]
-    if reader is None:
+def translation_of(path: Path, content: bytes) -> Path:
+    """Where the translation of a model file of this content is kept, made or not: in the cache
+    folder, keyed by the content and PySD's version (a `.py` model file is its own translation)."""
+    if _SUFFIXES[path.suffix.lower()] is None:
         return path
     import pysd
 
-    content = path.read_bytes()
     name = plain_name(path.stem)
     key = hashlib.sha256(b"\0".join([content, pysd.__version__.encode(), name.encode()]))
-    folder = cache_folder() / key.hexdigest()[:20]
-    translated = folder / f"{name}.py"
-    if translated.is_file():
+    return cache_folder() / key.hexdigest()[:20] / f"{name}.py"
+
+
+def translate(path: Path) -> Path:
+    """The PySD translation of a model file, made once per content and PySD version in the
+    cache folder (a `.py` model file is its own translation)."""
+    content = path.read_bytes()
+    translated, reader = translation_of(path, content), _SUFFIXES[path.suffix.lower()]
+    if reader is None or translated.is_file():
         return translated
+    import pysd
+
+    folder = translated.parent
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     copy = work / f"{translated.stem}{path.suffix}"
@@ -282,10 +295,12 @@ def plain_name(column: str) -> str:
     return f"v_{name}" if not name or name[0].isdigit() else name
 
 
-def study_names(names: list, where: str) -> list:
-    """Each of a study's names of a PySD model's variables as plain_name makes it (text that is
-    no string is left to the study's own checks); two that name one variable are an error."""
-    named = [plain_name(n) if isinstance(n, str) else n for n in names]
+def study_names(names: list, where: str, aliases: dict[str, str]) -> list:
+    """Each of a study's names of a PySD model's variables as plain_name makes it, PySD's own
+    Python names by `aliases` (text that is no string is left to the study's own checks); two
+    that name one variable are an error."""
+    named = [aliases.get(plain_name(n), plain_name(n)) if isinstance(n, str) else n
+             for n in names]
     for i, name in enumerate(named):
         if isinstance(name, str) and name in named[:i]:
             first = names[named.index(name)]
@@ -293,6 +308,53 @@ def study_names(names: list, where: str) -> list:
                              f"model, {name!r} (Vensim's names and PySD's are one name in a "
                              "study); give it once")
     return named
+
+
+def python_aliases(model: Any, context: dict[str, Any]) -> dict[str, str]:
+    """PySD's Python names that differ from the study's names of the variables of the study's
+    model file (mangled_names), when its translation is at hand: made already, or made now when
+    the context allows translating (a study being checked, whose code may run)."""
+    study_dir, file = context.get("study_dir"), model.get("file") if isinstance(model, dict) else None
+    if study_dir is None or not isinstance(file, str) or importlib.util.find_spec("pysd") is None:
+        return {}
+    path = Path(study_dir) / file
+    try:
+        if path.suffix.lower() not in _SUFFIXES or not path.is_file():
+            return {}
+        translated = translation_of(path, path.read_bytes())
+        if not translated.is_file():
+            if not context.get("translate"):
+                return {}
+            translated = translate(path)
+        return mangled_names(translated)
+    except (OSError, StudyError):  # check() reports what is wrong with the file
+        return {}
+
+
+def mangled_names(translated: Path) -> dict[str, str]:
+    """PySD's Python name of each variable that PySD renamed (Vensim's `Input` is `input_1`,
+    since `input` is Python's) -> its study name; read from the translation's
+    `@component.add(name=...)` decorators, never run. A Python name that is also a study name
+    stays that variable's."""
+    if translated.stat().st_size > MAX_TRANSLATION_BYTES:
+        return {}
+    try:
+        tree = ast.parse(translated.read_text(errors="replace"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    named = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
+                    and decorator.func.attr == "add":
+                for keyword in decorator.keywords:
+                    if keyword.arg == "name" and isinstance(keyword.value, ast.Constant) \
+                            and isinstance(keyword.value.value, str):
+                        named[node.name] = plain_name(keyword.value.value)
+    study = set(named.values())
+    return {python: name for python, name in named.items() if python != name and python not in study}
 
 
 def vensim_names(namespace: dict[str, str]) -> dict[str, str]:

@@ -131,14 +131,15 @@ def load_study(path: str | Path, *, check: bool = True, run_code: bool = True) -
 def validated(path: Path, check: bool, run_code: bool) -> Loaded:
     """load_study's work, its problems quoted wherever they are."""
     source = include_files(read_yaml(path))
+    context = {"study_dir": path.resolve().parent, "translate": check and run_code}
     try:
-        study = Study.model_validate(source.data)
+        study = Study.model_validate(source.data, context=context)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         problems = problems_from(errors, Study, source)
         if check:
             problems += checks_of_parts(source, path, error_paths(errors, Study, source.data),
-                                        run_code)
+                                        context)
         raise StudyError(in_order(problems)) from None
     loaded = Loaded(study, path, source, run_code=run_code)
     if check:
@@ -157,7 +158,7 @@ def in_order(problems: list) -> list:
 STAND_INS = {"name": "study", "analysis": {"type": "montecarlo"}}  # for required sections left out
 
 
-def checks_of_parts(source: Source, path: Path, failed: list[tuple], run_code: bool) -> list:
+def checks_of_parts(source: Source, path: Path, failed: list[tuple], context: dict) -> list:
     """The cross-section problems of the study made of the parts that validated: each part with
     an error (a key of a block, else the block) is left out, a parameter fixed at 0 in its place
     so that its name is still known, and the rest validated again. Problems about a part left
@@ -169,14 +170,14 @@ def checks_of_parts(source: Source, path: Path, failed: list[tuple], run_code: b
         for where in failed:
             pruned.add(leave_out(data, where))
         try:
-            study = Study.model_validate(data)
+            study = Study.model_validate(data, context=context)
             break
         except ValidationError as exc:
             failed = error_paths(exc.errors(include_url=False), Study, data)
     else:
         return []
     try:
-        found = check_study(study, study_context(study, path.resolve().parent), run_code)
+        found = check_study(study, study_context(study, path.resolve().parent), context["translate"])
     except (StudyError, ValueError):  # the parts alone do not make a study to check
         return []
     stand_ins = [f"'{p[1]}'" for p in pruned if p[0] == "parameters" and len(p) > 1]

@@ -187,6 +187,26 @@ def test_a_variable_is_one_name_however_the_study_writes_it(tmp_path, cache):
     assert done.returncode == 2 and "'Duration' and 'duration' name the same variable" in done.stderr
 
 
+@pytest.mark.slow
+def test_pysd_python_name_of_a_renamed_variable_is_the_same_name(tmp_path, cache):
+    """Fails before: PySD's own Python name of `Input`, `input_1` (Python has `input`), was no
+    name of the model ("not an input of the model"), so a study written from PySD's names could
+    not set or read it."""
+    import pandas
+
+    shutil.copy(NAMES, tmp_path / "names.mdl")
+    python = NAMED.replace("Input]", "input_1]").replace("  Input:", "  input_1:")
+    assert "input_1" in python and "Input" not in python
+    done = run_cli("run", write_study(tmp_path, python), "--out", tmp_path / "out", "--quiet")
+    assert done.returncode == 0 and "4 of 4 runs succeeded" in done.stdout, done.stderr
+    runs = pandas.read_csv(tmp_path / "out" / "runs.csv")
+    assert "input" in runs.columns and "input_1" not in runs.columns
+    assert (runs["input_end"] == runs["input"]).all()  # the input set is the output read
+    both = write_study(tmp_path, NAMED.replace("  Input:", "  input_1: 1.5\n  Input:"), "both.yaml")
+    done = run_cli("validate", both)
+    assert done.returncode == 2 and "'input_1' and 'Input' name the same variable" in done.stderr
+
+
 def test_a_parse_error_names_the_variable_and_the_line(tmp_path, cache):
     """Fails before: PySD's parser message, without the file's line or the variable."""
     text = NAMES.read_text().replace("Population[Region] * Birth Rate * Input",

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Union
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from studyrun.analyses.base import AnalysisSpec
 from studyrun.blocks.params import ParameterSpec
@@ -53,13 +61,15 @@ class Study(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _names_in_study(cls, data):
+    def _names_in_study(cls, data, info: ValidationInfo):
         """The names of the model type's variables as the study knows them (its
-        `names_in_study`: a pysd model's one name however Vensim or PySD writes it)."""
+        `names_in_study`: a pysd model's one name however Vensim or PySD writes it); the
+        validation context says where the study's files are (`study_dir`) and whether a model
+        file may be translated to learn its names (`translate`)."""
         model = data.get("model") if isinstance(data, dict) else None
         kind = model.get("type") if isinstance(model, dict) else None
         found = registry().models.get(kind) if isinstance(kind, str) else None
-        return data if found is None else found.names_in_study(data)
+        return data if found is None else found.names_in_study(data, info.context or {})
 
     @field_validator("quantities", mode="before")
     @classmethod
