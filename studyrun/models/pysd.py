@@ -101,7 +101,7 @@ class Pysd(ModelSpec):
     def names_in_study(cls, data: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Parameters' and outputs' names made one however written (Vensim's `Contact Rate`,
         PySD's `contact_rate`, and PySD's own Python name of a variable it renames: `input_1`
-        for `Input`)."""
+        for `Input`, in quantities' expressions too)."""
         data = dict(data)
         aliases = python_aliases(data["model"], context)
         if isinstance(data.get("parameters"), dict):
@@ -112,6 +112,11 @@ class Pysd(ModelSpec):
         if isinstance(model.get("outputs"), list):
             data["model"] = {**model, "outputs": study_names(model["outputs"], "model.outputs",
                                                              aliases)}
+        if aliases and isinstance(data.get("quantities"), dict):
+            named = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, aliases)) + r")(?!\w)")
+            data["quantities"] = {q: named.sub(lambda m: aliases[m.group(1)], text)
+                                  if isinstance(text, str) else text
+                                  for q, text in data["quantities"].items()}
         return data
 
     def model_path(self, study_dir: Path) -> Path:
