@@ -12,7 +12,7 @@ from conftest import run_cli, write_study
 
 from studyrun.core.batch import RunContext
 from studyrun.core.errors import StudyError
-from studyrun.models.pysd import Pysd, cache_folder, plain_name
+from studyrun.models.pysd import Pysd, cache_folder, mangled_names, plain_name
 
 TEACUP = Path(__file__).parent / "teacup.mdl"
 
@@ -206,6 +206,22 @@ def test_pysd_python_name_of_a_renamed_variable_is_the_same_name(tmp_path, cache
     both = write_study(tmp_path, NAMED.replace("  Input:", "  input_1: 1.5\n  Input:"), "both.yaml")
     done = run_cli("validate", both)
     assert done.returncode == 2 and "'input_1' and 'Input' name the same variable" in done.stderr
+
+
+def test_renamed_names_are_read_from_a_translation_never_run(tmp_path):
+    """A translation's names are read from its decorators, not by running it; one a parser
+    cannot read (nested past Python's limit) has none, and a name that is also a study name
+    stays that variable's."""
+    translation = tmp_path / "model.py"
+    translation.write_text("raise SystemExit('ran')\n"
+                           "@component.add(name='Input')\ndef input_1():\n    return 1\n"
+                           "@component.add(name='Input 1')\ndef input_1_1():\n    return 2\n"
+                           "@component.add(name='Stock 1')\ndef stock_1():\n    return 3\n")
+    assert mangled_names(translation) == {"input_1_1": "input_1"}  # input_1 is 'Input 1''s name
+    translation.write_text("@component.add(name='Input')\ndef input_1():\n    return 1\n")
+    assert mangled_names(translation) == {"input_1": "input"}
+    translation.write_text("x = " + "(" * 100_000 + ")" * 100_000 + "\n")
+    assert mangled_names(translation) == {}
 
 
 def test_a_parse_error_names_the_variable_and_the_line(tmp_path, cache):
