@@ -424,3 +424,30 @@ execution: {scheduler: sync}
     scipy = {"alpha": 0.54016, "beta": 0.027165, "gamma": 0.79639, "delta": 0.023695,
              "hare0": 34.602, "lynx0": 5.8445}
     assert estimates == pytest.approx(scipy, rel=1e-3)
+
+
+def test_a_fit_where_every_run_failed_reports_no_uncertainty_and_its_report_is_rebuilt(tmp_path):
+    """Fails before: with every run failed, the estimate (the start) had std_error 0, p 0 and
+    limits equal to it, and `studyrun report` said the folder was not studyrun's (a null cost
+    formatted as a number)."""
+    (tmp_path / "broken.py").write_text("def model(**values):\n    raise RuntimeError('no')\n")
+    (tmp_path / "data.csv").write_text("x,y\n1,2\n2,3\n3,5\n")
+    study = write_study(tmp_path, """
+name: broken-fit
+model: {type: python, function: broken:model}
+parameters: {a: {bounds: [0, 10], nominal: 1}, b: {bounds: [0, 10], nominal: 2}}
+analysis: {type: calibrate, method: lm, data: {file: data.csv, format: wide, x: x}}
+execution: {scheduler: sync, on_failure: continue}
+""")
+    out = tmp_path / "out"
+    done = run_cli("run", study, "--out", out, "--quiet")
+    assert done.returncode == 1 and "no run succeeded" in done.stderr  # and its results written
+    results = json.loads((out / "analysis.json").read_text())["results"]
+    assert results["converged"] is False and results["cost"]["final"] is None
+    for row in results["parameters"].values():
+        assert row["std_error"] is None and row["lower"] is None and row["p"] is None
+    assert results["residual_variance"] is None
+    assert all(v is None for row in results["covariance"].values() for v in row.values())
+    done = run_cli("report", out)
+    assert done.returncode == 0, done.stderr
+    assert "Cost None at the start" in (out / "report.md").read_text()

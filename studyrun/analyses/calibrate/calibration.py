@@ -135,6 +135,10 @@ def assemble(spec, evaluate, evaluations: Evaluations, costs: CostFunction, box:
     names = box.names
     at_bound = np.isclose(result.estimate, box.lo) | np.isclose(result.estimate, box.hi)
     fitted = math.isfinite(both["cost"][1])
+    if not fitted:  # no finite cost at the estimate: no uncertainty to tell of it either
+        stats = {**stats, **{k: np.full_like(stats[k], np.nan)
+                             for k in ("std_error", "t", "p", "covariance", "correlation")},
+                 "s2": math.nan}
     table = parameter_table(box, result, stats, at_bound)
     results: dict[str, Any] = {
         "method": spec.method,

@@ -12,7 +12,7 @@ import numpy as np
 from studyrun.analyses.calibrate.sequential_report import section_start, write_fitted
 from studyrun.results.outputs import replacing
 from studyrun.results.report.figures import shown_rows
-from studyrun.results.report.markdown import escape, fence, table
+from studyrun.results.report.markdown import escape, fence, format_number, table
 
 RESIDUAL_COLUMNS = ["name", "x", "obs", "mod", "weight", "res_unweighted", "res"]
 
@@ -28,8 +28,9 @@ def report(spec, analysis: dict[str, Any], figures) -> str:
     lines = [f"## Calibration ({escape(results.get('method', spec.method))})", "",
              f"{'Converged' if results['converged'] else 'Did not converge'}: "
              f"{escape(str(results['message']).rstrip('.'))}. "
-             f"Cost {results['cost']['initial']:.6g} at the start, {results['cost']['final']:.6g} "
-             f"at the estimate; minlogp {results['minlogp']:.6g}; "
+             f"Cost {format_number(results['cost']['initial'], 6)} at the start, "
+             f"{format_number(results['cost']['final'], 6)} at the estimate; "
+             f"minlogp {format_number(results['minlogp'], 6)}; "
              f"{escape(results['evaluations']['runs'])} model runs in "
              f"{escape(results['evaluations']['batches'])} batches.", "",
              table(["parameter", "initial", "estimate", "std error", "t", "p", "95% lower",
