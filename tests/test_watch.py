@@ -63,6 +63,15 @@ def test_status_and_failed_runs_of_a_finished_study(study_dir, capsys):
     assert listed.count("  error: ") == failed
     _, some, _ = cli(capsys, "runs", out, "--limit", "3")
     assert len(re.findall(r"^run ", some, re.MULTILINE)) == 3
+    driver = subprocess.Popen(["sleep", "60"])  # a driver that holds the lock, every run done
+    try:
+        (out / "runs.sqlite.lock").write_text(f"pid {driver.pid}")
+        _, text, _ = cli(capsys, "status", out)
+    finally:
+        driver.kill()
+        driver.wait()
+    assert f"state: running (pid {driver.pid})" in text and "(100.0% done)" in text
+    assert "analysis: every planned run is recorded; the analysis step is under way" in text
 
 
 @pytest.mark.slow

@@ -62,6 +62,9 @@ def describe_status(folder: Path, errors: int = 5) -> str:
             left = max(planned - recorded, 0)
             lines.append(f"runs: {planned} planned, {recorded} recorded ({ok} succeeded, "
                          f"{failed} failed), {left} to go ({100 * recorded / planned:.1f}% done)")
+            if left == 0 and state.startswith("running"):
+                lines.append("analysis: every planned run is recorded; the analysis step is "
+                             "under way (a fit or bootstrap can take a while)")
         else:
             lines.append(f"runs: {recorded} recorded ({ok} succeeded, {failed} failed)")
         known = None if view.meta.get("iterative") else planned  # the whole plan, if known
