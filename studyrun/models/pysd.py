@@ -15,8 +15,10 @@ and passed to PySD under the model file's own names. A model that reads external
 Every column PySD returns becomes an output series under that name: lowercase, runs of other
 characters than letters and digits replaced by ``_`` ("Teacup Temperature" ->
 ``teacup_temperature``, an element "stock[A,B]" -> ``stock_a_b``; a parameter sets a variable
-whole, every element alike). A run that raises, or whose time grid
-differs from the batch's, is a failed run.
+whole, every element alike). A run that raises is a failed run. The time settings (INITIAL
+TIME, FINAL TIME, TIME STEP, SAVEPER) are set through PySD's run options, from ``model.time`` or
+from parameters of those names, so a study may vary them; runs on other grids are kept each on
+its own.
 
 PySD's RANDOM functions (RANDOM UNIFORM, RANDOM NORMAL, ...) draw from numpy's global generator
 (and ignore their seed argument): it is seeded afresh for each run from the run's identity
@@ -55,6 +57,9 @@ _DRAWS = re.compile(r"\b(?:np|numpy)\.random\.|\.rvs\(")  # how a translation dr
 # Vensim's RANDOM functions and XMILE's, as a model file names them; a .py model as translated.
 _NAMES_RANDOM = re.compile(r"(?i)\bRANDOM[ _]|\b(?:UNIFORM|NORMAL|EXPRND|POISSON)\s*\(|"
                            + _DRAWS.pattern)
+# The time settings: set through PySD's run options, whether in `model.time` or as parameters
+# (PySD's `params` would replace the variable but not the clock: a run of one step).
+CONTROL_VARIABLES = ("initial_time", "final_time", "time_step", "saveper")
 MAX_TRANSLATION_BYTES = 64 * 2**20  # a translation read for its names: larger is not one
 _GLOBAL_GENERATOR = threading.Lock()  # numpy's global generator: one per process
 
@@ -155,6 +160,14 @@ class Pysd(ModelSpec):
             return _COMPONENTS.get(file_stamp(self.model_path(study_dir)))
         except OSError:
             return None
+
+    def check_inputs(self, study_dir: Path, parameters: list[str],
+                     varied: list[str]) -> list[Problem]:
+        """A time setting given both as a parameter and in `model.time` is given twice."""
+        return [Problem(f"{name} is both a parameter and model.time.{name}; give it once (as a "
+                        "parameter to vary it)", f"parameters.{name}")
+                for name in parameters if getattr(self.time, name, None) is not None
+                and name in CONTROL_VARIABLES]
 
     def dependencies(self, study_dir: Path) -> dict[str, Path]:
         """Runs depend on the model file's content."""
@@ -378,52 +391,34 @@ class PysdEvaluator(Evaluator):
 
         n = len(context.run_ids)
         out = ModelOutput(n=n)
-        rows: list[dict[str, np.ndarray] | None] = []
+        runs: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
         for m in range(n):
             params = {name: float(np.asarray(values).reshape(-1)[m])
                       for name, values in inputs.items()}
             try:
                 with seeded_global_generator(context.run_ids[m]):
-                    rows.append(self.run_one(pysd, params))
+                    runs[m] = self.run_one(pysd, params)
             except Exception as error:  # a model's own failure is the run's, not the batch's
                 out.fail(m, f"PySD: {type(error).__name__}: {error}")
-                rows.append(None)
-        self.gather(rows, out)
+        if runs:
+            out.put_runs(runs)  # runs with other time settings: each grid its own group
         return out
 
-    def run_one(self, pysd: Any, params: dict[str, float]) -> dict[str, np.ndarray]:
+    def run_one(self, pysd: Any, params: dict[str, float]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """One run: its time grid and its series."""
         model = pysd.load(self.translated)
         original = vensim_names(model.namespace)
-        options: dict[str, Any] = {"params": {original.get(k, k): v for k, v in params.items()},
+        time = {**self.time, **{k: v for k, v in params.items() if k in CONTROL_VARIABLES}}
+        options: dict[str, Any] = {"params": {original.get(k, k): v for k, v in params.items()
+                                              if k not in CONTROL_VARIABLES},
                                    "progress": False, "flatten_output": True}
         if self.outputs:
             options["return_columns"] = [original.get(k, k) for k in self.outputs]
         for key in ("final_time", "time_step", "saveper"):
-            if key in self.time:
-                options[key] = self.time[key]
-        if "initial_time" in self.time:
-            options["initial_condition"] = (self.time["initial_time"], {})
+            if key in time:
+                options[key] = time[key]
+        if "initial_time" in time:
+            options["initial_condition"] = (time["initial_time"], {})
         frame = model.run(**options)
         series = {plain_name(str(c)): frame[c].to_numpy(dtype=float) for c in frame.columns}
-        series["time"] = frame.index.to_numpy(dtype=float)
-        return series
-
-    @staticmethod
-    def gather(rows: list[dict[str, np.ndarray] | None], out: ModelOutput) -> None:
-        """Stack the runs' series on the first good run's time grid; others fail."""
-        first = next((r for r in rows if r is not None), None)
-        if first is None:
-            return
-        out.time = first["time"]
-        names = [k for k in first if k != "time"]
-        for name in names:
-            out.series[name] = np.full((out.n, len(out.time)), np.nan)
-        for m, row in enumerate(rows):
-            if row is None:
-                continue
-            if row["time"].shape != out.time.shape or not np.allclose(row["time"], out.time):
-                out.fail(m, "PySD: the run's time grid differs from the batch's")
-                continue
-            for name in names:
-                if name in row:
-                    out.series[name][m] = row[name]
+        return frame.index.to_numpy(dtype=float), series

@@ -55,6 +55,28 @@ def test_runs_give_the_models_series_under_plain_names(model_dir):
     assert {"teacup_temperature", "heat_loss_to_room"} <= set(out.series)
 
 
+@pytest.mark.slow
+def test_a_time_setting_varied_as_a_parameter_sets_the_clock(model_dir):
+    """Fails before: TIME STEP as a parameter went to PySD's `params`, which replaced the
+    variable but not the clock: every run ended at its start (180), silently."""
+    spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl", "time": {"final_time": 5}})
+    assert spec.check(model_dir) == []
+    steps = np.array([0.125, 0.25, 0.125])
+    out = spec.build(model_dir)({"characteristic_time": np.full(3, 10.0), "time_step": steps},
+                                RunContext(run_ids=np.arange(3)))
+    assert out.errors == [None, None, None]
+    for group in out.series_groups():  # a grid per time step (SAVEPER = TIME STEP)
+        rows = np.arange(3)[group.rows]
+        dt = float(steps[rows[0]])
+        np.testing.assert_allclose(group.time, np.arange(int(5 / dt) + 1) * dt)
+        for i in range(len(rows)):
+            np.testing.assert_allclose(group.series["teacup_temperature"][i],
+                                       euler_teacup(10.0, int(5 / dt), dt))
+    twice = [p.message for p in spec.check_inputs(model_dir, ["final_time"], ["final_time"])]
+    assert twice == ["final_time is both a parameter and model.time.final_time; give it once "
+                     "(as a parameter to vary it)"]
+
+
 def test_the_translation_goes_to_the_cache_not_beside_the_model(model_dir, cache):
     spec = Pysd.model_validate({"type": "pysd", "file": "teacup.mdl"})
     first = spec.build(model_dir).translated
