@@ -8,7 +8,7 @@ keys its tutorial and docs/reference/results.md name and keeps any other key as 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from pydantic import (
     BaseModel,
@@ -85,6 +85,8 @@ class Entry(Precision):
 
 
 RESULTS_MODELS: dict[str, type[BaseModel]] = {}  # analysis type -> its results model
+# What makes the analysis types known (they sit above this layer): set by studyrun.commands.
+load_types: Callable[[], object] | None = None
 
 
 def register(kind: str, model: type[BaseModel]) -> None:
@@ -94,6 +96,8 @@ def register(kind: str, model: type[BaseModel]) -> None:
 
 def results_model(kind: str) -> type[BaseModel] | None:
     """The results model of an analysis type; None for a type studyrun does not know."""
+    if not RESULTS_MODELS and load_types is not None:
+        load_types()
     if not RESULTS_MODELS:
         raise RuntimeError("no analysis type is registered: import studyrun.study.spec first")
     return RESULTS_MODELS.get(kind)

@@ -1,0 +1,50 @@
+"""The commands that read a results folder, each in a process that imported nothing before it
+(run_cli's processes are forked from one that imported the whole pipeline, which hid a reader
+that needed the analysis types defined by an earlier import)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import write_study
+
+import studyrun
+
+STUDY = """
+name: fresh
+seed: 1
+model: {type: python, function: "linear:linear"}
+parameters: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}
+analysis: {type: montecarlo, samples: 8}
+execution: {scheduler: sync}
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    from conftest import LINEAR_MODEL
+
+    folder = tmp_path_factory.mktemp("fresh")
+    (folder / "linear.py").write_text(LINEAR_MODEL)
+    out = folder / "out"
+    studyrun.run(write_study(folder, STUDY), out, quiet=True, report=False)
+    return out
+
+
+@pytest.mark.parametrize("args", [["diff", "{out}", "{out}"], ["status", "{out}"],
+                                  ["runs", "{out}", "--limit", "2"], ["report", "{out}"]])
+def test_a_command_reads_a_results_folder_in_a_fresh_process(results, args):
+    """Fails before (diff): RuntimeError 'no analysis type is registered', a traceback."""
+    done = subprocess.run([sys.executable, "-m", "studyrun", *(a.format(out=results) for a in args)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_python_api_opens_a_results_folder_in_a_fresh_process(results):
+    """Fails before: studyrun.open_results raised RuntimeError in a process that had not
+    imported the study's specification first."""
+    code = f"import studyrun; print(studyrun.open_results({str(results)!r}).analysis['study'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "fresh", done.stderr
