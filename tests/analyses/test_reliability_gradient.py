@@ -243,3 +243,30 @@ def test_an_exact_gradient_that_cannot_be_had_is_refused_located(tmp_path, study
         done.stderr
     assert f"{path}:" in done.stderr and "use gradient: differences (or auto)" in done.stderr \
         or "gradient applies" in words
+
+
+def test_sorm_takes_its_hessian_from_the_models_gradients_without_runs(tmp_path):
+    """A lognormal rate bends the limit state; the curvatures from differences of adjoint
+    gradients match those of the same surface written analytically (sum of the rates = R*),
+    and cost no runs, where differences of g cost 2 d^2."""
+    from studyrun.analyses.reliability.form import form
+
+    text = logistic(2, "adjoint", "\n  design_points: false").replace(
+        "method: form", "method: sorm").replace(
+        "rate: {distribution: normal, mean: 0.4, std: 0.04}",
+        "rate: {distribution: lognormal, mean: 0.4, std: 0.04}")
+    by = run(tmp_path / "adjoint", text)
+    fd = run(tmp_path / "fd", text.replace("gradient: adjoint", "gradient: differences"))
+    target = math.log((1000 / 10 - 1) / (1000 / 700 - 1)) / 10
+    path = write_study(tmp_path, text)
+    transform = Transform(dict(studyrun.load(path).parameters),
+                          np.array([[1, RHO, 0], [RHO, 1, 0], [0, 0, 1]]))
+    reference = form(lambda u: target - transform.to_physical(u).sum(axis=1),
+                     ["rate", "e1", "e2"], transform.named, 1e-6, 10_000, False, True)
+    kappa = reference["sorm"]["curvatures"]
+    assert min(map(abs, kappa)) < 1e-6 < max(map(abs, kappa))  # one direction bends
+    assert by["sorm"]["curvatures"] == pytest.approx(kappa, abs=3e-3 * max(map(abs, kappa)))
+    assert fd["sorm"]["curvatures"] == pytest.approx(kappa, abs=3e-3 * max(map(abs, kappa)))
+    assert by["pf"] == pytest.approx(reference["pf"], rel=2e-2)
+    assert by["runs"] == by["convergence"][-1]["runs"]  # the last step's, no Hessian's
+    assert fd["runs"] >= fd["convergence"][-1]["runs"] + 2 * 3 ** 2

@@ -170,6 +170,19 @@ def hessian(g: Budget, u: np.ndarray, at: float, h: float = HESSIAN_STEP) -> np.
     return out
 
 
+def hessian_of_gradients(exact: Callable[[np.ndarray], np.ndarray], u: np.ndarray,
+                         h: float = HESSIAN_STEP) -> np.ndarray:
+    """Central differences of the model's own gradient at u (2 d gradients, no runs),
+    symmetrised; FloatingPointError where a gradient cannot be had."""
+    d = len(u)
+    try:
+        columns = [(exact(u + h * e) - exact(u - h * e)) / (2 * h) for e in np.eye(d)]
+    except (RuntimeError, ArithmeticError, ValueError) as error:
+        raise FloatingPointError(f"a gradient near the design point failed ({error})") from None
+    out = np.column_stack(columns)
+    return (out + out.T) / 2
+
+
 def curvatures(search: Search, hess: np.ndarray) -> np.ndarray:
     """The main curvatures of the limit state at the design point (positive where it bends away
     from the origin): eigenvalues of the Hessian on the tangent plane over |grad g|."""
@@ -198,10 +211,12 @@ def sorm(beta: float, kappa: np.ndarray) -> dict[str, float | None]:
 
 
 def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
-         other_starts: bool, curved: bool, slope: Slope | None = None) -> dict[str, Any]:
+         other_starts: bool, curved: bool, slope: Slope | None = None,
+         exact: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, Any]:
     """FORM's (or with `curved`, SORM's) results: the design point of smallest beta among the
     searches, its importance factors, and warnings where the searches disagree. `slope`: the
-    gradient of g (default: forward differences with `step`)."""
+    gradient of g (default: forward differences with `step`); `exact`: u -> the model's own
+    gradient there (no runs), for SORM's Hessian."""
     from scipy.special import ndtr, ndtri
 
     from studyrun.analyses.reliability.sampling import estimate
@@ -253,7 +268,8 @@ def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
             f"is {union:.3g}. Use subset or ak-mcs for this limit state")
     if curved:
         try:
-            hess = hessian(budget, best.u, best.g)
+            hess = hessian(budget, best.u, best.g) if exact is None else \
+                hessian_of_gradients(exact, best.u)
         except (RunsExhausted, FloatingPointError) as error:
             why = "max_runs reached" if isinstance(error, RunsExhausted) else str(error)
             warnings.append(f"no curvatures: {why}; pf is FORM's")
