@@ -200,12 +200,17 @@ def test_the_adjoint_form_resumes_after_sigkill_with_the_same_result(tmp_path):
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
-def test_auto_says_why_it_uses_differences(tmp_path):
-    results = run(tmp_path, logistic(2, "auto", quantity="final(population) + 0"))
+def test_auto_says_why_it_uses_differences_and_the_report_escapes_it(tmp_path):
+    """The note quotes the study's quantity, written here with a '<': report.html escapes it."""
+    path = write_study(tmp_path, logistic(2, "auto", quantity="final(population) + (1 < 2) - 1"))
+    results = studyrun.run(path, tmp_path / "out").results
     assert results["gradient"] == {"method": "differences"}
-    assert any("adjoint gradients are not available (quantity 'final_population'" in n
+    assert any("adjoint gradients are not available (quantity 'final_population' = "
+               "final(population) + (1 < 2) - 1 is not one reduction" in n
                for n in results["notes"]), results["notes"]
     assert results["beta"] == pytest.approx(analytic(2)[0], abs=2e-3)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "(1 &lt; 2) - 1 is not one reduction" in html and "(1 < 2)" not in html
 
 
 def test_a_model_that_gives_no_value_stops_form_without_a_traceback(tmp_path):
@@ -230,8 +235,8 @@ def resistance_load(folder, change: tuple[str, str]):
     (lambda f: resistance_load(f, ("method: sorm", "method: subset\n  gradient: differences")),
      "analysis.gradient: gradient applies to method: form | sorm | importance, not subset"),
     (lambda f: write_study(f, logistic(2, "forward", quantity="final(population) - 1")),
-     "analysis.gradient: forward gradients are not available: quantity 'final_population' "
-     "(final(population) - 1) is not one reduction of one model output"),
+     "analysis.gradient: forward gradients are not available: quantity 'final_population' = "
+     "final(population) - 1 is not one reduction of one model output"),
     (lambda f: write_study(f, logistic(2, "adjoint", rate="max(rate, e1 + e2)")),
      "analysis.gradient: adjoint gradients are not available: the rate of 'population' has a "
      "kink (max) in a state or a parameter"),

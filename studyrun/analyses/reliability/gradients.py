@@ -95,7 +95,7 @@ def objectives(condition: Failure, quantities: dict[str, str] | None) -> dict[st
         try:
             found[name] = parse_objective(str(text))
         except ValueError as error:
-            return f"quantity {name!r} ({text}) is not one reduction of one model output " \
+            return f"quantity {name!r} = {text} is not one reduction of one model output " \
                    f"({error})"
     return found
 
