@@ -19,9 +19,6 @@ import numpy as np
 
 from studyrun.analyses.reliability.space import Failure, Transform
 
-CHOICES = ("auto", "adjoint", "forward", "differences")
-EXACT = ("adjoint", "forward")
-
 
 @dataclass
 class Choice:
