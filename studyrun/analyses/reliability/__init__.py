@@ -153,8 +153,10 @@ class Reliability(IterativeAnalysis):
             return (f"reliability (subset): {self.first_round:,} runs, then levels of "
                     f"{self.first_round - round(self.p0 * self.first_round):,} runs (p0 "
                     f"{self.p0:g}) until a level reaches the failure domain, {bound}")
-        used = self.gradients(context).method
-        hessian = "differences of the model's gradients" if used in EXACT else "differences"
+        choice = self.gradients(context)
+        used = choice.method
+        hessian = "differences of the model's gradients" if used in EXACT and choice.smooth \
+            else "differences"
         also = {"form": "", "sorm": f", then a Hessian of {hessian} there",
                 "importance": f", then importance sampling around it in rounds from "
                               f"{self.first_round:,} runs until the cov of pf is {target:g}"}
@@ -186,7 +188,8 @@ class Reliability(IterativeAnalysis):
                 choice.gradient, transform, form_.differences(self.step))
             results = form_.form(limit, names, transform.named, self.step, self.max_runs,
                                  self.design_points and self.method != "importance",
-                                 self.method == "sorm", slope, slope and slope.exact)
+                                 self.method == "sorm", slope,
+                                 slope.exact if slope and choice.smooth else None)
             if self.method == "importance":
                 results = self.sampled_around(results, limit, seed, target)
             results["gradient"] = slope.summary() if slope else {"method": "differences"}

@@ -29,11 +29,13 @@ class Choice:
     gradient: Any = None
     notes: list[str] = field(default_factory=list)
     problem: str | None = None
+    smooth: bool = False  # g is smooth in the parameters: no max or min, in quantity or condition
 
 
 def choose(requested: str, context: Any, condition: Failure) -> Choice:
     """The gradient for `requested` in this study (see Choice); `auto` falls back to
     differences with a note, an explicit adjoint or forward that cannot be had is a problem."""
+    from studyrun.analyses.gradient.objective import EXTREMES
     from studyrun.analyses.local import exact_status
     from studyrun.analyses.search.gradients import model_gradient
     from studyrun.models.base import HasEquations
@@ -56,13 +58,15 @@ def choose(requested: str, context: Any, condition: Failure) -> Choice:
     slopes = slope_of_condition(condition, list(found))
     if isinstance(slopes, str):
         return refused(requested, slopes)
+    slopes, kinked = slopes
     outputs = list(dict.fromkeys(o.output for o in found.values()))
     ok, why, _ = exact_status(context.model, names, outputs)
     if not ok:
         return refused(requested, why)
     gradient, used, notes = model_gradient(requested, context, names, outputs,
                                            weigh(found, slopes))
-    return Choice(used, gradient, notes)
+    smooth = not kinked and all(o.kind not in EXTREMES for o in found.values())
+    return Choice(used, gradient, notes, smooth=smooth)
 
 
 def refused(requested: str, why: str, silent: bool = False) -> Choice:
@@ -98,11 +102,12 @@ def objectives(condition: Failure, quantities: dict[str, str] | None) -> dict[st
 
 
 def slope_of_condition(condition: Failure, names: list[str]
-                       ) -> Callable[..., list[float]] | str:
-    """(quantity values) -> dg/dq for each of `names`, differentiated symbolically; or why the
-    condition cannot be."""
+                       ) -> tuple[Callable[..., list[float]], bool] | str:
+    """(quantity values) -> dg/dq for each of `names`, differentiated symbolically, and whether
+    g has a kink or a switch in the quantities; or why the condition cannot be differentiated."""
     import sympy as sp
 
+    from studyrun.analyses.local.exact import NON_SMOOTH
     from studyrun.blocks.expr import ExprError, to_sympy
 
     symbols = {n: sp.Symbol(f"q{i}", real=True) for i, n in enumerate(names)}
@@ -111,8 +116,9 @@ def slope_of_condition(condition: Failure, names: list[str]
     except ExprError as error:
         return f"the failure condition cannot be differentiated ({error.message})"
     g = left - right if condition.below else right - left
+    kinked = bool(g.atoms(sp.Piecewise, *(getattr(sp, k) for k in NON_SMOOTH)))
     return sp.lambdify(list(symbols.values()), [sp.diff(g, s) for s in symbols.values()],
-                       modules="numpy")
+                       modules="numpy"), kinked
 
 
 def weigh(found: dict[str, Any], slopes: Callable[..., list[float]]):
