@@ -16,7 +16,7 @@ SMALL = ["ishigami-montecarlo", "decay-sweep", "decay-command", "logistic-montec
          "ishigami-sobol-precision", "ishigami-fast", "ishigami-rbd-fast", "ishigami-pawn",
          "ishigami-dgsm", "flowers-local", "flowers-optimize", "zdt1-nsga2", "logistic-calibrate",
          "ishigami-surrogate", "shop-stock-montecarlo", "wingweight-surrogate",
-         "resistance-load-reliability", "dnase-calibrate",
+         "resistance-load-reliability", "sir-hospital-reliability", "dnase-calibrate",
          "sir-vensim-names"]
 RESULTS_DOC = STUDIES.parent / "docs" / "reference" / "results.md"
 

@@ -19,6 +19,8 @@ from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
 
 METHODS = ("monte_carlo", "form", "sorm", "importance", "subset")
+FORMS = ("form", "sorm", "importance")  # the methods that search for a design point
+EXACT = ("adjoint", "forward")
 SAMPLERS = {"monte_carlo": 1000, "importance": 1000, "subset": 2000}  # default start
 DEFAULT_COV = 0.1
 
@@ -54,9 +56,12 @@ class Reliability(IterativeAnalysis):
                           "each round doubles the runs); subset: runs per level (default 2000)")
     p0: float = Field(0.1, gt=0, lt=0.5, description="subset: the conditional probability of "
                                                       "each level")
-    gradient: Literal["differences"] = Field(
-        "differences", description="form, sorm, importance: forward differences of g in the "
-                                   "standard normal space, through the executor")
+    gradient: Literal["auto", "adjoint", "forward", "differences"] = Field(
+        "auto", description="form, sorm, importance: the gradient of g at each step: adjoint or "
+                            "forward (sensitivities of an ode or stockflow model, in-process: "
+                            "no extra runs, whatever the number of parameters), differences "
+                            "(forward differences of runs, one per parameter), or auto (the "
+                            "adjoint where it applies, else differences)")
     step: float = Field(1e-3, gt=0, le=0.1, description="form, sorm, importance: the "
                                                          "differences' step, in standard "
                                                          "deviations")
@@ -95,6 +100,16 @@ class Reliability(IterativeAnalysis):
             problems.append(Problem(f"{name!r} is not a quantity of the study"
                                     f"{suggest(name, known or set())} (quantities: "
                                     f"{', '.join(sorted(known or [])) or 'none'})", "failure"))
+        if self.method in FORMS and self.gradient in EXACT:
+            try:
+                choice = self.gradients(context, condition)
+            except Exception:  # an invalid model: its own check reports it
+                choice = None
+            if choice and choice.problem:
+                problems.append(Problem(choice.problem, "gradient"))
+        elif "gradient" in self.model_fields_set and self.method not in FORMS:
+            problems.append(Problem(f"gradient applies to method: {' | '.join(FORMS)}, not "
+                                    f"{self.method}", "gradient"))
         if self.method == "subset" and self.first_round * self.p0 < 1:
             problems.append(Problem(f"start ({self.first_round}) times p0 ({self.p0:g}) is "
                                     "below one run: no level would have a seed", "start"))
@@ -117,6 +132,12 @@ class Reliability(IterativeAnalysis):
         return Design(names, self.transform(context).to_physical(u),
                       {"iterative": True, "method": self.method})
 
+    def gradients(self, context: StudyContext, condition=None):
+        """The gradient of g this study gets (gradients.Choice)."""
+        from studyrun.analyses.reliability.gradients import choose
+
+        return choose(self.gradient, context, condition or self.condition())
+
     def transform(self, context: StudyContext):
         from studyrun.analyses.reliability.space import Transform
 
@@ -132,16 +153,22 @@ class Reliability(IterativeAnalysis):
             return (f"reliability (subset): {self.first_round:,} runs, then levels of "
                     f"{self.first_round - round(self.p0 * self.first_round):,} runs (p0 "
                     f"{self.p0:g}) until a level reaches the failure domain, {bound}")
-        also = {"form": "", "sorm": ", then a Hessian of differences there",
+        choice = self.gradients(context)
+        used = choice.method
+        hessian = "differences of the model's gradients" if used in EXACT and choice.smooth \
+            else "differences"
+        also = {"form": "", "sorm": f", then a Hessian of {hessian} there",
                 "importance": f", then importance sampling around it in rounds from "
                               f"{self.first_round:,} runs until the cov of pf is {target:g}"}
-        return (f"reliability ({self.method}): the median point and {len(context.varied)} "
-                f"more for its gradient, then iHL-RF steps to the design point{also[self.method]}"
-                f", {bound}")
+        gradient = (f"its gradient by the model's {used} (in-process, no runs)"
+                    if used in EXACT else f"{len(context.varied)} more for its gradient")
+        return (f"reliability ({self.method}): the median point and {gradient}, then iHL-RF "
+                f"steps to the design point{also[self.method]}, {bound}")
 
     def iterate(self, evaluate, context: StudyContext, seed) -> dict[str, Any]:
         from studyrun.analyses.reliability import form as form_
         from studyrun.analyses.reliability import sampling
+        from studyrun.analyses.reliability.gradients import ExactSlope
         from studyrun.analyses.reliability.space import LimitState
 
         condition = self.condition()
@@ -156,11 +183,22 @@ class Reliability(IterativeAnalysis):
             results = sampling.subset(limit, condition.failed, d, seed, self.first_round,
                                       self.p0, self.max_runs)
         else:
+            choice = self.gradients(context, condition)
+            slope = None if choice.gradient is None else ExactSlope(
+                choice.gradient, transform, form_.differences(self.step))
             results = form_.form(limit, names, transform.named, self.step, self.max_runs,
                                  self.design_points and self.method != "importance",
-                                 self.method == "sorm")
+                                 self.method == "sorm", slope,
+                                 slope.exact if slope and choice.smooth else None)
             if self.method == "importance":
                 results = self.sampled_around(results, limit, seed, target)
+            results["gradient"] = slope.summary() if slope else {"method": "differences"}
+            if slope and slope.failures:
+                results.setdefault("warnings", []).append(
+                    f"the {choice.method} gradient failed at {len(slope.failures)} points "
+                    f"({slope.failures[0]}); forward differences of runs stood in there")
+            if choice.notes:
+                results.setdefault("notes", []).extend(choice.notes)
         results["runs"] = limit.runs  # points evaluated, a point asked for twice counted twice
         results["dropped_runs"] = limit.dropped
         if limit.dropped:

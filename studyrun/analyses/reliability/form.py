@@ -1,5 +1,6 @@
 """FORM and SORM in the standard normal space: the design point by the improved HL-RF algorithm
-(Zhang and Der Kiureghian 1995) with gradients of g by forward differences, the curvatures of
+(Zhang and Der Kiureghian 1995) with gradients of g by forward differences or by the model's
+adjoint (gradients.py), the curvatures of
 the limit state there from a Hessian of central differences (Breitung 1984; Hohenbichler and
 Rackwitz 1988), and further searches from other starts that find design points one search
 misses. Formulas: docs/methods.md, "Reliability: the probability of failure".
@@ -8,7 +9,7 @@ misses. Formulas: docs/methods.md, "Reliability: the probability of failure".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -72,14 +73,23 @@ def gradient(g: Budget, u: np.ndarray, at: float, step: float) -> np.ndarray:
     return (values - at) / step
 
 
-def search(g: Budget, start: np.ndarray, step: float, origin_safe: bool, scale: float) -> Search:
+Slope = Callable[[Budget, np.ndarray, float], np.ndarray]  # (g, u, g(u)) -> dg/du
+
+
+def differences(step: float) -> Slope:
+    """Forward differences of runs with this step, as a Slope."""
+    return lambda g, u, at: gradient(g, u, at, step)
+
+
+def search(g: Budget, start: np.ndarray, differentiate: Slope, origin_safe: bool, scale: float) -> Search:
     """iHL-RF from `start`: the HL-RF direction, its step length chosen by Armijo's rule on the
-    merit m(u) = |u|^2 / 2 + c |g(u)|, until g is near 0 and u lies along alpha."""
+    merit m(u) = |u|^2 / 2 + c |g(u)|, until g is near 0 and u lies along alpha; the gradient
+    of g by `differentiate` at each point the search moves to (none at the line search's trials)."""
     u = np.asarray(start, dtype=float).copy()
     value = float(g(u[None])[0])
     if np.isnan(value):
         raise FloatingPointError("the run at the search's start gave no value of g")
-    grad = gradient(g, u, value, step)
+    grad = differentiate(g, u, value)
     c = 0.0
     history: list[dict[str, Any]] = []
     for iteration in range(1, MAX_ITERATIONS + 1):
@@ -109,7 +119,7 @@ def search(g: Budget, start: np.ndarray, step: float, origin_safe: bool, scale: 
                           "the line search found no step that lowers the merit function",
                           origin_safe)
         u, value = trial, found
-        grad = gradient(g, u, value, step)
+        grad = differentiate(g, u, value)
     return Search(u, value, grad, False, MAX_ITERATIONS, history,
                   f"no convergence in {MAX_ITERATIONS} iterations", origin_safe)
 
@@ -160,6 +170,19 @@ def hessian(g: Budget, u: np.ndarray, at: float, h: float = HESSIAN_STEP) -> np.
     return out
 
 
+def hessian_of_gradients(exact: Callable[[np.ndarray], np.ndarray], u: np.ndarray,
+                         h: float = HESSIAN_STEP) -> np.ndarray:
+    """Central differences of the model's own gradient at u (2 d gradients, no runs),
+    symmetrised; FloatingPointError where a gradient cannot be had."""
+    d = len(u)
+    try:
+        columns = [(exact(u + h * e) - exact(u - h * e)) / (2 * h) for e in np.eye(d)]
+    except (RuntimeError, ArithmeticError, ValueError) as error:
+        raise FloatingPointError(f"a gradient near the design point failed ({error})") from None
+    out = np.column_stack(columns)
+    return (out + out.T) / 2
+
+
 def curvatures(search: Search, hess: np.ndarray) -> np.ndarray:
     """The main curvatures of the limit state at the design point (positive where it bends away
     from the origin): eigenvalues of the Hessian on the tangent plane over |grad g|."""
@@ -188,9 +211,12 @@ def sorm(beta: float, kappa: np.ndarray) -> dict[str, float | None]:
 
 
 def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
-         other_starts: bool, curved: bool) -> dict[str, Any]:
+         other_starts: bool, curved: bool, slope: Slope | None = None,
+         exact: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, Any]:
     """FORM's (or with `curved`, SORM's) results: the design point of smallest beta among the
-    searches, its importance factors, and warnings where the searches disagree."""
+    searches, its importance factors, and warnings where the searches disagree. `slope`: the
+    gradient of g (default: forward differences with `step`); `exact`: u -> the model's own
+    gradient there (no runs), for SORM's Hessian."""
     from scipy.special import ndtr, ndtri
 
     from studyrun.analyses.reliability.sampling import estimate
@@ -207,10 +233,11 @@ def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
     scale, safe = max(abs(at_origin), 1e-12), at_origin > 0
     searches: list[Search] = []
     try:
-        searches.append(search(budget, np.zeros(d), step, safe, scale))
+        slope = slope or differences(step)
+        searches.append(search(budget, np.zeros(d), slope, safe, scale))
         if other_starts and searches[0].converged:
             for point in starts(searches[0]):
-                searches.append(search(budget, point, step, safe, scale))
+                searches.append(search(budget, point, slope, safe, scale))
     except RunsExhausted:
         warnings.append(f"max_runs ({max_runs:,}) ended the searches")
     except FloatingPointError as error:
@@ -241,7 +268,8 @@ def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
             f"is {union:.3g}. Use subset or ak-mcs for this limit state")
     if curved:
         try:
-            hess = hessian(budget, best.u, best.g)
+            hess = hessian(budget, best.u, best.g) if exact is None else \
+                hessian_of_gradients(exact, best.u)
         except (RunsExhausted, FloatingPointError) as error:
             why = "max_runs reached" if isinstance(error, RunsExhausted) else str(error)
             warnings.append(f"no curvatures: {why}; pf is FORM's")

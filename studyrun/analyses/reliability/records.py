@@ -33,6 +33,17 @@ class Sorm(Record):
     form_pf: Number = None
 
 
+class GradientUse(Record):
+    """form, sorm, importance: how the gradients of g were had, and (adjoint, forward) how many
+    were computed in-process, with how many integrations, and how many fell back to
+    differences."""
+
+    method: Text | None = None
+    gradients: Count | None = None
+    integrations: Count | None = None
+    fallbacks: Count | None = None
+
+
 class ReliabilityResults(Record):
     """The probability of failure pf, beta = -Phi^-1(pf), and what the method found."""
 
@@ -52,4 +63,6 @@ class ReliabilityResults(Record):
     sorm: Sorm | None = None
     form_pf: Number = None
     dropped_runs: Count | None = None
+    gradient: GradientUse | None = None
     warnings: Lines = []
+    notes: Lines = []

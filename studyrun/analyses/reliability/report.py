@@ -14,6 +14,7 @@ def section(analysis: dict[str, Any], figures) -> str:
         return ""
     lines = ["## Reliability", "", f"Method: {escape(r.get('method'))}; runs: "
              f"{escape(r.get('runs'))}; converged: {escape(r.get('converged'))}.", ""]
+    lines += _gradient(r.get("gradient"))
     if r.get("pf") is None and r.get("pf_below") is not None:
         bound = _number(r["pf_below"])
         lines += [f"pf is below {escape(bound)} (one-sided 95% upper bound); beta is above "
@@ -46,6 +47,17 @@ def section(analysis: dict[str, Any], figures) -> str:
         lines += _bars(importance, figures)
     lines += _convergence(r.get("convergence"), figures)
     return "\n".join(lines)
+
+
+def _gradient(used: Any) -> list[str]:
+    """How FORM had its gradients, in words."""
+    if not isinstance(used, dict) or used.get("method") is None:
+        return []
+    if used["method"] == "differences":
+        return ["Gradients: forward differences of runs.", ""]
+    return [f"Gradients: the model's {escape(used['method'])}, computed in-process "
+            f"({escape(used.get('gradients'))} gradients, {escape(used.get('integrations'))} "
+            f"integrations, {escape(used.get('fallbacks'))} replaced by differences).", ""]
 
 
 def _number(value: Any) -> str:

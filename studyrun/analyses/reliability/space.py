@@ -86,6 +86,22 @@ class Transform:
             z = z @ np.linalg.cholesky(self.correlation).T
         return map_unit(self.parameters, np.clip(ndtr(z), _EPS, 1 - _EPS))
 
+    def pull_back(self, u: np.ndarray, slope: np.ndarray) -> np.ndarray:
+        """dg/du at the point u from dg/dx there, by the chain rule: dx_j/dz_j =
+        phi(z_j) / f_j(x_j) (0 where Phi(z_j) is clipped), then dg/du = L^T (dg/dx * dx/dz)."""
+        from scipy.special import ndtr
+
+        u = np.asarray(u, dtype=float).reshape(-1)
+        lower = np.linalg.cholesky(self.correlation) if self.correlation is not None else None
+        z = u if lower is None else lower @ u
+        x = self.to_physical(u)[0]
+        density = np.array([p._dist().pdf(v) for p, v in zip(self.parameters.values(), x)])
+        inside = (ndtr(z) > _EPS) & (ndtr(z) < 1 - _EPS)
+        with np.errstate(all="ignore"):
+            dxdz = np.where(inside, np.exp(-z * z / 2) / np.sqrt(2 * np.pi) / density, 0.0)
+        slope_z = np.asarray(slope, dtype=float) * dxdz
+        return slope_z if lower is None else lower.T @ slope_z
+
     def named(self, u: np.ndarray) -> dict[str, dict[str, float]]:
         """A point in both spaces, by parameter name."""
         x = self.to_physical(u)[0]
