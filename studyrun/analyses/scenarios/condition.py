@@ -42,8 +42,10 @@ def condition(text: str) -> Condition:
     try:
         with _PARSING:
             tree = ast.parse(flat, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):
         tree = None  # a keyword used as a name (`yield > 1`): the language's parser reads it
+    except (RecursionError, MemoryError):
+        raise ExprError("of_interest is nested too deeply") from None
     if tree is None or not isinstance(tree, (ast.BoolOp, ast.UnaryOp)):
         return leaf(parse(text), text)
     names: set[str] = set()
