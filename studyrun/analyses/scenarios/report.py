@@ -122,9 +122,15 @@ def draw_pairs(i: int, found: dict[str, Any], results: dict[str, Any], outcome,
                figures) -> str:
     """The restricted parameters two by two, runs of interest in orange, the box drawn."""
     from studyrun.analyses.scenarios.condition import condition
+    from studyrun.blocks.expr import ExprError
 
     names = [n for n in found["limits"] if n in outcome.design.names][:PAIRS]
-    test = condition(results["of_interest"])
+    try:
+        test = condition(str(results.get("of_interest")))
+    except ExprError:
+        return ""
+    if not names or not test.names <= set(outcome.values):
+        return ""  # a folder whose runs do not hold what analysis.json names
     hit, decided = test.evaluate({n: outcome.values[n] for n in test.names}, len(outcome.ok))
     decided &= outcome.ok
     column = {n: j for j, n in enumerate(outcome.design.names)}
