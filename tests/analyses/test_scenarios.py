@@ -44,6 +44,31 @@ def test_prim_recovers_an_exact_box():
     assert box["limits"]["x1"]["p_lower"] < 1e-10 and "p_upper" not in box["limits"]["x1"]
 
 
+# EMA Workbench 2.5.3's prim.Prim(x, y, threshold=1).find_box() on uniform(1) (as
+# benchmarks/bench_scenarios.py runs it): steps of its trajectory, (coverage, density, x1's lower
+# limit and its quasi-p-value, x2's upper limit and its quasi-p-value).
+EMA_STEPS = {10: (1.0, 0.15183946488294314, 0.4051121643590083, 6.635007484779089e-27, None, None),
+             30: (1.0, 0.4262910798122066, 0.6872561422641241, 1.737747301549059e-125,
+                  0.697555056745315, 2.2405841925907203e-19),
+             47: (0.9647577092511013, 1.0, 0.7003885890703695, 9.990700915579025e-227,
+                  0.286734636808053, 2.1172947052836332e-222)}
+
+
+def test_the_trajectory_is_ema_workbench_s():
+    x = uniform(1)
+    (box,), _ = prim(x, (x[:, 0] > 0.7) & (x[:, 1] < 0.3), 1.0)
+    trajectory = box["trajectory"]
+    assert len(trajectory) == 48
+    for step, (coverage, density, low, p_low, high, p_high) in EMA_STEPS.items():
+        found = trajectory[step]
+        assert (found["coverage"], found["density"]) == pytest.approx((coverage, density), rel=1e-12)
+        assert found["limits"]["x1"]["lower"] == pytest.approx(low, rel=1e-12)
+        assert found["limits"]["x1"]["p_lower"] == pytest.approx(p_low, rel=1e-6)
+        if high is not None:
+            assert found["limits"]["x2"]["upper"] == pytest.approx(high, rel=1e-12)
+            assert found["limits"]["x2"]["p_upper"] == pytest.approx(p_high, rel=1e-6)
+
+
 def test_flipped_labels_keep_the_box_on_x1_and_x2():
     x = uniform(2)
     flipped = np.random.default_rng(5).random(len(x)) < 0.1
@@ -167,7 +192,7 @@ def test_box_chosen_in_the_study_and_cart(tmp_path):
     box = studyrun.run(path, tmp_path / "out", scheduler="sync").results["boxes"][0]
     assert box["step"] == 3 and box == {**box["trajectory"][3], "step": 3,
                                         "trajectory": box["trajectory"]}
-    path = example(tmp_path, **{"method: prim": "method: cart", "  threshold: 0.8\n": "",
+    path = example(tmp_path, **{"method: prim": "method: cart", "  threshold: 0.75\n": "",
                                 "  boxes: 2\n": ""})
     results = studyrun.run(path, tmp_path / "cart", scheduler="sync").results
     assert results["depth"] >= 2 and results["leaves"][0]["density"] > 0.8
@@ -249,7 +274,7 @@ def test_from_a_results_folder_and_a_csv(tmp_path):
     (('of_interest: "cost > 100 and reliability < 0.9"', 'of_interest: "cots > 100"'),
      "analysis.of_interest: 'cots' is not a quantity of the study"),
     (("method: prim", "method: cart"), "threshold is a key of method: prim"),
-    (("threshold: 0.8", "threshold: 1.5"), "analysis.threshold"),
+    (("threshold: 0.75", "threshold: 1.5"), "analysis.threshold"),
     (("samples: 2000", "samples: 2000\n  from: runs.csv"), "give samples (runs to make) or from"),
 ])
 def test_mistakes_are_located(tmp_path, change, words):

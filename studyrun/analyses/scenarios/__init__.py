@@ -117,7 +117,7 @@ class Scenarios(ReadsGiven):
                                  **design_facts(context.correlation, names, x)})
 
     def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
-        from studyrun.analyses.scenarios.prim import Data
+        from studyrun.analyses.scenarios.prim import Data, whole
 
         condition = self.condition()
         n = len(outcome.ok)
@@ -140,7 +140,7 @@ class Scenarios(ReadsGiven):
             return results | {"warnings": [*warnings, "no run gave the quantities of_interest "
                                                       "reads: there is nothing to analyse"]}
         results["parameters"] = {
-            name: ({"values": sorted(np.unique(x[:, j]).tolist())} if name in categorical
+            name: ({"values": whole(np.unique(x[:, j]).tolist())} if name in categorical
                    else {"min": float(x[:, j].min()), "max": float(x[:, j].max())})
             for j, name in enumerate(names)}
         if not data.y.any():

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.analyses.scenarios.prim import Data
+from studyrun.analyses.scenarios.prim import Data, whole
 
 FOLDS = 5
 
@@ -95,7 +95,7 @@ def limits_of(bounds: dict[str, tuple[float, float]], data: Data, initial) -> di
             continue
         low, high = bounds[name]
         if name in initial.sets:
-            limits[name] = {"values": sorted(v for v in initial.sets[name] if low < v <= high)}
+            limits[name] = {"values": whole(v for v in initial.sets[name] if low < v <= high)}
         else:
             limits[name] = {"lower": None if math.isinf(low) else low,
                             "upper": None if math.isinf(high) else high}

@@ -222,7 +222,7 @@ class Prim:
             return float(binomtest(k, size, share, alternative="greater").pvalue)
 
         if name in self.initial.sets:
-            return {"values": sorted(step.box.sets[name]),
+            return {"values": whole(step.box.sets[name]),
                     "p_value": p_value(step.box.replaced(name, self.initial.sets[name]))}
         low, high = step.box.low[name], step.box.high[name]
         entry: dict[str, Any] = {"lower": low, "upper": high}
@@ -231,6 +231,12 @@ class Prim:
         if high != self.initial.high[name]:
             entry["p_upper"] = p_value(step.box.replaced(name, self.initial.high[name], 1))
         return entry
+
+
+def whole(values) -> list[float | int]:
+    """A set's values in order, whole numbers written as integers (as the study gives them)."""
+    return [int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
+            for v in sorted(values)]
 
 
 def chosen(trajectory: list[dict[str, Any]], threshold: float) -> int:
