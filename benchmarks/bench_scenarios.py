@@ -70,6 +70,18 @@ def write(name: str, x: np.ndarray, y: np.ndarray, names: list[str], analysis: d
     return folder
 
 
+# studyrun's PRIM alone on the same CSV, as ema_prim.py times find_box: CPU seconds of covering()
+PRIM_ALONE = """
+import sys, time, numpy as np
+from studyrun.analyses.scenarios.prim import Data, covering
+data = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1)
+start = time.process_time()
+covering(Data([str(j) for j in range(data.shape[1] - 1)], data[:, :-1], data[:, -1] > 0.5,
+              frozenset()), {threshold}, {peel_alpha}, 0.05, 0.05, 1, None)
+print(f"work={{time.process_time() - start:.4f}}")
+"""
+
+
 def compare(ours: list[dict], theirs: list[dict]) -> dict:
     """The largest differences between two trajectories, step by step."""
     worst = {"steps": f"{len(ours)} / {len(theirs)}", "same_restricted": True,
@@ -113,6 +125,9 @@ def main() -> None:
                                 "--threshold", str(analysis["threshold"]),
                                 "--peel-alpha", str(analysis.get("peel_alpha", 0.05))])
         theirs = json.loads((folder / "ema.json").read_text())["trajectory"]
+        alone = harness.measure([sys.executable, "-c", PRIM_ALONE.format(
+            threshold=analysis["threshold"], peel_alpha=analysis.get("peel_alpha", 0.05)),
+            str(folder / "runs.csv")])
         # EMA's threshold rule, written out as studyrun's: the largest coverage at density >= t
         reaching = [i for i, s in enumerate(theirs) if s["density"] >= analysis["threshold"]]
         pick = max(reaching, key=lambda i: (theirs[i]["coverage"], -i)) if reaching else None
@@ -128,6 +143,7 @@ def main() -> None:
                      "chosen_limit_gap": limit_gap, "coverage": round(box["coverage"], 4),
                      "density": round(box["density"], 4),
                      "studyrun_run_cpu_s": ran["cpu"],
+                     "studyrun_prim_cpu_s": harness.last_float(alone["stdout"], "work"),
                      "ema_find_box_cpu_s": harness.last_float(peer["stdout"], "work"),
                      "ema_process_cpu_s": peer["cpu"]})
         harness.report(rows[-1:])

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from studyrun.analyses.scenarios.prim import Data, whole
 
 FOLDS = 5
