@@ -72,7 +72,7 @@ def write(name: str, x: np.ndarray, y: np.ndarray, names: list[str], analysis: d
 
 # studyrun's PRIM alone on the same CSV, as ema_prim.py times find_box: CPU seconds of covering()
 PRIM_ALONE = """
-import sys, time, numpy as np
+import sys, time, numpy as np, scipy.stats  # imported before the clock starts, as EMA's are
 from studyrun.analyses.scenarios.prim import Data, covering
 data = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1)
 start = time.process_time()

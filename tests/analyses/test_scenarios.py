@@ -226,6 +226,27 @@ def test_failed_and_nan_runs_are_counted_apart(tmp_path):
     assert "neither of interest nor not" in results["warnings"][0]
 
 
+def test_no_run_of_interest_every_run_of_interest_and_a_box_past_the_trajectory(tmp_path):
+    x = uniform(7, 300)
+    (box,), notes = prim(x, np.zeros(300, bool), 0.8, boxes=3)
+    assert len(box["trajectory"]) == 1 and box["restricted"] == [] and box["density"] == 0
+    assert notes == []
+    found = cart(Data(NAMES, x, np.ones(300, bool), frozenset()), 6, 0.05)
+    assert found["leaves"] == [] and "nothing for a tree to separate" in found["warnings"][0]
+    x[:, 2] = 0.5  # a parameter that never varies in the runs is never restricted
+    (box,), _ = prim(x, x[:, 0] > 0.5, 1.0)
+    assert "x3" not in box["restricted"] and box["density"] == 1
+    path = example(tmp_path, **{"samples: 2000": "samples: 200", "  boxes: 2": "  box: 10000"})
+    results = studyrun.run(path, tmp_path / "out", scheduler="sync", report=False).results
+    last = len(results["boxes"][0]["trajectory"]) - 1
+    assert results["boxes"][0]["step"] == last
+    assert any("box: 10000 is beyond the trajectory's last step" in w for w in results["warnings"])
+    path = example(tmp_path, **{"samples: 2000": "samples: 50", "cost > 100": "cost > 1e9"})
+    results = studyrun.run(path, tmp_path / "none", scheduler="sync").results
+    assert results["runs_of_interest"] == 0 and results["boxes"][0]["restricted"] == []
+    assert "no run is of interest" in results["warnings"][0]
+
+
 def test_results_do_not_depend_on_the_batch_size(tmp_path):
     found = []
     for size in (1, "auto", 64):
@@ -276,6 +297,9 @@ def test_from_a_results_folder_and_a_csv(tmp_path):
     (("method: prim", "method: cart"), "threshold is a key of method: prim"),
     (("threshold: 0.75", "threshold: 1.5"), "analysis.threshold"),
     (("samples: 2000", "samples: 2000\n  from: runs.csv"), "give samples (runs to make) or from"),
+    (("samples: 2000", "samples: 2000000"), "analysis.samples"),
+    (("boxes: 2", "boxes: 2\n  max_depth: 3"), "max_depth is a key of method: cart"),
+    (("model:", "x_model:"), "a study needs a model"),
 ])
 def test_mistakes_are_located(tmp_path, change, words):
     path = example(tmp_path, **{change[0]: change[1]})

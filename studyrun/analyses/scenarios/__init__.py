@@ -158,7 +158,7 @@ class Scenarios(ReadsGiven):
             boxes, notes = covering(data, self.threshold, self.peel_alpha, self.paste_alpha,
                                     self.mass_min, self.boxes, self.box)
             results["boxes"] = boxes
-            if self.box is not None and self.box >= len(boxes[0]["trajectory"]):
+            if boxes and self.box is not None and self.box >= len(boxes[0]["trajectory"]):
                 warnings.append(f"box: {self.box} is beyond the trajectory's last step "
                                 f"({len(boxes[0]['trajectory']) - 1}); that step is chosen")
             elif boxes and (boxes[0]["density"] or 0) < self.threshold and self.box is None:

@@ -82,10 +82,10 @@ class Step:
     rows: np.ndarray
 
 
-def quantile(values: np.ndarray, q: float) -> float:
+def quantile(values: np.ndarray, q: float, ordered: bool = False) -> float:
     """The quantile PRIM peels at, as sdtoolkit and EMA Workbench compute it: the mean of the two
-    sorted values around (n - 1) q, moved outwards past ties."""
-    data = np.sort(values)
+    sorted values around (n - 1) q, moved outwards past ties (`ordered`: values already sorted)."""
+    data = values if ordered else np.sort(values)
     i = (len(data) - 1) * q
     lower, higher = math.floor(i), math.ceil(i)
     if q > 0.5:
@@ -149,8 +149,9 @@ class Prim:
                     candidates.append(Step(step.box.replaced(name, values - {value}),
                                            step.rows[column != value]))
                 continue
+            ordered = np.sort(column)
             for side, q in ((1, 1 - self.peel_alpha), (0, self.peel_alpha)):
-                limit = quantile(column, q)
+                limit = quantile(ordered, q, ordered=True)
                 keep = column <= limit if side else column >= limit
                 candidates.append(Step(step.box.replaced(name, limit, side), step.rows[keep]))
         found = self.best(step, candidates)
@@ -257,7 +258,7 @@ def covering(data: Data, threshold: float, peel_alpha: float, paste_alpha: float
     found: list[dict[str, Any]] = []
     notes: list[str] = []
     while len(found) < boxes:
-        if not data.y[remaining].any():
+        if found and not data.y[remaining].any():
             notes.append(f"covering stopped after {len(found)} boxes: no run of interest is left "
                          "outside them")
             break
