@@ -9,6 +9,7 @@ Formulas and edge cases: docs/methods.md, "Scenario discovery".
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,55 +127,66 @@ class Prim:
             steps.append(pasted)
         return steps
 
-    def best(self, step: Step, candidates: list[Step]) -> tuple[float, Step] | None:
+    def best(self, step: Step, candidates: Iterable[Step]) -> tuple[float, Step] | None:
         """The candidate of the largest objective (fewer restricted parameters on a tie; the
-        first in the data's order, upper before lower, after that), as EMA Workbench sorts."""
+        first in the data's order, upper before lower, after that), as EMA Workbench sorts;
+        candidates are made one at a time, so only the best one's runs are held."""
         y = self.data.y
-        scored = [(objective(y[step.rows], y[c.rows]),
-                   -len(c.box.restricted(self.initial)), i, c) for i, c in enumerate(candidates)]
-        if not scored:
-            return None
-        top = max(scored, key=lambda s: (s[0], s[1], -s[2]))
-        return top[0], top[3]
+        top: tuple[float, int, Step] | None = None
+        for candidate in candidates:
+            key = (objective(y[step.rows], y[candidate.rows]),
+                   -len(candidate.box.restricted(self.initial)))
+            if top is None or key > top[:2]:
+                top = (*key, candidate)
+        return None if top is None else (top[0], top[2])
 
     def peel(self, step: Step) -> Step | None:
         """The best peel of `peel_alpha` of the runs off one side (or one value off a set), if
         it keeps at least `mass_min` and raises the share of runs of interest."""
-        candidates = []
-        for j, name in enumerate(self.data.names):
-            column = self.data.x[step.rows, j]
-            if name in self.initial.sets:
-                values = step.box.sets[name]
-                for value in sorted(values) if len(values) > 1 else ():
-                    candidates.append(Step(step.box.replaced(name, values - {value}),
-                                           step.rows[column != value]))
-                continue
-            ordered = np.sort(column)
-            for side, q in ((1, 1 - self.peel_alpha), (0, self.peel_alpha)):
-                limit = quantile(ordered, q, ordered=True)
-                keep = column <= limit if side else column >= limit
-                candidates.append(Step(step.box.replaced(name, limit, side), step.rows[keep]))
-        found = self.best(step, candidates)
+        found = self.best(step, self.peels(step))
         if found is None:
             return None
         score, new = found
         mass_new, mass_old = len(new.rows) / self.n, len(step.rows) / self.n
         return new if mass_new >= self.mass_min and mass_new < mass_old and score > 0 else None
 
+    def peels(self, step: Step) -> Iterator[Step]:
+        for j, name in enumerate(self.data.names):
+            column = self.data.x[step.rows, j]
+            if name in self.initial.sets:
+                values = step.box.sets[name]
+                for value in sorted(values) if len(values) > 1 else ():
+                    yield Step(step.box.replaced(name, values - {value}), step.rows[column != value])
+                continue
+            ordered = np.sort(column)
+            for side, q in ((1, 1 - self.peel_alpha), (0, self.peel_alpha)):
+                limit = quantile(ordered, q, ordered=True)
+                keep = column <= limit if side else column >= limit
+                yield Step(step.box.replaced(name, limit, side), step.rows[keep])
+
     def paste(self, step: Step, remaining: np.ndarray) -> Step | None:
         """The best paste of `paste_alpha` of the runs beside one restricted side back in (or
         one value back into a set), if it raises the share of runs of interest."""
+        found = self.best(step, self.pastes(step, remaining))
+        if found is None:
+            return None
+        score, new = found
+        y = self.data.y
+        mass_new, mass_old = len(new.rows) / self.n, len(step.rows) / self.n
+        better = len(new.rows) > 0 and y[new.rows].mean() > y[step.rows].mean()
+        return new if (mass_new >= self.mass_min and mass_new > mass_old and score > 0
+                       and better) else None
+
+    def pastes(self, step: Step, remaining: np.ndarray) -> Iterator[Step]:
         restricted = step.box.restricted(self.initial)
         x = self.data.x
-        candidates = []
         for j, name in enumerate(self.data.names):
             if name not in restricted:
                 continue
             if name in self.initial.sets:
                 for value in sorted(self.initial.sets[name] - step.box.sets[name]):
                     box = step.box.replaced(name, step.box.sets[name] | {value})
-                    candidates.append(Step(box, remaining[box.inside(self.data, remaining,
-                                                                     restricted)]))
+                    yield Step(box, remaining[box.inside(self.data, remaining, restricted)])
                 continue
             low, high = self.initial.low[name], self.initial.high[name]
             for side in (0, 1):
@@ -187,17 +199,7 @@ class Prim:
                 else:
                     value = quantile(x[near, j], self.paste_alpha) if len(near) else high
                 box = step.box.replaced(name, value, side)
-                candidates.append(Step(box, remaining[box.inside(self.data, remaining,
-                                                                 restricted)]))
-        found = self.best(step, candidates)
-        if found is None:
-            return None
-        score, new = found
-        y = self.data.y
-        mass_new, mass_old = len(new.rows) / self.n, len(step.rows) / self.n
-        better = len(new.rows) and y[new.rows].mean() > y[step.rows].mean()
-        return new if (mass_new >= self.mass_min and mass_new > mass_old and score > 0
-                       and better) else None
+                yield Step(box, remaining[box.inside(self.data, remaining, restricted)])
 
     def describe(self, step: Step, remaining: np.ndarray) -> dict[str, Any]:
         """A step as analysis.json holds it: its statistics, its restricted limits and the
