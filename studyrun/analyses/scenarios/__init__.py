@@ -14,13 +14,14 @@ import numpy as np
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from studyrun.analyses.given import ReadsGiven, not_with_from
+from studyrun.analyses.montecarlo import drawn
 from studyrun.analyses.scenarios.records import ScenariosResults
-from studyrun.blocks.params import correlate_unit, design_facts, map_unit, sample_unit
+from studyrun.blocks.params import sample_unit
 from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
 
-MAX_ANALYSED = 1_000_000  # runs PRIM peels (about 2 s of CPU a step at this size)
+MAX_ANALYSED = 1_000_000  # runs PRIM peels (10 parameters: about 20 s of CPU at this size)
 PRIM_KEYS = ("threshold", "peel_alpha", "paste_alpha", "boxes", "box")
 
 
@@ -107,14 +108,10 @@ class Scenarios(ReadsGiven):
         rows = self.given(context)
         if rows is not None:
             return rows.design({"sampling": "given"})
-        names = list(context.varied)
-        if not names:
+        if not context.varied:
             return Design([], np.zeros((self.samples, 0)))
-        u = correlate_unit(sample_unit(self.samples, len(names), self.sampling, seed),
-                           context.correlation, self.sampling)
-        x = map_unit(context.varied, u)
-        return Design(names, x, {"sampling": self.sampling,
-                                 **design_facts(context.correlation, names, x)})
+        return drawn(context, sample_unit(self.samples, len(context.varied), self.sampling, seed),
+                     self.sampling)  # as montecarlo draws them
 
     def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
         from studyrun.analyses.scenarios.prim import Data, whole
