@@ -247,6 +247,19 @@ def test_no_run_of_interest_every_run_of_interest_and_a_box_past_the_trajectory(
     assert "no run is of interest" in results["warnings"][0]
 
 
+def test_a_condition_on_an_output_the_model_does_not_give_is_refused(tmp_path):
+    (tmp_path / "one.py").write_text("def f(a):\n    return {'y': a}\n")
+    path = write_study(tmp_path, """
+        name: one
+        model: {type: python, function: one:f}
+        parameters: {a: {bounds: [0, 1]}}
+        analysis: {type: scenarios, of_interest: "z > 1", samples: 20}
+        """)
+    done = run_cli("run", path, "--out", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 2 and "'z' is not a quantity of the runs (quantities: y)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_results_do_not_depend_on_the_batch_size(tmp_path):
     found = []
     for size in (1, "auto", 64):

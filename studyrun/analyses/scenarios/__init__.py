@@ -117,6 +117,13 @@ class Scenarios(ReadsGiven):
         from studyrun.analyses.scenarios.prim import Data, whole
 
         condition = self.condition()
+        missing = sorted(condition.names - set(outcome.values))
+        if missing:  # a model that names no outputs before it runs: known only now
+            from studyrun.core.errors import StudyError
+
+            raise StudyError(f"{missing[0]!r} is not a quantity of the runs (quantities: "
+                             f"{', '.join(sorted(outcome.values)) or 'none'})",
+                             path="analysis.of_interest")
         n = len(outcome.ok)
         hit, decided = condition.evaluate({name: outcome.values[name] for name in condition.names}, n)
         decided &= outcome.ok
