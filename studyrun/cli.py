@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("folder", type=Path, metavar="DIR")
     report.add_argument("--out", type=Path, metavar="DIR",
                         help="write report.md and figures/ into DIR (default: the results folder)")
+    report.add_argument("--box", type=int, metavar="N", help="scenarios (prim): show step N of "
+                        "the first box's peeling trajectory as the box, without running again")
     report.set_defaults(command=command_report)
 
     schema = commands.add_parser("schema", help="print the study file's JSON Schema (with "
@@ -423,7 +425,7 @@ def command_predict(args) -> int:
 def command_report(args) -> int:
     from studyrun.commands.open_results import rebuild_report
 
-    report = rebuild_report(args.folder, args.out)
+    report = rebuild_report(args.folder, args.out, args.box)
     print(f"wrote {report}, {report.with_suffix('.html').name} and {report.parent / 'figures'}/")
     return 0
 

@@ -108,11 +108,12 @@ def open_results(folder: str | Path) -> Results:
     return Results(folder, read_analysis(folder))
 
 
-def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
+def rebuild_report(folder: str | Path, out: str | Path | None = None,
+                   box: int | None = None) -> Path:
     """report.md and figures/ again from study.yaml, analysis.json and runs.sqlite, written into
     the folder (holding its lock) or into `out`; returns the report's path. The runs are those of
     the files the store last recorded; an iterative analysis's report reads analysis.json only,
-    as when it ran."""
+    as when it ran. `box`: the step of a PRIM trajectory the report shows as the first box."""
     from studyrun.blocks.quantities import Quantities
     from studyrun.plan.runs import read_outcome
     from studyrun.plan.study import plan_study
@@ -132,11 +133,13 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
         outcome = None if loaded.study.analysis.iterative else read_outcome(
             plan_study(loaded), store, Quantities(loaded.study.quantities),
             loaded.study.analysis, loaded.context, series=False)  # a report draws no series
+    study = loaded.study if box is None else with_box(loaded.study, box, folder,
+                                                      results.results)
     try:
         target.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(folder / "runs.sqlite") if out is None else None
         try:
-            write_report(target, loaded.study, results.analysis, outcome)
+            write_report(target, study, results.analysis, outcome)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
             # analysis.json's own `results` are checked by the report that reads them: a
             # folder from elsewhere holding other shapes there is refused at that reader
@@ -151,6 +154,19 @@ def rebuild_report(folder: str | Path, out: str | Path | None = None) -> Path:
                             f"({error.strerror or error}); `studyrun report {folder} --out DIR` "
                             "writes them into another folder") from None
     return target / "report.md"
+
+
+def with_box(study, box: int, folder: Path, results: dict[str, Any]):
+    """The study with its scenarios analysis showing step `box` of the first box's trajectory."""
+    spec = study.analysis
+    if getattr(spec, "method", None) != "prim" or "box" not in type(spec).model_fields:
+        raise StudyError(f"{folder}: --box picks a step of a PRIM box; this folder holds a "
+                         f"{spec.type} analysis{'' if spec.type != 'scenarios' else ' (cart)'}")
+    steps = len(((results.get("boxes") or [{}])[0]).get("trajectory") or [])
+    if not 0 <= box < steps:
+        raise StudyError(f"--box {box}: the first box's trajectory has steps 0 to {steps - 1}; "
+                         "give one of them")
+    return study.model_copy(update={"analysis": spec.model_copy(update={"box": box})})
 
 
 def exists(path: Path) -> bool:

@@ -135,12 +135,7 @@ class Montecarlo(ReadsGiven):
             yield self.drawn(context, u, facts=i == 0)
 
     def drawn(self, context, u: np.ndarray, facts: bool = True) -> Design:
-        """Unit-cube points as the design's rows, correlated as the study asks; the design's
-        facts (from its first slice, when sliced): the matrix and the correlations achieved."""
-        names = list(context.varied)
-        x = map_unit(context.varied, correlate_unit(u, context.correlation, self.sampling))
-        return Design(names, x, {"sampling": self.sampling,
-                                 **(design_facts(context.correlation, names, x) if facts else {})})
+        return drawn(context, u, self.sampling, facts)
 
     def analyse(self, outcome: Outcome, context) -> dict[str, Any]:
         results, ranked = {}, {}
@@ -186,6 +181,15 @@ class Montecarlo(ReadsGiven):
             lines += draw_distributions(outcome, figures,
                                         {q: r["correlations"] for q, r in results.items()})
         return "\n".join(lines)
+
+
+def drawn(context, u: np.ndarray, sampling: str, facts: bool = True) -> Design:
+    """Unit-cube points as the design's rows, correlated as the study asks; the design's facts
+    (from its first slice, when sliced): the matrix and the correlations achieved."""
+    names = list(context.varied)
+    x = map_unit(context.varied, correlate_unit(u, context.correlation, sampling))
+    return Design(names, x, {"sampling": sampling,
+                             **(design_facts(context.correlation, names, x) if facts else {})})
 
 
 def label(p: float) -> str:

@@ -26,7 +26,7 @@ from studyrun.models.base import ModelSpec
 ORDER = {"models": ("python", "command", "ode", "stockflow", "pysd"),
          "analyses": ("montecarlo", "sweep", "sobol", "morris", "fast", "rbd_fast", "delta",
                       "pawn", "dgsm", "doe", "local", "gradient", "surrogate", "calibrate",
-                      "optimize", "reliability")}
+                      "optimize", "reliability", "scenarios")}
 BASES: dict[str, tuple[type, ...]] = {"models": (ModelSpec,),
                                       "analyses": (FixedDesignAnalysis, IterativeAnalysis)}
 
