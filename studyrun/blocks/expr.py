@@ -510,6 +510,26 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
     return Expr(text, frozenset(checker.names), frozenset(checker.calls), tree, fn, functions)
 
 
+INEQUALITIES = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def inequality(text: str, what: str, shown: str | None = None) -> tuple[Expr, Expr, bool, bool]:
+    """One inequality, `left < right` (or <=, >, >=), as its two sides parsed, whether the left
+    is to be below the right, and whether strictly. Otherwise ExprError: `shown` (the text as the
+    user wrote it, by default `text`) is not `what` ("an inequality: write ...")."""
+    body = parse(text).tree.body
+    if not (isinstance(body, ast.Compare) and len(body.ops) == 1
+            and type(body.ops[0]) in INEQUALITIES):
+        raise ExprError(f"{shown or text!r} is not {what}")
+    source = text.replace("\r", " ").replace("\n", " ").replace("\t", " ").lstrip(" ")
+    left, right = (ast.get_source_segment(source, side) for side in (body.left,
+                                                                     body.comparators[0]))
+    if left is None or right is None:
+        raise ExprError(f"cannot read the two sides of {shown or text!r}")
+    op = type(body.ops[0])
+    return parse(left), parse(right), op in (ast.Lt, ast.LtE), op in (ast.Lt, ast.Gt)
+
+
 def explain_keywords(body: str, shift: int, functions: Mapping[str, FunctionDef]) -> None:
     """With keywords read as names a text did not parse: when Python reads it with its keywords
     (`a and b`, `lambda x: x`, `x if c else y`), the language's own hint for what it holds."""

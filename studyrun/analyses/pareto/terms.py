@@ -9,13 +9,12 @@ inequality is off, 0 where it holds, as pymoo's `G <= 0`.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from studyrun.blocks.expr import Expr, ExprError, parse
+from studyrun.blocks.expr import Expr, inequality
 
 STATISTICS = ("mean", "std", "percentile")
 _STATISTIC = re.compile(r"\b(mean|std|percentile)\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*([^()]*?)\s*)?\)")
@@ -101,16 +100,7 @@ def constraint(text: str, robust: bool, index: int) -> Constraint:
         return name
 
     written = _STATISTIC.sub(placeholder, text)
-    whole = parse(written)  # checks the syntax and the functions; never evaluated as text
-    body = whole.tree.body
-    if not (isinstance(body, ast.Compare) and len(body.ops) == 1
-            and isinstance(body.ops[0], (ast.LtE, ast.Lt, ast.GtE, ast.Gt))):
-        raise ExprError(f"{text!r} is not an inequality: write left <= right or left >= right, "
-                        "over quantities (for example travel <= 0.08)")
-    left, right = (ast.get_source_segment(written.lstrip(), side)
-                   for side in (body.left, body.comparators[0]))
-    if left is None or right is None:
-        raise ExprError(f"cannot read the two sides of {text!r}")
-    return Constraint(text, parse(left), parse(right),
-                      isinstance(body.ops[0], (ast.LtE, ast.Lt)), statistics)
+    left, right, below, _ = inequality(written, "an inequality: write left <= right or left >= "
+                                       "right, over quantities (for example travel <= 0.08)", text)
+    return Constraint(text, left, right, below, statistics)
 

@@ -7,17 +7,15 @@ Formulas: docs/methods.md, "Reliability: the probability of failure".
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from studyrun.blocks.expr import Expr, ExprError, parse
+from studyrun.blocks.expr import Expr, inequality
 from studyrun.core.design import Evaluate
 
 _EPS = 2.0 ** -53  # as the unit-cube samplers: a point stays inside (0, 1)
-_STRICT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
 @dataclass(frozen=True)
@@ -47,21 +45,10 @@ class Failure:
 
 def failure(text: str) -> Failure:
     """Parse a failure condition; ExprError says what is wrong and what is allowed."""
-    whole = parse(text)  # the safe language's checks; nothing is evaluated as text
-    body = whole.tree.body
-    if not (isinstance(body, ast.Compare) and len(body.ops) == 1
-            and type(body.ops[0]) in _STRICT):
-        raise ExprError(f"{text!r} is not a condition: write one inequality over quantities, "
-                        "such as 'g < 0' or 'peak > 5' (several limit states: "
-                        "'min(g1, g2) < 0' fails where either does)")
-    source = text.replace("\r", " ").replace("\n", " ").replace("\t", " ").lstrip(" ")
-    left, right = (ast.get_source_segment(source, side) for side in (body.left,
-                                                                     body.comparators[0]))
-    if left is None or right is None:
-        raise ExprError(f"cannot read the two sides of {text!r}")
-    op = type(body.ops[0])
-    return Failure(text, parse(left), parse(right), op in (ast.Lt, ast.LtE),
-                   op in (ast.Lt, ast.Gt))
+    left, right, below, strict = inequality(
+        text, "a condition: write one inequality over quantities, such as 'g < 0' or 'peak > 5' "
+        "(several limit states: 'min(g1, g2) < 0' fails where either does)")
+    return Failure(text, left, right, below, strict)
 
 
 @dataclass(frozen=True)
