@@ -51,7 +51,9 @@ def test_form_and_sorm_are_exact_for_r_minus_s(tmp_path, method):
     assert results["pf"] == pytest.approx(PF, rel=1e-5)
     assert results["design_point"]["physical"] == pytest.approx({"R": 3.08, "S": 3.08}, abs=1e-5)
     assert results["importance"] == pytest.approx({"R": 0.64, "S": 0.36}, abs=1e-5)
-    assert results["converged"] and results["runs"] < 60 and "warnings" not in results
+    assert results["converged"] and results["runs"] < 60 + 200 and "warnings" not in results
+    assert results["check"]["runs"] == 200  # the check agrees with FORM here: no warning
+    assert results["check"]["ci"][0] < PF < results["check"]["ci"][1]
     if method == "sorm":
         assert results["sorm"]["curvatures"] == pytest.approx([0.0], abs=1e-6)
 

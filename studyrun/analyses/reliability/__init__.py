@@ -1,6 +1,7 @@
 """Reliability analysis: the probability that a failure condition on the quantities holds, pf,
 and the reliability index beta = -Phi^-1(pf), by crude Monte Carlo, FORM, SORM, importance
-sampling or subset simulation, every run through the executor and the store (resumable).
+sampling, subset simulation or AK-MCS (a Gaussian process that classifies a Monte Carlo
+population), every run through the executor and the store (resumable).
 
 Formulas, defaults and edge cases: docs/methods.md, "Reliability: the probability of failure".
 """
@@ -18,8 +19,9 @@ from studyrun.core.design import Design
 from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
 
-METHODS = ("monte_carlo", "form", "sorm", "importance", "subset")
-SAMPLERS = {"monte_carlo": 1000, "importance": 1000, "subset": 2000}  # default start
+METHODS = ("monte_carlo", "form", "sorm", "importance", "subset", "ak-mcs")
+SAMPLERS = {"monte_carlo": 1000, "importance": 1000, "subset": 2000, "ak-mcs": 12}  # start
+AK_MAX_RUNS, AK_DEFAULT_RUNS = 5000, 1000  # ak-mcs fits a GP on every run (n^3)
 DEFAULT_COV = 0.1
 
 
@@ -44,14 +46,26 @@ class Reliability(IterativeAnalysis):
 
     failure: str = Field(description="a condition on quantities that means failure, e.g. "
                                      "'g < 0' or 'peak > 5'")
-    method: Literal["monte_carlo", "form", "sorm", "importance", "subset"] = Field(
-        "monte_carlo", description="monte_carlo | form | sorm | importance | subset")
-    until: Cov | None = Field(None, description="monte_carlo, importance: {cov: c}, the cov of "
-                                                "pf to reach (default 0.1)")
-    max_runs: PositiveInt = Field(100_000, description="never more model runs than this")
+    method: Literal["monte_carlo", "form", "sorm", "importance", "subset", "ak-mcs"] = Field(
+        "monte_carlo", description="monte_carlo | form | sorm | importance | subset | ak-mcs")
+    until: Cov | None = Field(None, description="monte_carlo, importance, ak-mcs: {cov: c}, the "
+                                                "cov of pf to reach (default 0.1)")
+    max_runs: PositiveInt = Field(100_000, description="never more model runs than this "
+                                                       "(ak-mcs: default 1000, at most 5000)")
     start: PositiveInt | None = Field(
         None, description="monte_carlo, importance: runs in the first round (default 1000; "
-                          "each round doubles the runs); subset: runs per level (default 2000)")
+                          "each round doubles the runs); subset: runs per level (default 2000); "
+                          "ak-mcs: the first runs, before the GP chooses (default 12)")
+    batch: PositiveInt = Field(4, le=1000, description="ak-mcs: runs the GP chooses at a time, "
+                                                       "for parallel workers")
+    population: int = Field(10_000, ge=100, le=1 << 24,
+                            description="ak-mcs: the Monte Carlo points the GP classifies at "
+                                        "first; doubled while the cov of pf is above the target")
+    sorm: Literal["hohenbichler_rackwitz", "breitung", "tvedt"] = Field(
+        "hohenbichler_rackwitz", description="sorm: the formula pf comes from")
+    check_runs: int = Field(200, ge=0, le=100_000,
+                       description="form, sorm: importance-sampling runs around the design "
+                                   "points that check pf (0: none); a warning when they disagree")
     p0: float = Field(0.1, gt=0, lt=0.5, description="subset: the conditional probability of "
                                                       "each level")
     gradient: Literal["differences"] = Field(
@@ -70,8 +84,15 @@ class Reliability(IterativeAnalysis):
         return failure(self.failure)
 
     @property
+    def most_runs(self) -> int:
+        """max_runs as the study sets it, or the method's default."""
+        if self.method == "ak-mcs" and "max_runs" not in self.model_fields_set:
+            return AK_DEFAULT_RUNS
+        return self.max_runs
+
+    @property
     def first_round(self) -> int:
-        return min(self.start or SAMPLERS.get(self.method, 1), self.max_runs)
+        return min(self.start or SAMPLERS.get(self.method, 1), self.most_runs)
 
     def check(self, context: StudyContext) -> list[Problem]:
         """The condition parses and names quantities; the parameters are continuous."""
@@ -95,13 +116,17 @@ class Reliability(IterativeAnalysis):
             problems.append(Problem(f"{name!r} is not a quantity of the study"
                                     f"{suggest(name, known or set())} (quantities: "
                                     f"{', '.join(sorted(known or [])) or 'none'})", "failure"))
+        if self.method == "ak-mcs" and self.most_runs > AK_MAX_RUNS:
+            problems.append(Problem(f"ak-mcs fits a Gaussian process on every run: at most "
+                                    f"{AK_MAX_RUNS:,} (found {self.max_runs:,}; it needs tens "
+                                    "to hundreds); for more runs use subset", "max_runs"))
         if self.method == "subset" and self.first_round * self.p0 < 1:
             problems.append(Problem(f"start ({self.first_round}) times p0 ({self.p0:g}) is "
                                     "below one run: no level would have a seed", "start"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
-        return self.max_runs, "max_runs"
+        return self.most_runs, "max_runs"
 
     def design(self, context: StudyContext, seed) -> Design:
         """The first round: a Monte Carlo round or level 0 of subset (the same points the
@@ -112,6 +137,10 @@ class Reliability(IterativeAnalysis):
         if self.method in ("monte_carlo", "subset"):
             u = (stream(seed, 1, 0) if self.method == "monte_carlo" else stream(seed, 3)) \
                 .standard_normal((self.first_round, d))
+        elif self.method == "ak-mcs":
+            from studyrun.analyses.reliability.active import first_points
+
+            u = first_points(seed, d, self.first_round)
         else:
             u = np.zeros((1, d))
         return Design(names, self.transform(context).to_physical(u),
@@ -124,7 +153,7 @@ class Reliability(IterativeAnalysis):
 
     def describe_design(self, design: Design, context: StudyContext) -> str:
         target = (self.until or Cov(cov=DEFAULT_COV)).cov
-        bound = f"at most {self.max_runs:,} runs"
+        bound = f"at most {self.most_runs:,} runs"
         if self.method == "monte_carlo":
             return (f"reliability (monte_carlo): {self.first_round:,} runs, doubled round by "
                     f"round until the cov of pf is {target:g}, {bound}")
@@ -132,7 +161,14 @@ class Reliability(IterativeAnalysis):
             return (f"reliability (subset): {self.first_round:,} runs, then levels of "
                     f"{self.first_round - round(self.p0 * self.first_round):,} runs (p0 "
                     f"{self.p0:g}) until a level reaches the failure domain, {bound}")
-        also = {"form": "", "sorm": ", then a Hessian of differences there",
+        if self.method == "ak-mcs":
+            return (f"reliability (ak-mcs): {self.first_round:,} runs, then {self.batch} at a "
+                    f"time where a Gaussian process is least sure how it classifies "
+                    f"{self.population:,} Monte Carlo points (more while the cov of pf is above "
+                    f"{target:g}), {bound}")
+        check = (f", then {self.check_runs} importance-sampling runs that check pf"
+                 if self.check_runs else "")
+        also = {"form": check, "sorm": f", then a Hessian of differences there{check}",
                 "importance": f", then importance sampling around it in rounds from "
                               f"{self.first_round:,} runs until the cov of pf is {target:g}"}
         return (f"reliability ({self.method}): the median point and {len(context.varied)} "
@@ -155,12 +191,19 @@ class Reliability(IterativeAnalysis):
         elif self.method == "subset":
             results = sampling.subset(limit, condition.failed, d, seed, self.first_round,
                                       self.p0, self.max_runs)
+        elif self.method == "ak-mcs":
+            from studyrun.analyses.reliability.active import ak_mcs
+
+            results = ak_mcs(limit, condition.failed, d, seed, self.first_round,
+                             self.population, self.batch, target, self.most_runs)
         else:
             results = form_.form(limit, names, transform.named, self.step, self.max_runs,
                                  self.design_points and self.method != "importance",
-                                 self.method == "sorm")
+                                 self.method == "sorm", self.sorm)
             if self.method == "importance":
                 results = self.sampled_around(results, limit, seed, target)
+            else:
+                results = self.checked(results, limit, seed)
         results["runs"] = limit.runs  # points evaluated, a point asked for twice counted twice
         results["dropped_runs"] = limit.dropped
         if limit.dropped:
@@ -173,6 +216,20 @@ class Reliability(IterativeAnalysis):
                 "with correlated inputs, importance holds alpha^2 of the independent standard "
                 "variables in the parameters' order (each given those before it)")
         return results
+
+    def checked(self, found: dict[str, Any], limit, seed) -> dict[str, Any]:
+        """FORM's or SORM's results, checked by importance sampling around the design points
+        where check_runs and max_runs leave room."""
+        from studyrun.analyses.reliability import sampling
+
+        point = found.get("design_point")
+        runs = min(self.check_runs, self.max_runs - limit.runs)
+        if point is None or runs < 2:
+            return found
+        centres = [list(p["standard"].values()) for p in found.get("design_points", [])] \
+            or [list(point["standard"].values())]
+        return sampling.checked(found, limit, limit.condition.failed, np.array(centres), seed,
+                                runs)
 
     def sampled_around(self, found: dict[str, Any], limit, seed, target: float) -> dict[str, Any]:
         """Importance sampling around FORM's design point, with what FORM found beside it."""

@@ -17,6 +17,9 @@ from studyrun.analyses.reliability.space import GFunction
 Fails = Callable[[np.ndarray], np.ndarray]
 CONFIDENCE = 0.95
 Z95 = 1.959963984540054
+# subset's chains: the acceptance rate their spread aims at, and its first scale (Papaioannou,
+# Betz, Zwirglmaier and Straub 2015); measured in benchmarks/bench_reliability.py
+ACCEPTANCE, LAMBDA = 0.44, 0.6
 
 
 def stream(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
@@ -137,10 +140,10 @@ def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.S
 
 
 def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per_level: int,
-           p0: float, max_runs: int, spread: float = 1.0) -> dict[str, Any]:
+           p0: float, max_runs: int) -> dict[str, Any]:
     """Subset simulation: Monte Carlo, then levels of intermediate failure domains g <= b_i,
-    each holding the p0 fraction of the previous level's runs, populated by the modified
-    Metropolis sampler (component by component, Au and Beck 2001) from those seeds."""
+    each holding the p0 fraction of the previous level's runs, populated by Markov chains from
+    those seeds (adaptive conditional sampling)."""
     chains = max(int(round(p0 * per_level)), 1)
     length = per_level // chains
     n = chains * length
@@ -184,8 +187,8 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
         if evaluated[0] + n - chains > max_runs:  # a level evaluates at most n - chains runs
             break
         levels.append(threshold)
-        u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length, rng,
-                                  spread)
+        u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length,
+                                  rng)
         states_by_chain = np.arange(n).reshape(chains, length)
     cov = float(np.sqrt(sum(deltas))) if converged else None
     ci = None
@@ -205,27 +208,29 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
 
 
 def markov_chains(g: GFunction, seeds: np.ndarray, seed_values: np.ndarray, threshold: float,
-                  length: int, rng: np.random.Generator,
-                  spread: float) -> tuple[np.ndarray, np.ndarray]:
-    """`length` states of a chain from each seed (the seed first), every state in g <= threshold:
-    each step proposes a move per component, kept with probability phi(new)/phi(old), and the
-    moved point where g stays within the threshold. All chains step together (one batch)."""
+                  length: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """`length` states of a chain from each seed (the seed first), every state in g <= threshold,
+    by adaptive conditional sampling (Papaioannou et al. 2015): the candidate
+    rho u + sqrt(1 - rho^2) xi leaves the standard normal unchanged, so it is kept wherever
+    g stays within the threshold; its spread sigma = min(lambda s_k, 1) (s_k the seeds' standard
+    deviation) follows the acceptance rate towards 0.44, step by step. All chains step together
+    (one batch)."""
     chains, d = seeds.shape
     states = np.empty((chains, length, d))
     values = np.empty((chains, length))
     states[:, 0], values[:, 0] = seeds, seed_values
     current, now = seeds.copy(), seed_values.copy()
+    spread = np.minimum(seeds.std(axis=0, ddof=1), 1.0) if chains > 1 else np.ones(d)
+    scale = LAMBDA
     for step in range(1, length):
-        proposal = current + spread * rng.standard_normal((chains, d))
-        keep = rng.random((chains, d)) < np.exp((current ** 2 - proposal ** 2) / 2)
-        candidate = np.where(keep, proposal, current)
-        moved = keep.any(axis=1)
-        found = np.full(chains, np.nan)
-        found[moved] = g(candidate[moved])
-        accept = moved & ~np.isnan(found) & (found <= threshold)
+        sigma = np.minimum(scale * spread, 1.0)
+        candidate = np.sqrt(1 - sigma ** 2) * current + sigma * rng.standard_normal((chains, d))
+        found = g(candidate)
+        accept = ~np.isnan(found) & (found <= threshold)
         current = np.where(accept[:, None], candidate, current)
         now = np.where(accept, found, now)
         states[:, step], values[:, step] = current, now
+        scale *= float(np.exp((accept.mean() - ACCEPTANCE) / np.sqrt(step)))
     return states.reshape(chains * length, d), values.reshape(chains * length)
 
 
@@ -243,3 +248,35 @@ def correlation_factor(indicator: np.ndarray, p: float) -> float:
         r = (ind[:, :-k] * ind[:, k:]).sum() / (n - k * chains) - p * p
         gamma += 2 * (1 - k * chains / n) * r / variance
     return float(max(gamma, 0.0))
+
+
+def checked(found: dict[str, Any], g: GFunction, fails: Fails, centres: np.ndarray,
+            seed: np.random.SeedSequence, runs: int) -> dict[str, Any]:
+    """FORM's or SORM's results with an importance-sampling check: `runs` draws from the
+    equal mixture of N(c, I) over the design points c, weighted phi(u) / q(u); where FORM's pf
+    lies outside the check's 99.7% interval (3 sd) and 10% away from it, a warning."""
+    from scipy.special import logsumexp
+
+    k = len(centres)
+    u = centres[np.arange(runs) % k] + stream(seed, 5).standard_normal((runs, centres.shape[1]))
+    values = g(u)
+    ok = ~np.isnan(values)
+    log_q = logsumexp(-((u[:, None, :] - centres[None]) ** 2).sum(axis=2) / 2, axis=1) - np.log(k)
+    terms = np.where(fails(np.nan_to_num(values, nan=np.inf)),
+                     np.exp(-(u * u).sum(axis=1) / 2 - log_q), 0.0)[ok]
+    if len(terms) < 2:
+        return found
+    pf = float(terms.mean())
+    sd = float(terms.std(ddof=1) / np.sqrt(len(terms)))
+    found["check"] = {"runs": runs, "pf": pf, "cov": sd / pf if pf > 0 else None,
+                      "ci": [max(pf - Z95 * sd, 0.0), pf + Z95 * sd], "design_points": k}
+    claimed = found.get("pf")
+    if claimed is not None and abs(claimed - pf) > max(3 * sd, 0.1 * pf):
+        where = "the design point" if k == 1 else f"the {k} design points"
+        found.setdefault("warnings", []).append(
+            f"a check by {runs} importance-sampling runs around {where} gives pf = {pf:.3g} "
+            f"(95% interval {max(pf - Z95 * sd, 0.0):.3g} to {pf + Z95 * sd:.3g}), not "
+            f"{found['method']}'s {claimed:.3g}: the limit state is not close to "
+            f"{'flat' if found['method'] == 'form' else 'a quadric'} there, or it fails in "
+            "places the design points miss; use importance, subset or ak-mcs")
+    return found
