@@ -171,6 +171,31 @@ def test_form_on_the_four_branch_study_warns_in_results_and_report(tmp_path):
     assert "not form's 0.00135" in warning
     report = (tmp_path / "out" / "report.md").read_text()
     assert warning[:60] in report and "underestimates" in report
+    assert results["plane"]["parameters"] == ["x1", "x2"]
+    assert len(results["plane"]["points"]) == results["runs"]  # (x1, x2, g) of every run
+    assert "(figures/reliability-plane.png)" in report
+    assert (tmp_path / "out" / "figures" / "reliability-plane.svg").exists()
+
+
+def test_ak_mcs_survives_runs_that_give_no_value():
+    """Runs with no g (NaN: a failed run) are left out of the GP and never chosen again."""
+    calls = []
+
+    def holed(u):
+        calls.append(len(u))
+        g = four_branch(u)
+        return np.where(u[:, 0] > 2.5, np.nan, g)
+
+    result = ak_mcs(holed, fails, 2, np.random.SeedSequence(0), 12, 10_000, 4, 0.05, 150)
+    assert sum(calls) == result["runs"] <= 150
+    assert result["pf"] == pytest.approx(FOUR_BRANCH, rel=0.3)
+
+
+def test_ak_mcs_refuses_more_runs_than_its_gp_can_hold(tmp_path):
+    path = example(tmp_path, "ak-mcs", max_runs=9000)
+    done = run_cli("validate", path)
+    assert done.returncode == 2 and "analysis.max_runs: ak-mcs fits a Gaussian process" in \
+        done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def checked_at(result, g, centres, seed):

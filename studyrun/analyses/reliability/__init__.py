@@ -128,6 +128,16 @@ class Reliability(IterativeAnalysis):
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
         return self.most_runs, "max_runs"
 
+    def footprint(self, context: StudyContext):
+        """ak-mcs: its GP on every run and the population at its largest; else the runs."""
+        from studyrun.analyses.base import runs_footprint
+
+        if self.method != "ak-mcs":
+            return runs_footprint(context, (self.most_runs, "max_runs"))
+        from studyrun.analyses.reliability.active import population_footprint
+
+        return population_footprint(context, self.most_runs, self.population)
+
     def design(self, context: StudyContext, seed) -> Design:
         """The first round: a Monte Carlo round or level 0 of subset (the same points the
         analysis runs first), or the median point where FORM starts."""
@@ -205,6 +215,8 @@ class Reliability(IterativeAnalysis):
             else:
                 results = self.checked(results, limit, seed)
         results["runs"] = limit.runs  # points evaluated, a point asked for twice counted twice
+        if limit.plane() is not None:
+            results["plane"] = limit.plane()
         results["dropped_runs"] = limit.dropped
         if limit.dropped:
             results.setdefault("warnings", []).append(

@@ -23,6 +23,29 @@ SPREAD = 2.0  # of the first runs, in standard deviations
 REFIT_GROWTH = 1.5  # the hyperparameters are searched from fresh starts when the runs grew so
 
 
+def population_footprint(context, runs: int, population: int):
+    """The memory of ak-mcs at `runs` runs: the GP's (as the surrogate analysis's) and the
+    population's at its largest, its points and five numbers a point."""
+    from studyrun.analyses.base import run_bytes
+    from studyrun.analyses.surrogate.sizes import FIXED_BYTES, LIKELIHOOD_BYTES, SUBSAMPLE
+    from studyrun.core.sizes import Footprint
+
+    d = len(context.varied)
+    rows = population_sizes(population, d)[-1]
+    fixed = 8 * rows * d + 40 * rows + 24 * PREDICTED_CELLS
+    each = run_bytes(context)
+
+    def bytes_at(n: int) -> float:
+        tuned = min(n, SUBSAMPLE)
+        return (LIKELIHOOD_BYTES * (d + 2) * tuned * tuned + FIXED_BYTES * n * n + each * n
+                + fixed)
+
+    return Footprint("max_runs", runs, "runs", bytes_at,
+                     f"the GP's likelihood gradient and fit ({LIKELIHOOD_BYTES} bytes x runs^2 x "
+                     f"{d + 2}, {FIXED_BYTES} bytes x runs^2) and a population of up to "
+                     f"{rows:,} points, {8 * d + 40} bytes each")
+
+
 def population_sizes(start: int, d: int) -> list[int]:
     """The population after each growth: start, 2 start, 4 start... up to the cap on cells."""
     most = max(start, POPULATION_CELLS // max(d, 1))

@@ -58,6 +58,13 @@ class Surrogate(Record):
     misclassified_share: Number = None
 
 
+class Plane(Record):
+    """Two parameters: runs to draw in their plane, each (x1, x2, g)."""
+
+    parameters: list[str] = []
+    points: list[list[Number]] = []
+
+
 class ReliabilityResults(Record):
     """The probability of failure pf, beta = -Phi^-1(pf), and what the method found."""
 
@@ -78,5 +85,6 @@ class ReliabilityResults(Record):
     form_pf: Number = None
     check: Check | None = None
     surrogate: Surrogate | None = None
+    plane: Plane | None = None
     dropped_runs: Count | None = None
     warnings: Lines = []
