@@ -212,11 +212,11 @@ def test_tvedts_sorm_on_a_paraboloid_of_known_curvature():
     from scipy.stats import norm
 
     for beta, kappa in ((2.5, 0.3), (2.0, 0.5)):
-        exact = quad(lambda t: norm.pdf(t) * norm.cdf(-(beta + kappa / 2 * t * t)), -np.inf,
-                     np.inf, epsabs=1e-15)[0]
+        exact = quad(lambda t, b=beta, k=kappa: norm.pdf(t) * norm.cdf(-(b + k / 2 * t * t)),
+                     -np.inf, np.inf, epsabs=1e-15)[0]
 
-        def g(u):
-            return beta - u[:, 1] + kappa / 2 * u[:, 0] ** 2
+        def g(u, b=beta, k=kappa):
+            return b - u[:, 1] + k / 2 * u[:, 0] ** 2
 
         found = form(g, ["u1", "u2"], lambda u: {}, 1e-4, 1000, False, True, "tvedt")
         assert found["sorm"]["curvatures"] == pytest.approx([kappa], rel=0.02)

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.analyses.reliability.sampling import (Fails, binomial_ci, estimate, no_failure,
-                                                    stream)
+from studyrun.analyses.reliability.sampling import Fails, binomial_ci, estimate, no_failure, stream
 from studyrun.analyses.reliability.space import GFunction
 
 U_STOP = 2.0
