@@ -1,7 +1,7 @@
 """OpenTURNS's FORM, SORM, crude Monte Carlo, importance sampling and subset simulation on the
 reliability benchmark's cases, counting model calls.
 
-    benchmarks/out/peers-venv/bin/python benchmarks/peers/reliability_peers.py SEEDS OUT.json
+    benchmarks/out/peers-venv/bin/python benchmarks/peers/reliability_peers.py SEEDS OUT.json [CASES]
 
 Run by bench_reliability.py in the peer environment (openturns; never studyrun's). OUT.json:
 {case: {method: [[setting, seed, runs, pf], ...]}}. The settings grow (a smaller target cov, more
@@ -53,11 +53,18 @@ def event(ot, case):
 
 
 def form(ot, case, second_order=False):
+    """From the median point; where the solver stops there (a zero gradient: the four-branch
+    system is symmetric about it), again from u = 0.1 (1, ..., 1), the runs of both counted."""
     evt, calls, d = event(ot, case)
-    solver = ot.AbdoRackwitz()
-    solver.setStartingPoint([0.0] * d)
-    algo = (ot.SORM if second_order else ot.FORM)(solver, evt, [0.0] * d)
-    algo.run()
+    for start in (0.0, 0.1):
+        solver = ot.AbdoRackwitz()
+        solver.setStartingPoint([start] * d)
+        algo = (ot.SORM if second_order else ot.FORM)(solver, evt, [start] * d)
+        try:
+            algo.run()
+            break
+        except RuntimeError:
+            continue
     result = algo.getResult()
     pf = (result.getEventProbabilityHohenbichler() if second_order
           else result.getEventProbability())
@@ -106,8 +113,9 @@ def main():
     import openturns as ot
 
     seeds, out = int(sys.argv[1]), sys.argv[2]
+    cases = sys.argv[3].split(",") if len(sys.argv) > 3 else CASES
     found = {}
-    for case in CASES:
+    for case in cases:
         rows = found[case] = {}
         for name, second in (("form", False), ("sorm", True)):
             runs, pf, _ = form(ot, case, second)

@@ -227,23 +227,25 @@ def test_tvedts_sorm_on_a_paraboloid_of_known_curvature():
 
 def test_ak_mcs_finds_the_four_branch_system_in_under_200_runs():
     """Within 5% of 4.4573e-3 in at most 200 runs, converged (min U >= 2, population cov
-    <= 0.02: its own Monte Carlo error alone is 4% at 95%), and the expected misclassified
-    points of the population well under one."""
-    result = ak_mcs(four_branch, fails, 2, np.random.SeedSequence(0), 12, 10_000, 4, 0.02, 200)
+    <= 0.05). The population's own Monte Carlo error (cov 0.05: 10% at 95%) is apart from the
+    GP's: the GP classes the 160,000 points as the true g does but for a handful, as few as
+    its expected misclassified count says."""
+    from studyrun.analyses.reliability.active import population_sizes
+    from studyrun.analyses.reliability.sampling import stream
+
+    seed = np.random.SeedSequence(0)
+    result = ak_mcs(four_branch, fails, 2, seed, 12, 10_000, 4, 0.05, 200)
     assert result["converged"] and result["runs"] <= 200, result
     assert result["pf"] == pytest.approx(FOUR_BRANCH, rel=0.05)
     assert result["ci"][0] < FOUR_BRANCH < result["ci"][1]
+    n = result["surrogate"]["population"]
     assert result["surrogate"]["min_u"] >= 2 and result["surrogate"]["misclassified"] < 1
-    assert result["convergence"][-1]["population"] == result["surrogate"]["population"] >= 160_000
-
-
-def test_a_study_where_no_run_fails_gives_a_bound_not_zero(tmp_path):
-    path = example(tmp_path, "monte_carlo", "\n  start: 500", 1000)
-    path.write_text(path.read_text().replace("mean: 5,", "mean: 50,"))
-    results = studyrun.run(path, tmp_path / "none").results
-    assert results["pf"] is None and results["beta"] is None and not results["converged"]
-    assert results["pf_below"] == pytest.approx(1 - 0.05 ** (1 / 1000)) == results["ci"][1]
-    assert any("not zero" in w for w in results["warnings"])
+    sizes = population_sizes(10_000, 2)
+    population = np.vstack([stream(seed, 4, k).standard_normal((size - before, 2))
+                            for k, (before, size) in enumerate(zip([0, *sizes], sizes))
+                            if size <= n])
+    assert len(population) == n == 160_000
+    assert abs(result["pf"] * n - fails(four_branch(population)).sum()) <= 3
 
 
 AK_MCS = "\n  start: 8\n  population: 2000\n  until: {cov: 0.2}"

@@ -56,7 +56,7 @@ class Reliability(IterativeAnalysis):
         None, description="monte_carlo, importance: runs in the first round (default 1000; "
                           "each round doubles the runs); subset: runs per level (default 2000); "
                           "ak-mcs: the first runs, before the GP chooses (default 12)")
-    batch: PositiveInt = Field(4, le=1000, description="ak-mcs: runs the GP chooses at a time, "
+    batch: PositiveInt = Field(4, le=64, description="ak-mcs: runs the GP chooses at a time, "
                                                        "for parallel workers")
     population: int = Field(10_000, ge=100, le=1 << 24,
                             description="ak-mcs: the Monte Carlo points the GP classifies at "

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from studyrun.analyses.reliability.space import PLANE_DRAWN
 from studyrun.results.report.markdown import escape, table
 
 
@@ -88,7 +89,8 @@ def _plane(plane: Any, point: Any, figures) -> list[str]:
     (the zero contour of g over the runs' triangulation) and the design point."""
     if not isinstance(plane, dict) or not isinstance(plane.get("parameters"), list):
         return []
-    rows = [p for p in plane.get("points", []) if isinstance(p, list) and len(p) == 3
+    points = plane.get("points") if isinstance(plane.get("points"), list) else []
+    rows = [p for p in points[:PLANE_DRAWN] if isinstance(p, list) and len(p) == 3
             and all(isinstance(v, (int, float)) and np.isfinite(v) for v in p)]
     names = [str(n) for n in plane["parameters"][:2]]
     if len(rows) < 3 or len(names) != 2:
