@@ -86,7 +86,7 @@ def simulation(ot, case, seed, cov, kind):
         block = 1000
     algo = ot.ProbabilitySimulationAlgorithm(evt, experiment)
     algo.setMaximumCoefficientOfVariation(cov)
-    algo.setMaximumOuterSampling(10 ** 9 // block)
+    algo.setMaximumOuterSampling(10 ** 7 // block)  # as studyrun in bench_reliability.py
     algo.setBlockSize(block)
     algo.setMaximumStandardDeviation(0.0)
     algo.run()
