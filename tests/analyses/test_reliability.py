@@ -171,6 +171,7 @@ def test_form_on_the_four_branch_study_warns_in_results_and_report(tmp_path):
     assert "not form's 0.00135" in warning
     report = (tmp_path / "out" / "report.md").read_text()
     assert warning[:60] in report and "underestimates" in report
+    assert "Checked by 200 importance-sampling runs around the design points: pf" in report
     assert results["plane"]["parameters"] == ["x1", "x2"]
     assert len(results["plane"]["points"]) == results["runs"]  # (x1, x2, g) of every run
     assert "(figures/reliability-plane.png)" in report
@@ -267,6 +268,9 @@ def test_results_do_not_depend_on_the_batch_size(tmp_path, method, extra, most):
     assert found[0]["runs"] > 12 and found[0]["method"] == method
     if method == "ak-mcs":
         assert found[0]["ci"][0] < FOUR_BRANCH < found[0]["ci"][1], found[0]
+        report = (tmp_path / "1" / "out" / "report.md").read_text()
+        assert "Monte Carlo points; the least sure has U = " in report
+        assert "(figures/reliability-plane.png)" in report
 
 
 def test_ak_mcs_resumes_after_sigkill_with_the_same_result(tmp_path):

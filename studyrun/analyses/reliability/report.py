@@ -27,6 +27,17 @@ def section(analysis: dict[str, Any], figures) -> str:
                     [[r.get("pf"), "-" if ci[0] is None else f"{_number(ci[0])} to {_number(ci[1])}",
                       r.get("beta"),
                       r.get("cov")]]), ""]
+    check = r.get("check")
+    if isinstance(check, dict) and isinstance(check.get("ci"), list) and len(check["ci"]) == 2:
+        lines += [f"Checked by {escape(check.get('runs'))} importance-sampling runs around the "
+                  f"design points: pf {escape(_number(check.get('pf')))} (95% interval "
+                  f"{escape(_number(check['ci'][0]))} to {escape(_number(check['ci'][1]))}).", ""]
+    surrogate = r.get("surrogate")
+    if isinstance(surrogate, dict):
+        lines += [f"The Gaussian process classed {escape(surrogate.get('population'))} Monte "
+                  f"Carlo points; the least sure has U = {escape(_number(surrogate.get('min_u')))}"
+                  f", and about {escape(_number(surrogate.get('misclassified')))} of them are "
+                  "expected to be classed wrong (the sum of Phi(-U)).", ""]
     if r.get("error"):
         lines += [f"- **error**: {escape(r['error'])}", ""]
     lines += [f"- {escape(w)}" for w in r.get("warnings", []) if isinstance(w, str)]
