@@ -36,7 +36,7 @@ LEVEL_RUNS = (250, 500, 1000, 2000, 3000, 5000, 10000)
 AK_COVS = (0.05, 0.03, 0.02)
 PEER_PYTHON = str(HERE / "out" / "peers-venv" / "bin" / "python")
 sys.path.insert(0, str(HERE / "peers"))
-from reliability_peers import REFERENCE, g_of, within  # noqa: E402
+from reliability_peers import CAP, REFERENCE, g_of, within  # noqa: E402
 
 
 def fails(g):
@@ -87,7 +87,7 @@ def studyrun_rows(case: str, seeds: int) -> dict[str, list]:
                     first = form(counted, names, lambda u: {"standard": list(u)}, 1e-3,
                                  10_000, False, False)
                     centre = np.array(first["design_point"]["standard"])
-                    r = importance(counted, fails, centre, ss, 100, setting, 10 ** 7)
+                    r = importance(counted, fails, centre, ss, 100, setting, CAP)
                 elif method == "subset":
                     r = subset(counted, fails, d, ss, setting, 0.1, 10 ** 7)
                 else:
@@ -95,7 +95,7 @@ def studyrun_rows(case: str, seeds: int) -> dict[str, list]:
                         break  # pf 1e-6 needs a population of 4e8 for a cov of 0.05
                     r = ak_mcs(counted, fails, d, ss, 12, 10_000, 4, setting, 2000)
                 rows[method].append([setting, seed, counted.runs, r["pf"]])
-                if within(r["pf"], case):
+                if within(r["pf"], case) or counted.runs >= CAP:
                     break
         print(case, method, "done", flush=True)
     return rows

@@ -20,6 +20,7 @@ REFERENCE = {"r-s": 1.3498980316300946e-3, "linear-10d": 1.0170832425687034e-06,
              "four-branch": 4.4573314906264875e-3}
 CASES = tuple(REFERENCE)
 COVS = (0.3, 0.2, 0.14, 0.1, 0.07, 0.05, 0.035, 0.025, 0.018, 0.012, 0.008)
+CAP = 10 ** 6  # runs of a simulation at most (IS around one of the four-branch's points)
 LEVEL_RUNS = (250, 500, 1000, 2000, 3000, 5000, 10000)
 
 
@@ -86,7 +87,7 @@ def simulation(ot, case, seed, cov, kind):
         block = 1000
     algo = ot.ProbabilitySimulationAlgorithm(evt, experiment)
     algo.setMaximumCoefficientOfVariation(cov)
-    algo.setMaximumOuterSampling(10 ** 7 // block)  # as studyrun in bench_reliability.py
+    algo.setMaximumOuterSampling(CAP // block)
     algo.setBlockSize(block)
     algo.setMaximumStandardDeviation(0.0)
     algo.run()
@@ -128,7 +129,7 @@ def main():
                         break  # ~4e8 runs for a cov of 0.05 at pf 1e-6
                     runs, pf = simulation(ot, case, seed, cov, kind)
                     rows[kind].append([cov, seed, runs, pf])
-                    if within(pf, case):
+                    if within(pf, case) or runs >= CAP:
                         break
         rows["subset"] = []
         for seed in range(seeds):
