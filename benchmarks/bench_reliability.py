@@ -134,6 +134,42 @@ def subset_scatter() -> None:
           f"runs at most {max(r['runs'] for r in found):,}")
 
 
+def at_cov(cov: float, seeds: int, peer_python: str) -> None:
+    """Monte Carlo and importance sampling asked for the same cov (0.025: a 95% interval of
+    about 5%), both tools: the median runs and the seeds within 5%."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "peers.json"
+        cases = ",".join(REFERENCE)
+        peer = subprocess.Popen([peer_python, str(HERE / "peers" / "reliability_peers.py"),
+                                 str(seeds), str(out), cases, str(cov)])
+        mine: dict[str, dict[str, list]] = {}
+        for case in REFERENCE:
+            d, g = g_of(case)
+            names = [f"u{i}" for i in range(d)]
+            mine[case] = {"monte_carlo": [], "importance": []}
+            for seed in range(seeds):
+                ss = np.random.SeedSequence(seed)
+                counted = Counted(g)
+                r = monte_carlo(counted, fails, d, ss, 1000, cov, CAP)
+                mine[case]["monte_carlo"].append([cov, seed, counted.runs, r["pf"]])
+                counted = Counted(g)
+                first = form(counted, names, lambda u: {"standard": list(u)}, 1e-3, 10_000,
+                             False, False)
+                r = importance(counted, fails, np.array(first["design_point"]["standard"]), ss,
+                               100, cov, CAP)
+                mine[case]["importance"].append([cov, seed, counted.runs, r["pf"]])
+        peers = json.loads(out.read_text()) if peer.wait() == 0 else {"cases": {}}
+    print(f"\ncov {cov}: median runs (seeds within 5%), studyrun | OpenTURNS")
+    for case in REFERENCE:
+        for kind in ("monte_carlo", "importance"):
+            line = [case, kind]
+            for rows in (mine[case][kind], peers["cases"].get(case, {}).get(kind, [])):
+                hits = sum(within(r[3], case) for r in rows)
+                line.append(f"{np.median([r[2] for r in rows]):,.0f} ({hits}/{len(rows)})"
+                            if rows else "-")
+            print(" | ".join(line))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=5)
@@ -142,7 +178,12 @@ def main() -> None:
     parser.add_argument("--peers-json", help="the peer script's output from an earlier run")
     parser.add_argument("--table", action="store_true",
                         help="the table again from benchmarks/out/reliability_studyrun.json")
+    parser.add_argument("--at-cov", type=float,
+                        help="Monte Carlo and importance at this one target cov instead")
     args = parser.parse_args()
+    if args.at_cov:
+        at_cov(args.at_cov, args.seeds, args.peer_python)
+        return
     if args.subset:
         subset_scatter()
         return

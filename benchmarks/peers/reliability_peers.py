@@ -1,7 +1,7 @@
 """OpenTURNS's FORM, SORM, crude Monte Carlo, importance sampling and subset simulation on the
 reliability benchmark's cases, counting model calls.
 
-    benchmarks/out/peers-venv/bin/python benchmarks/peers/reliability_peers.py SEEDS OUT.json [CASES]
+    benchmarks/out/peers-venv/bin/python benchmarks/peers/reliability_peers.py SEEDS OUT.json [CASES [COV]]
 
 Run by bench_reliability.py in the peer environment (openturns; never studyrun's). OUT.json:
 {case: {method: [[setting, seed, runs, pf], ...]}}. The settings grow (a smaller target cov, more
@@ -115,6 +115,14 @@ def main():
 
     seeds, out = int(sys.argv[1]), sys.argv[2]
     cases = sys.argv[3].split(",") if len(sys.argv) > 3 else CASES
+    if len(sys.argv) > 4:  # one target cov, every seed: [[cov, seed, runs, pf], ...]
+        cov = float(sys.argv[4])
+        found = {case: {kind: [[cov, seed, *simulation(ot, case, seed, cov, kind)]
+                               for seed in range(seeds)]
+                        for kind in ("monte_carlo", "importance")} for case in cases}
+        with open(out, "w") as handle:
+            json.dump({"openturns": ot.__version__, "cases": found}, handle)
+        return
     found = {}
     for case in cases:
         rows = found[case] = {}

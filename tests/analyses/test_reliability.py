@@ -286,7 +286,7 @@ def test_ak_mcs_resumes_after_sigkill_with_the_same_result(tmp_path):
 def test_subset_resumes_after_sigkill_with_the_same_result(tmp_path):
     path = example(tmp_path, "subset", "\n  start: 1000", 50_000)
     path.write_text(path.read_text() + "execution: {scheduler: sync, batch_size: 50}\n")
-    stored, analysis = killed_and_resumed(path, tmp_path / "out", 1500)
+    stored, analysis = killed_and_resumed(path, tmp_path / "out", 1100)
     assert 1000 < stored < analysis["runs"]["planned"], stored
     assert analysis["runs"]["reused"] >= stored - 100
     fresh = studyrun.run(path, tmp_path / "fresh")
