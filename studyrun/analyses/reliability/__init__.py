@@ -54,8 +54,9 @@ class Reliability(IterativeAnalysis):
                                                        "(ak-mcs: default 1000, at most 5000)")
     start: PositiveInt | None = Field(
         None, description="monte_carlo, importance: runs in the first round (default 1000; "
-                          "each round doubles the runs); subset: runs per level (default 2000); "
-                          "ak-mcs: the first runs, before the GP chooses (default 12)")
+                          "then rounds grown to the runs the cov needs, at most doubling); "
+                          "subset: runs per level (default 2000); ak-mcs: the first runs, "
+                          "before the GP chooses (default 12)")
     batch: PositiveInt = Field(4, le=64, description="ak-mcs: runs the GP chooses at a time, "
                                                        "for parallel workers")
     population: int = Field(10_000, ge=100, le=1 << 24,
@@ -165,8 +166,9 @@ class Reliability(IterativeAnalysis):
         target = (self.until or Cov(cov=DEFAULT_COV)).cov
         bound = f"at most {self.most_runs:,} runs"
         if self.method == "monte_carlo":
-            return (f"reliability (monte_carlo): {self.first_round:,} runs, doubled round by "
-                    f"round until the cov of pf is {target:g}, {bound}")
+            return (f"reliability (monte_carlo): {self.first_round:,} runs, then rounds grown "
+                    f"to the runs the cov so far says a cov of pf of {target:g} needs (at most "
+                    f"doubling), {bound}")
         if self.method == "subset":
             return (f"reliability (subset): {self.first_round:,} runs, then levels of "
                     f"{self.first_round - round(self.p0 * self.first_round):,} runs (p0 "

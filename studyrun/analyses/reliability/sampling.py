@@ -28,12 +28,14 @@ def stream(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
                                                         spawn_key=(*seed.spawn_key, *key)))
 
 
-def sizes(start: int, most: int) -> list[int]:
-    """Runs after each round: start, 2 start, 4 start... the last one capped at `most`."""
-    out = [min(start, most)]
-    while out[-1] < most:
-        out.append(min(out[-1] * 2, most))
-    return out
+def grown(done: int, cov: float | None, target: float, most: int) -> int:
+    """The runs after the next round: as many as the cov so far says the target needs
+    (cov^2 falls as 1 / runs; 5% more for safety), at least 1/8 more and at most twice as many
+    as so far (twice where no run failed yet), and never past `most`."""
+    if cov is None:
+        return min(2 * done, most)
+    needed = int(np.ceil(done * (cov / target) ** 2 * 1.05))
+    return min(max(needed, done + max(1, done // 8)), 2 * done, most)
 
 
 def beta_of(pf: float | None) -> float | None:
@@ -80,22 +82,24 @@ def no_failure(result: dict[str, Any], failed: int, n: int) -> dict[str, Any]:
 
 def monte_carlo(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, start: int,
                 cov_target: float, max_runs: int) -> dict[str, Any]:
-    """Crude Monte Carlo: rounds of standard normal draws, doubling the runs until the cov of pf
-    reaches the target or the runs reach max_runs."""
+    """Crude Monte Carlo: rounds of standard normal draws, grown to the runs the cov so far says
+    the target needs (`grown`), until the cov of pf reaches the target or the runs reach
+    max_runs."""
     failed = kept = 0
     convergence: list[dict[str, Any]] = []
-    done = 0
-    for k, total in enumerate(sizes(start, max_runs)):
+    done, total, k = 0, min(start, max_runs), 0
+    while True:
         values = g(stream(seed, 1, k).standard_normal((total - done, d)))
-        done = total
+        done, k = total, k + 1
         ok = ~np.isnan(values)
         kept += int(ok.sum())
         failed += int(fails(values[ok]).sum())
         pf = failed / kept if kept else None
         cov = float(np.sqrt((1 - pf) / (kept * pf))) if pf else None
         convergence.append({"runs": done, "pf": pf, "cov": cov})
-        if cov is not None and cov <= cov_target:
+        if (cov is not None and cov <= cov_target) or done >= max_runs:
             break
+        total = grown(done, cov, cov_target, max_runs)
     result = estimate(pf, cov, binomial_ci(failed, kept) if kept else None, done, "monte_carlo",
                       cov is not None and cov <= cov_target, convergence)
     result["failures"] = failed
@@ -105,16 +109,18 @@ def monte_carlo(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence
 def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.SeedSequence,
                start: int, cov_target: float, max_runs: int) -> dict[str, Any]:
     """Importance sampling from the standard normal shifted to the design point `centre`,
-    weighted by phi(u) / phi(u - centre); rounds double until the cov reaches the target."""
+    weighted by phi(u) / phi(u - centre); rounds grow (`grown`) until the cov reaches the
+    target."""
     centre = np.asarray(centre, dtype=float)
     terms: list[np.ndarray] = []
     convergence: list[dict[str, Any]] = []
     done, pf, cov, failed = 0, None, None, 0
     shift = centre @ centre / 2
-    for k, total in enumerate(sizes(start, max_runs)):
+    total, k = min(start, max_runs), 0
+    while True:
         u = centre + stream(seed, 2, k).standard_normal((total - done, len(centre)))
         values = g(u)
-        done = total
+        done, k = total, k + 1
         ok = ~np.isnan(values)
         hit = fails(values[ok])
         failed += int(hit.sum())
@@ -124,8 +130,9 @@ def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.S
         sd = float(every.std(ddof=1) / np.sqrt(len(every))) if len(every) > 1 else None
         cov = sd / pf if pf and sd is not None else None
         convergence.append({"runs": done, "pf": pf, "cov": cov})
-        if cov is not None and cov <= cov_target:
+        if (cov is not None and cov <= cov_target) or done >= max_runs:
             break
+        total = grown(done, cov, cov_target, max_runs)
     n = sum(len(t) for t in terms)
     if not failed:
         result = estimate(None, None, None, done, "importance", False, convergence)
