@@ -1,6 +1,7 @@
 """Reliability analysis: the probability that a failure condition on the quantities holds, pf,
 and the reliability index beta = -Phi^-1(pf), by crude Monte Carlo, FORM, SORM, importance
-sampling or subset simulation, every run through the executor and the store (resumable).
+sampling, subset simulation or AK-MCS (a Gaussian process that classifies a Monte Carlo
+population), every run through the executor and the store (resumable).
 
 Formulas, defaults and edge cases: docs/methods.md, "Reliability: the probability of failure".
 """
@@ -18,10 +19,11 @@ from studyrun.core.design import Design
 from studyrun.core.errors import Problem
 from studyrun.core.plugin import Example
 
-METHODS = ("monte_carlo", "form", "sorm", "importance", "subset")
+METHODS = ("monte_carlo", "form", "sorm", "importance", "subset", "ak-mcs")
 FORMS = ("form", "sorm", "importance")  # the methods that search for a design point
 EXACT = ("adjoint", "forward")
-SAMPLERS = {"monte_carlo": 1000, "importance": 1000, "subset": 2000}  # default start
+SAMPLERS = {"monte_carlo": 1000, "importance": 1000, "subset": 2000, "ak-mcs": 12}  # start
+AK_MAX_RUNS, AK_DEFAULT_RUNS = 5000, 1000  # ak-mcs fits a GP on every run (n^3)
 DEFAULT_COV = 0.1
 
 
@@ -46,14 +48,27 @@ class Reliability(IterativeAnalysis):
 
     failure: str = Field(description="a condition on quantities that means failure, e.g. "
                                      "'g < 0' or 'peak > 5'")
-    method: Literal["monte_carlo", "form", "sorm", "importance", "subset"] = Field(
-        "monte_carlo", description="monte_carlo | form | sorm | importance | subset")
-    until: Cov | None = Field(None, description="monte_carlo, importance: {cov: c}, the cov of "
-                                                "pf to reach (default 0.1)")
-    max_runs: PositiveInt = Field(100_000, description="never more model runs than this")
+    method: Literal["monte_carlo", "form", "sorm", "importance", "subset", "ak-mcs"] = Field(
+        "monte_carlo", description="monte_carlo | form | sorm | importance | subset | ak-mcs")
+    until: Cov | None = Field(None, description="monte_carlo, importance, ak-mcs: {cov: c}, the "
+                                                "cov of pf to reach (default 0.1)")
+    max_runs: PositiveInt = Field(100_000, description="never more model runs than this "
+                                                       "(ak-mcs: default 1000, at most 5000)")
     start: PositiveInt | None = Field(
         None, description="monte_carlo, importance: runs in the first round (default 1000; "
-                          "each round doubles the runs); subset: runs per level (default 2000)")
+                          "then rounds grown to the runs the cov needs, at most doubling); "
+                          "subset: runs per level (default 2000); ak-mcs: the first runs, "
+                          "before the GP chooses (default 12)")
+    batch: PositiveInt = Field(4, le=64, description="ak-mcs: runs the GP chooses at a time, "
+                                                       "for parallel workers")
+    population: int = Field(10_000, ge=100, le=1 << 24,
+                            description="ak-mcs: the Monte Carlo points the GP classifies at "
+                                        "first; doubled while the cov of pf is above the target")
+    sorm: Literal["hohenbichler_rackwitz", "breitung", "tvedt"] = Field(
+        "hohenbichler_rackwitz", description="sorm: the formula pf comes from")
+    check_runs: int = Field(200, ge=0, le=100_000,
+                       description="form, sorm: importance-sampling runs around the design "
+                                   "points that check pf (0: none); a warning when they disagree")
     p0: float = Field(0.1, gt=0, lt=0.5, description="subset: the conditional probability of "
                                                       "each level")
     gradient: Literal["auto", "adjoint", "forward", "differences"] = Field(
@@ -75,8 +90,15 @@ class Reliability(IterativeAnalysis):
         return failure(self.failure)
 
     @property
+    def most_runs(self) -> int:
+        """max_runs as the study sets it, or the method's default."""
+        if self.method == "ak-mcs" and "max_runs" not in self.model_fields_set:
+            return AK_DEFAULT_RUNS
+        return self.max_runs
+
+    @property
     def first_round(self) -> int:
-        return min(self.start or SAMPLERS.get(self.method, 1), self.max_runs)
+        return min(self.start or SAMPLERS.get(self.method, 1), self.most_runs)
 
     def check(self, context: StudyContext) -> list[Problem]:
         """The condition parses and names quantities; the parameters are continuous."""
@@ -110,13 +132,27 @@ class Reliability(IterativeAnalysis):
         elif "gradient" in self.model_fields_set and self.method not in FORMS:
             problems.append(Problem(f"gradient applies to method: {' | '.join(FORMS)}, not "
                                     f"{self.method}", "gradient"))
+        if self.method == "ak-mcs" and self.most_runs > AK_MAX_RUNS:
+            problems.append(Problem(f"ak-mcs fits a Gaussian process on every run: at most "
+                                    f"{AK_MAX_RUNS:,} (found {self.max_runs:,}; it needs tens "
+                                    "to hundreds); for more runs use subset", "max_runs"))
         if self.method == "subset" and self.first_round * self.p0 < 1:
             problems.append(Problem(f"start ({self.first_round}) times p0 ({self.p0:g}) is "
                                     "below one run: no level would have a seed", "start"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
-        return self.max_runs, "max_runs"
+        return self.most_runs, "max_runs"
+
+    def footprint(self, context: StudyContext):
+        """ak-mcs: its GP on every run and the population at its largest; else the runs."""
+        from studyrun.analyses.base import runs_footprint
+
+        if self.method != "ak-mcs":
+            return runs_footprint(context, (self.most_runs, "max_runs"))
+        from studyrun.analyses.reliability.active import population_footprint
+
+        return population_footprint(context, self.most_runs, self.population)
 
     def design(self, context: StudyContext, seed) -> Design:
         """The first round: a Monte Carlo round or level 0 of subset (the same points the
@@ -127,6 +163,10 @@ class Reliability(IterativeAnalysis):
         if self.method in ("monte_carlo", "subset"):
             u = (stream(seed, 1, 0) if self.method == "monte_carlo" else stream(seed, 3)) \
                 .standard_normal((self.first_round, d))
+        elif self.method == "ak-mcs":
+            from studyrun.analyses.reliability.active import first_points
+
+            u = first_points(seed, d, self.first_round)
         else:
             u = np.zeros((1, d))
         return Design(names, self.transform(context).to_physical(u),
@@ -145,19 +185,27 @@ class Reliability(IterativeAnalysis):
 
     def describe_design(self, design: Design, context: StudyContext) -> str:
         target = (self.until or Cov(cov=DEFAULT_COV)).cov
-        bound = f"at most {self.max_runs:,} runs"
+        bound = f"at most {self.most_runs:,} runs"
         if self.method == "monte_carlo":
-            return (f"reliability (monte_carlo): {self.first_round:,} runs, doubled round by "
-                    f"round until the cov of pf is {target:g}, {bound}")
+            return (f"reliability (monte_carlo): {self.first_round:,} runs, then rounds grown "
+                    f"to the runs the cov so far says a cov of pf of {target:g} needs (at most "
+                    f"doubling), {bound}")
         if self.method == "subset":
             return (f"reliability (subset): {self.first_round:,} runs, then levels of "
                     f"{self.first_round - round(self.p0 * self.first_round):,} runs (p0 "
                     f"{self.p0:g}) until a level reaches the failure domain, {bound}")
+        if self.method == "ak-mcs":
+            return (f"reliability (ak-mcs): {self.first_round:,} runs, then {self.batch} at a "
+                    f"time where a Gaussian process is least sure how it classifies "
+                    f"{self.population:,} Monte Carlo points (more while the cov of pf is above "
+                    f"{target:g}), {bound}")
         choice = self.gradients(context)
         used = choice.method
         hessian = "differences of the model's gradients" if used in EXACT and choice.smooth \
             else "differences"
-        also = {"form": "", "sorm": f", then a Hessian of {hessian} there",
+        check = (f", then {self.check_runs} importance-sampling runs that check pf"
+                 if self.check_runs else "")
+        also = {"form": check, "sorm": f", then a Hessian of {hessian} there{check}",
                 "importance": f", then importance sampling around it in rounds from "
                               f"{self.first_round:,} runs until the cov of pf is {target:g}"}
         gradient = (f"its gradient by the model's {used} (in-process, no runs)"
@@ -182,6 +230,11 @@ class Reliability(IterativeAnalysis):
         elif self.method == "subset":
             results = sampling.subset(limit, condition.failed, d, seed, self.first_round,
                                       self.p0, self.max_runs)
+        elif self.method == "ak-mcs":
+            from studyrun.analyses.reliability.active import ak_mcs
+
+            results = ak_mcs(limit, condition.failed, d, seed, self.first_round,
+                             self.population, self.batch, target, self.most_runs)
         else:
             choice = self.gradients(context, condition)
             slope = None if choice.gradient is None else ExactSlope(
@@ -189,9 +242,11 @@ class Reliability(IterativeAnalysis):
             results = form_.form(limit, names, transform.named, self.step, self.max_runs,
                                  self.design_points and self.method != "importance",
                                  self.method == "sorm", slope,
-                                 slope.exact if slope and choice.smooth else None)
+                                 slope.exact if slope and choice.smooth else None, self.sorm)
             if self.method == "importance":
                 results = self.sampled_around(results, limit, seed, target)
+            else:
+                results = self.checked(results, limit, seed)
             results["gradient"] = slope.summary() if slope else {"method": "differences"}
             if slope and slope.failures:
                 results.setdefault("warnings", []).append(
@@ -200,6 +255,8 @@ class Reliability(IterativeAnalysis):
             if choice.notes:
                 results.setdefault("notes", []).extend(choice.notes)
         results["runs"] = limit.runs  # points evaluated, a point asked for twice counted twice
+        if limit.plane() is not None:
+            results["plane"] = limit.plane()
         results["dropped_runs"] = limit.dropped
         if limit.dropped:
             results.setdefault("warnings", []).append(
@@ -211,6 +268,20 @@ class Reliability(IterativeAnalysis):
                 "with correlated inputs, importance holds alpha^2 of the independent standard "
                 "variables in the parameters' order (each given those before it)")
         return results
+
+    def checked(self, found: dict[str, Any], limit, seed) -> dict[str, Any]:
+        """FORM's or SORM's results, checked by importance sampling around the design points
+        where check_runs and max_runs leave room."""
+        from studyrun.analyses.reliability import sampling
+
+        point = found.get("design_point")
+        runs = min(self.check_runs, self.max_runs - limit.runs)
+        if point is None or runs < 2:
+            return found
+        centres = [list(p["standard"].values()) for p in found.get("design_points", [])] \
+            or [list(point["standard"].values())]
+        return sampling.checked(found, limit, limit.condition.failed, np.array(centres), seed,
+                                runs)
 
     def sampled_around(self, found: dict[str, Any], limit, seed, target: float) -> dict[str, Any]:
         """Importance sampling around FORM's design point, with what FORM found beside it."""

@@ -2,7 +2,7 @@
 (Zhang and Der Kiureghian 1995) with gradients of g by forward differences or by the model's
 adjoint (gradients.py), the curvatures of
 the limit state there from a Hessian of central differences (Breitung 1984; Hohenbichler and
-Rackwitz 1988), and further searches from other starts that find design points one search
+Rackwitz 1988; Tvedt 1990), and further searches from other starts that find design points one search
 misses. Formulas: docs/methods.md, "Reliability: the probability of failure".
 """
 
@@ -196,23 +196,36 @@ def curvatures(search: Search, hess: np.ndarray) -> np.ndarray:
 
 
 def sorm(beta: float, kappa: np.ndarray) -> dict[str, float | None]:
-    """pf by Breitung's formula and by Hohenbichler and Rackwitz's, None where a factor is not
-    positive (the formula does not apply there)."""
+    """pf by Breitung's formula, Hohenbichler and Rackwitz's and Tvedt's, None where a factor
+    is not positive (the formula does not apply there)."""
     from scipy.special import ndtr
 
     pf1 = float(ndtr(-beta))
-    psi = float(np.exp(-beta * beta / 2) / np.sqrt(2 * np.pi) / pf1) if pf1 > 0 else np.inf
+    density = float(np.exp(-beta * beta / 2) / np.sqrt(2 * np.pi))
+    psi = density / pf1 if pf1 > 0 else np.inf
 
-    def product(scale: float) -> float | None:
+    def product(scale: complex) -> complex | None:
         factors = 1 + scale * kappa
-        return None if (factors <= 0).any() else float(pf1 * np.prod(factors ** -0.5))
+        if np.iscomplexobj(factors):
+            return complex(np.prod(factors ** -0.5))
+        return None if (factors <= 0).any() else float(np.prod(factors ** -0.5))
 
-    return {"breitung": product(beta), "hohenbichler_rackwitz": product(psi)}
+    tvedt = None
+    at_beta, at_next = product(beta), product(beta + 1)
+    if at_beta is not None and at_next is not None:
+        spare = beta * pf1 - density
+        tvedt = float(pf1 * at_beta + spare * (at_beta - at_next) + (beta + 1) * spare
+                      * (at_beta - product(beta + 1j).real))
+    breitung, rackwitz = product(beta), product(psi)
+    return {"breitung": None if breitung is None else pf1 * breitung,
+            "hohenbichler_rackwitz": None if rackwitz is None else pf1 * rackwitz,
+            "tvedt": tvedt}
 
 
 def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
          other_starts: bool, curved: bool, slope: Slope | None = None,
-         exact: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, Any]:
+         exact: Callable[[np.ndarray], np.ndarray] | None = None,
+         formula: str = "hohenbichler_rackwitz") -> dict[str, Any]:
     """FORM's (or with `curved`, SORM's) results: the design point of smallest beta among the
     searches, its importance factors, and warnings where the searches disagree. `slope`: the
     gradient of g (default: forward differences with `step`); `exact`: u -> the model's own
@@ -276,12 +289,13 @@ def form(g: GFunction, names: list[str], named: Any, step: float, max_runs: int,
         else:
             kappa = curvatures(best, hess)
             formulas = sorm(beta, kappa)
-            chosen = formulas["hohenbichler_rackwitz"] or formulas["breitung"]
+            chosen = formulas[formula] if formula != "hohenbichler_rackwitz" else \
+                formulas["hohenbichler_rackwitz"] or formulas["breitung"]
             result["sorm"] = {"curvatures": [float(k) for k in kappa], **formulas,
                               "form_pf": pf}
             if chosen is None:
-                warnings.append("a curvature is below -1/beta: neither SORM formula applies; "
-                                "pf is FORM's")
+                warnings.append(f"a curvature is below -1/beta: the {formula} formula does "
+                                "not apply; pf is FORM's")
             else:
                 result.update(pf=chosen, beta=float(-ndtri(chosen)))
             result["runs"] = budget.runs

@@ -1,5 +1,6 @@
-"""reliability's results in analysis.json: pf with its interval and beta, how it converged, and
-(form, sorm, importance) the design point and importance factors."""
+"""reliability's results in analysis.json: pf with its interval and beta, how it converged,
+(form, sorm, importance) the design point and importance factors, form's and sorm's check by
+importance sampling, and ak-mcs's surrogate."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ class Round(Record):
     pf: Number = None
     cov: Number = None
     g: Number = None
+    population: Count | None = None
+    min_u: Number = None
+    misclassified: Number = None
 
 
 class DesignPoint(Record):
@@ -30,6 +34,7 @@ class Sorm(Record):
     curvatures: Numbers = []
     breitung: Number = None
     hohenbichler_rackwitz: Number = None
+    tvedt: Number = None
     form_pf: Number = None
 
 
@@ -42,6 +47,33 @@ class GradientUse(Record):
     gradients: Count | None = None
     integrations: Count | None = None
     fallbacks: Count | None = None
+
+
+class Check(Record):
+    """Importance sampling around the design points that checks FORM's or SORM's pf."""
+
+    runs: Count | None = None
+    pf: Number = None
+    cov: Number = None
+    ci: Numbers | None = None
+    design_points: Count | None = None
+
+
+class Surrogate(Record):
+    """AK-MCS's Gaussian process at the end: the population it classified, the least U there,
+    and the expected number of points it misclassifies (the sum of Phi(-U))."""
+
+    population: Count | None = None
+    min_u: Number = None
+    misclassified: Number = None
+    misclassified_share: Number = None
+
+
+class Plane(Record):
+    """Two parameters: runs to draw in their plane, each (x1, x2, g)."""
+
+    parameters: list[str] = []
+    points: list[list[Number]] = []
 
 
 class ReliabilityResults(Record):
@@ -62,6 +94,9 @@ class ReliabilityResults(Record):
     iterations: Count | None = None
     sorm: Sorm | None = None
     form_pf: Number = None
+    check: Check | None = None
+    surrogate: Surrogate | None = None
+    plane: Plane | None = None
     dropped_runs: Count | None = None
     gradient: GradientUse | None = None
     warnings: Lines = []

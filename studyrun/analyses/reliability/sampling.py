@@ -17,6 +17,9 @@ from studyrun.analyses.reliability.space import GFunction
 Fails = Callable[[np.ndarray], np.ndarray]
 CONFIDENCE = 0.95
 Z95 = 1.959963984540054
+# subset's chains: the acceptance rate their spread aims at, and its first scale (Papaioannou,
+# Betz, Zwirglmaier and Straub 2015); measured in benchmarks/bench_reliability.py
+ACCEPTANCE, LAMBDA = 0.44, 0.6
 
 
 def stream(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
@@ -25,12 +28,14 @@ def stream(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
                                                         spawn_key=(*seed.spawn_key, *key)))
 
 
-def sizes(start: int, most: int) -> list[int]:
-    """Runs after each round: start, 2 start, 4 start... the last one capped at `most`."""
-    out = [min(start, most)]
-    while out[-1] < most:
-        out.append(min(out[-1] * 2, most))
-    return out
+def grown(done: int, cov: float | None, target: float, most: int) -> int:
+    """The runs after the next round: as many as the cov so far says the target needs
+    (cov^2 falls as 1 / runs; 5% more for safety), at least 1/8 more and at most twice as many
+    as so far (twice where no run failed yet), and never past `most`."""
+    if cov is None:
+        return min(2 * done, most)
+    needed = int(np.ceil(done * (cov / target) ** 2 * 1.05))
+    return min(max(needed, done + max(1, done // 8)), 2 * done, most)
 
 
 def beta_of(pf: float | None) -> float | None:
@@ -77,22 +82,24 @@ def no_failure(result: dict[str, Any], failed: int, n: int) -> dict[str, Any]:
 
 def monte_carlo(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, start: int,
                 cov_target: float, max_runs: int) -> dict[str, Any]:
-    """Crude Monte Carlo: rounds of standard normal draws, doubling the runs until the cov of pf
-    reaches the target or the runs reach max_runs."""
+    """Crude Monte Carlo: rounds of standard normal draws, grown to the runs the cov so far says
+    the target needs (`grown`), until the cov of pf reaches the target or the runs reach
+    max_runs."""
     failed = kept = 0
     convergence: list[dict[str, Any]] = []
-    done = 0
-    for k, total in enumerate(sizes(start, max_runs)):
+    done, total, k = 0, min(start, max_runs), 0
+    while True:
         values = g(stream(seed, 1, k).standard_normal((total - done, d)))
-        done = total
+        done, k = total, k + 1
         ok = ~np.isnan(values)
         kept += int(ok.sum())
         failed += int(fails(values[ok]).sum())
         pf = failed / kept if kept else None
         cov = float(np.sqrt((1 - pf) / (kept * pf))) if pf else None
         convergence.append({"runs": done, "pf": pf, "cov": cov})
-        if cov is not None and cov <= cov_target:
+        if (cov is not None and cov <= cov_target) or done >= max_runs:
             break
+        total = grown(done, cov, cov_target, max_runs)
     result = estimate(pf, cov, binomial_ci(failed, kept) if kept else None, done, "monte_carlo",
                       cov is not None and cov <= cov_target, convergence)
     result["failures"] = failed
@@ -102,16 +109,18 @@ def monte_carlo(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence
 def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.SeedSequence,
                start: int, cov_target: float, max_runs: int) -> dict[str, Any]:
     """Importance sampling from the standard normal shifted to the design point `centre`,
-    weighted by phi(u) / phi(u - centre); rounds double until the cov reaches the target."""
+    weighted by phi(u) / phi(u - centre); rounds grow (`grown`) until the cov reaches the
+    target."""
     centre = np.asarray(centre, dtype=float)
     terms: list[np.ndarray] = []
     convergence: list[dict[str, Any]] = []
     done, pf, cov, failed = 0, None, None, 0
     shift = centre @ centre / 2
-    for k, total in enumerate(sizes(start, max_runs)):
+    total, k = min(start, max_runs), 0
+    while True:
         u = centre + stream(seed, 2, k).standard_normal((total - done, len(centre)))
         values = g(u)
-        done = total
+        done, k = total, k + 1
         ok = ~np.isnan(values)
         hit = fails(values[ok])
         failed += int(hit.sum())
@@ -121,8 +130,9 @@ def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.S
         sd = float(every.std(ddof=1) / np.sqrt(len(every))) if len(every) > 1 else None
         cov = sd / pf if pf and sd is not None else None
         convergence.append({"runs": done, "pf": pf, "cov": cov})
-        if cov is not None and cov <= cov_target:
+        if (cov is not None and cov <= cov_target) or done >= max_runs:
             break
+        total = grown(done, cov, cov_target, max_runs)
     n = sum(len(t) for t in terms)
     if not failed:
         result = estimate(None, None, None, done, "importance", False, convergence)
@@ -137,10 +147,10 @@ def importance(g: GFunction, fails: Fails, centre: np.ndarray, seed: np.random.S
 
 
 def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per_level: int,
-           p0: float, max_runs: int, spread: float = 1.0) -> dict[str, Any]:
+           p0: float, max_runs: int) -> dict[str, Any]:
     """Subset simulation: Monte Carlo, then levels of intermediate failure domains g <= b_i,
-    each holding the p0 fraction of the previous level's runs, populated by the modified
-    Metropolis sampler (component by component, Au and Beck 2001) from those seeds."""
+    each holding the p0 fraction of the previous level's runs, populated by Markov chains from
+    those seeds (adaptive conditional sampling)."""
     chains = max(int(round(p0 * per_level)), 1)
     length = per_level // chains
     n = chains * length
@@ -184,8 +194,8 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
         if evaluated[0] + n - chains > max_runs:  # a level evaluates at most n - chains runs
             break
         levels.append(threshold)
-        u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length, rng,
-                                  spread)
+        u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length,
+                                  rng)
         states_by_chain = np.arange(n).reshape(chains, length)
     cov = float(np.sqrt(sum(deltas))) if converged else None
     ci = None
@@ -205,27 +215,29 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
 
 
 def markov_chains(g: GFunction, seeds: np.ndarray, seed_values: np.ndarray, threshold: float,
-                  length: int, rng: np.random.Generator,
-                  spread: float) -> tuple[np.ndarray, np.ndarray]:
-    """`length` states of a chain from each seed (the seed first), every state in g <= threshold:
-    each step proposes a move per component, kept with probability phi(new)/phi(old), and the
-    moved point where g stays within the threshold. All chains step together (one batch)."""
+                  length: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """`length` states of a chain from each seed (the seed first), every state in g <= threshold,
+    by adaptive conditional sampling (Papaioannou et al. 2015): the candidate
+    rho u + sqrt(1 - rho^2) xi leaves the standard normal unchanged, so it is kept wherever
+    g stays within the threshold; its spread sigma = min(lambda s_k, 1) (s_k the seeds' standard
+    deviation) follows the acceptance rate towards 0.44, step by step. All chains step together
+    (one batch)."""
     chains, d = seeds.shape
     states = np.empty((chains, length, d))
     values = np.empty((chains, length))
     states[:, 0], values[:, 0] = seeds, seed_values
     current, now = seeds.copy(), seed_values.copy()
+    spread = np.minimum(seeds.std(axis=0, ddof=1), 1.0) if chains > 1 else np.ones(d)
+    scale = LAMBDA
     for step in range(1, length):
-        proposal = current + spread * rng.standard_normal((chains, d))
-        keep = rng.random((chains, d)) < np.exp((current ** 2 - proposal ** 2) / 2)
-        candidate = np.where(keep, proposal, current)
-        moved = keep.any(axis=1)
-        found = np.full(chains, np.nan)
-        found[moved] = g(candidate[moved])
-        accept = moved & ~np.isnan(found) & (found <= threshold)
+        sigma = np.minimum(scale * spread, 1.0)
+        candidate = np.sqrt(1 - sigma ** 2) * current + sigma * rng.standard_normal((chains, d))
+        found = g(candidate)
+        accept = ~np.isnan(found) & (found <= threshold)
         current = np.where(accept[:, None], candidate, current)
         now = np.where(accept, found, now)
         states[:, step], values[:, step] = current, now
+        scale *= float(np.exp((accept.mean() - ACCEPTANCE) / np.sqrt(step)))
     return states.reshape(chains * length, d), values.reshape(chains * length)
 
 
@@ -243,3 +255,35 @@ def correlation_factor(indicator: np.ndarray, p: float) -> float:
         r = (ind[:, :-k] * ind[:, k:]).sum() / (n - k * chains) - p * p
         gamma += 2 * (1 - k * chains / n) * r / variance
     return float(max(gamma, 0.0))
+
+
+def checked(found: dict[str, Any], g: GFunction, fails: Fails, centres: np.ndarray,
+            seed: np.random.SeedSequence, runs: int) -> dict[str, Any]:
+    """FORM's or SORM's results with an importance-sampling check: `runs` draws from the
+    equal mixture of N(c, I) over the design points c, weighted phi(u) / q(u); where FORM's pf
+    lies outside the check's 99.7% interval (3 sd) and 10% away from it, a warning."""
+    from scipy.special import logsumexp
+
+    k = len(centres)
+    u = centres[np.arange(runs) % k] + stream(seed, 5).standard_normal((runs, centres.shape[1]))
+    values = g(u)
+    ok = ~np.isnan(values)
+    log_q = logsumexp(-((u[:, None, :] - centres[None]) ** 2).sum(axis=2) / 2, axis=1) - np.log(k)
+    terms = np.where(fails(np.nan_to_num(values, nan=np.inf)),
+                     np.exp(-(u * u).sum(axis=1) / 2 - log_q), 0.0)[ok]
+    if len(terms) < 2:
+        return found
+    pf = float(terms.mean())
+    sd = float(terms.std(ddof=1) / np.sqrt(len(terms)))
+    found["check"] = {"runs": runs, "pf": pf, "cov": sd / pf if pf > 0 else None,
+                      "ci": [max(pf - Z95 * sd, 0.0), pf + Z95 * sd], "design_points": k}
+    claimed = found.get("pf")
+    if claimed is not None and abs(claimed - pf) > max(3 * sd, 0.1 * pf):
+        where = "the design point" if k == 1 else f"the {k} design points"
+        found.setdefault("warnings", []).append(
+            f"a check by {runs} importance-sampling runs around {where} gives pf = {pf:.3g} "
+            f"(95% interval {max(pf - Z95 * sd, 0.0):.3g} to {pf + Z95 * sd:.3g}), not "
+            f"{found['method']}'s {claimed:.3g}: the limit state is not close to "
+            f"{'flat' if found['method'] == 'form' else 'a quadric'} there, or it fails in "
+            "places the design points miss; use importance, subset or ak-mcs")
+    return found

@@ -15,6 +15,7 @@ import numpy as np
 from studyrun.blocks.expr import Expr, inequality
 from studyrun.core.design import Evaluate
 
+PLANE_KEPT, PLANE_DRAWN = 200_000, 2000  # runs of two parameters kept, and drawn
 _EPS = 2.0 ** -53  # as the unit-cube samplers: a point stays inside (0, 1)
 
 
@@ -107,6 +108,7 @@ class LimitState:
     runs: int = 0
     dropped: int = 0
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[np.ndarray] = field(default_factory=list)  # (x1, x2, g) rows, two parameters
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
         u = np.atleast_2d(np.asarray(u, dtype=float))
@@ -118,7 +120,20 @@ class LimitState:
         g[~np.isfinite(g)] = np.nan
         self.runs += len(u)
         self.dropped += int(np.isnan(g).sum())
+        if u.shape[1] == 2 and sum(map(len, self.kept)) < PLANE_KEPT:
+            self.kept.append(np.column_stack([self.transform.to_physical(u), g]))
         return g
+
+    def plane(self) -> dict[str, Any] | None:
+        """Two parameters: the runs to draw, (x1, x2, g) of at most PLANE_DRAWN of them, evenly
+        spread over the order they ran in."""
+        if not self.kept:
+            return None
+        rows = np.concatenate(self.kept)
+        rows = rows[np.unique(np.linspace(0, len(rows) - 1, min(len(rows), PLANE_DRAWN))
+                              .astype(int))]
+        return {"parameters": self.transform.names,
+                "points": [[float(v) if np.isfinite(v) else None for v in row] for row in rows]}
 
 
 GFunction = Callable[[np.ndarray], np.ndarray]  # standard normal rows -> g, NaN where none
