@@ -40,6 +40,11 @@ class Scheme:
     def full(self) -> int:
         return (1 << self.d) - 1
 
+    @property
+    def complete(self) -> bool:
+        """Its costs give Shapley effects (not only Kucherenko's indices)."""
+        return self.permutations is not None or len(self.blocks) == self.full - 1
+
     def weights(self, chosen: np.ndarray | None = None) -> np.ndarray:
         """(d, 2 + blocks): the linear map from [0, V, block costs...] to the Shapley effects
         (times V); a random scheme's over the `chosen` permutations (default: all)."""
@@ -95,6 +100,13 @@ def scheme(d: int, permutations: int | None, rng: np.random.Generator) -> Scheme
             blocks.append(mask)
     blocks += [1 << i for i in range(d)] + [full & ~(1 << i) for i in range(d)]
     return Scheme(d, blocks, orders)
+
+
+def kucherenko_scheme(d: int) -> Scheme:
+    """Only the costs Kucherenko's indices need: every singleton and every all-but-one set."""
+    full = (1 << d) - 1
+    blocks = list(dict.fromkeys([1 << i for i in range(d)] + [full & ~(1 << i) for i in range(d)]))
+    return Scheme(d, [b for b in blocks if 0 < b < full], None)
 
 
 def root(matrix: np.ndarray) -> np.ndarray:
@@ -180,7 +192,7 @@ def combine(yv: np.ndarray, local: list[np.ndarray], s: Scheme, resamples: int,
     point = costs(yv, local)
     if not point[1] > 0:
         raise Constant()
-    w = s.weights()
+    w = s.weights() if s.complete else np.full((s.d, len(point)), np.nan)
     draws = []
     for _ in range(resamples):
         if paired:
