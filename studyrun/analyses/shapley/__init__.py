@@ -19,7 +19,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from studyrun.analyses.base import StudyContext
 from studyrun.analyses.given import ReadsGiven, not_with_from
@@ -88,13 +96,19 @@ class Shapley(ReadsGiven):
         if self.from_ is not None and self.method != "knn":
             raise ValueError(f"from (runs that exist) needs method: knn; method "
                              f"{self.method} makes its own runs")
-        if self.method == "permutations" and isinstance(self.samples, int):
-            raise ValueError("method permutations takes samples: {total, outer, inner, "
-                             f"permutations}}; got the number {self.samples}")
-        if self.method != "permutations" and isinstance(self.samples, Sizes):
-            raise ValueError(f"method {self.method} takes samples: a number of runs; "
-                             "{total, outer, inner, permutations} is for method permutations")
         return self
+
+    @field_validator("samples")
+    @classmethod
+    def _samples_fit_the_method(cls, value: Sizes | int | None, info: ValidationInfo):
+        method = info.data.get("method", "permutations")
+        if method == "permutations" and isinstance(value, int):
+            raise ValueError("method permutations takes samples: {total, outer, inner, "
+                             f"permutations}}; got the number {value}")
+        if method != "permutations" and isinstance(value, Sizes):
+            raise ValueError(f"method {method} takes samples: a number of runs; "
+                             "{total, outer, inner, permutations} is for method permutations")
+        return value
 
     @property
     def sizes(self) -> Sizes:
@@ -173,11 +187,11 @@ class Shapley(ReadsGiven):
                      "blocks": len(plan.blocks)}
             x = map_to_natural(ndtr(z), context.varied, names)
             return Design(names, x, info | design_facts(context.correlation, names, x[:s.total]))
-            unit = correlate_unit(sample_unit(self.runs(), len(names), "lhs",
-                                              np.random.SeedSequence(design_seed)),
-                                  context.correlation, "lhs")
-            x = map_to_natural(unit, context.varied, names)
-            info["sampling"] = "lhs"
+        unit = correlate_unit(sample_unit(self.runs(), len(names), "lhs",
+                                          np.random.SeedSequence(design_seed)),
+                              context.correlation, "lhs")
+        x = map_to_natural(unit, context.varied, names)
+        info["sampling"] = "lhs"
         return Design(names, x, info | design_facts(context.correlation, names, x))
 
     def describe_design(self, design: Design, context: StudyContext) -> str:

@@ -28,7 +28,7 @@ class Scheme:
     """Which costs a design estimates and how they combine into Shapley effects.
 
     `blocks` are the subsets (bit masks over the inputs) whose cost each block of
-    outer x inner rows estimates; `weights` (d, costs) maps the costs [c(empty)=0, c(all)=V,
+    outer x inner rows estimates; `weights` (d, costs) maps the costs [c(empty)=0, c(all)=1,
     blocks...] to the unnormalised Shapley effects; `permutations` (m, d) for a random scheme
     (its weights are an average over them), None for the exact one."""
 
@@ -46,8 +46,8 @@ class Scheme:
         return self.permutations is not None or len(self.blocks) == self.full - 1
 
     def weights(self, chosen: np.ndarray | None = None) -> np.ndarray:
-        """(d, 2 + blocks): the linear map from [0, V, block costs...] to the Shapley effects
-        (times V); a random scheme's over the `chosen` permutations (default: all)."""
+        """(d, 2 + blocks): the linear map from [0, 1, block costs...] to the Shapley effects;
+        a random scheme's over the `chosen` permutations (default: all)."""
         d, columns = self.d, 2 + len(self.blocks)
         w = np.zeros((d, columns))
         if self.permutations is None:
@@ -158,60 +158,68 @@ class Sizes:
 
 def estimate(y: np.ndarray, bad: np.ndarray, s: Scheme, sizes: Sizes, resamples: int,
              confidence: float, seed: int) -> dict[str, Any]:
-    """Shapley effects, Kucherenko's indices and V from a design's outputs in order: each
-    block's cost is the mean of its outer draws' inner variances. An outer draw with a failed
-    inner run is left out of its block."""
+    """Shapley effects, Kucherenko's indices and V from a design's outputs in order. An outer
+    draw with a failed inner run is left out of its block."""
     nv = sizes.total
     keep_v = ~bad[:nv]
     blocks = y[nv:].reshape(len(s.blocks), sizes.outer, sizes.inner)
     kept = ~bad[nv:].reshape(len(s.blocks), sizes.outer, sizes.inner).any(axis=2)
-    with np.errstate(invalid="ignore", over="ignore"):
-        local = np.var(np.where(kept[..., None], blocks, 0.0), axis=2, ddof=1)
-    result = combine(y[:nv][keep_v], [local[k][kept[k]] for k in range(len(s.blocks))], s,
+    result = combine(y[:nv][keep_v], [blocks[k][kept[k]] for k in range(len(s.blocks))], s,
                      resamples, confidence, seed)
     return result | {"dropped_runs": int(bad.sum()), "dropped_outer": int((~kept).sum())}
 
 
-def combine(yv: np.ndarray, local: list[np.ndarray], s: Scheme, resamples: int,
-            confidence: float, seed: int, paired: bool = False) -> dict[str, Any]:
-    """Shapley effects (normalised by V), Kucherenko's S1 and ST, V, and bootstrap half-widths
-    (z times the spread over `resamples` resamples of the variance rows, of each block's local
-    variances, and for random permutations of the permutations), from the rows for V and each
-    block's local variances. `paired`: every block's local variances belong to the rows of V,
-    resampled together."""
+def block_cost(rows: np.ndarray) -> float:
+    """A block's cost as a share of the variance: the mean variance of its outer draws' inner
+    runs over the variance of all its runs (each block's runs are draws of the joint
+    distribution, so the ratio's errors partly cancel)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return float(np.mean(np.var(rows, axis=1, ddof=1)) / np.var(rows, ddof=1))
+
+
+def combine(yv: np.ndarray, blocks: list[np.ndarray], s: Scheme, resamples: int,
+            confidence: float, seed: int, local=None) -> dict[str, Any]:
+    """Shapley effects, Kucherenko's S1 and ST, V, and bootstrap half-widths (z times the
+    spread over `resamples` resamples of the variance rows, of each block's outer draws, and
+    for random permutations of the permutations), from the rows for V and each block's runs
+    (outer, inner). `local` (given data): instead of blocks, each row's variance among its
+    neighbours for each block, resampled with the rows of V."""
     from scipy import stats
 
-    fewest = min([len(yv), *[len(row) for row in local]])
+    fewest = min([len(yv), *[len(rows) for rows in blocks]])
     if fewest < 2:
         raise TooFew(fewest)
     rng = np.random.default_rng(seed)
 
-    def costs(v_rows: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
-        return np.array([0.0, np.var(v_rows, ddof=1), *[np.mean(row) for row in rows]])
+    def costs(v_rows: np.ndarray, parts: list[np.ndarray], pick=None) -> np.ndarray:
+        v = np.var(v_rows, ddof=1)
+        if local is not None:
+            shares = [np.mean(row if pick is None else row[pick]) / v for row in local]
+        else:
+            shares = [block_cost(rows) for rows in parts]
+        return np.array([0.0, 1.0, *shares, v])
 
-    point = costs(yv, local)
-    if not point[1] > 0:
+    point = costs(yv, blocks)
+    if not point[-1] > 0:
         raise Constant()
-    w = s.weights() if s.complete else np.full((s.d, len(point)), np.nan)
+    w = s.weights() if s.complete else np.full((s.d, len(point) - 1), np.nan)
     draws = []
     for _ in range(resamples):
-        if paired:
-            pick = rng.integers(0, len(yv), len(yv))
-            c = costs(yv[pick], [row[pick] for row in local])
-        else:
-            c = costs(yv[rng.integers(0, len(yv), len(yv))],
-                      [row[rng.integers(0, len(row), len(row))] for row in local])
+        pick = rng.integers(0, len(yv), len(yv))
+        c = costs(yv[pick], [rows[rng.integers(0, len(rows), len(rows))] for rows in blocks],
+                  pick)[:-1]
         weights = w if s.permutations is None else s.weights(
             rng.integers(0, len(s.permutations), len(s.permutations)))
-        draws.append(np.concatenate([weights @ c / c[1], *kucherenko(s, c)]))
-    values = np.concatenate([w @ point / point[1], *kucherenko(s, point)])
+        draws.append(np.concatenate([weights @ c, *kucherenko(s, c)]))
+    c = point[:-1]
+    values = np.concatenate([w @ c, *kucherenko(s, c)])
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     with np.errstate(invalid="ignore"):
         conf = z * np.std(np.array(draws), axis=0, ddof=1)
     d = s.d
     return {"shapley": values[:d], "shapley_conf": conf[:d], "S1": values[d:2 * d],
             "S1_conf": conf[d:2 * d], "ST": values[2 * d:], "ST_conf": conf[2 * d:],
-            "variance": float(point[1])}
+            "variance": float(point[-1])}
 
 
 class Constant(Exception):
@@ -219,9 +227,10 @@ class Constant(Exception):
 
 
 def kucherenko(s: Scheme, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Kucherenko's first-order and total indices from the costs: 1 - c(all but i)/V, c({i})/V."""
+    """Kucherenko's first-order and total indices from the costs (shares of V):
+    1 - c(all but i), c({i})."""
     single, rest = s.kucherenko_columns()
-    return 1.0 - c[rest] / c[1], c[single] / c[1]
+    return 1.0 - c[rest], c[single]
 
 
 class TooFew(Exception):

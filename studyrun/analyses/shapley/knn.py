@@ -18,11 +18,13 @@ MOST_INPUTS = 12  # every subset's neighbours are searched: 2^d - 2 searches of 
 
 
 def copula_scale(x: np.ndarray) -> np.ndarray:
-    """Each column as its ranks in (0, 1): distances then do not depend on units, and a
-    conditional distribution does not change under a column's increasing map."""
+    """Each column as the normal scores of its ranks: distances then do not depend on units (a
+    conditional distribution does not change under a column's increasing map), and the tails
+    are not squeezed as by the ranks themselves."""
+    from scipy.special import ndtri
     from scipy.stats import rankdata
 
-    return (rankdata(x, axis=0) - 0.5) / len(x)
+    return ndtri((rankdata(x, axis=0) - 0.5) / len(x))
 
 
 def local_variances(u: np.ndarray, y: np.ndarray, s: Scheme, neighbours: int) -> list[np.ndarray]:
@@ -45,4 +47,4 @@ def knn_indices(x: np.ndarray, y: np.ndarray, neighbours: int, resamples: int,
     """Shapley effects, Kucherenko's indices and V of y over the rows x (every row usable)."""
     s = scheme(x.shape[1], None, np.random.default_rng(seed))
     local = local_variances(copula_scale(x), y, s, neighbours)
-    return combine(y, local, s, resamples, confidence, seed, paired=True)
+    return combine(y, [], s, resamples, confidence, seed, local=local)
