@@ -169,45 +169,46 @@ def estimate(y: np.ndarray, bad: np.ndarray, s: Scheme, sizes: Sizes, resamples:
     return result | {"dropped_runs": int(bad.sum()), "dropped_outer": int((~kept).sum())}
 
 
-def block_cost(rows: np.ndarray) -> float:
-    """A block's cost as a share of the variance: the mean variance of its outer draws' inner
-    runs over the variance of all its runs (each block's runs are draws of the joint
-    distribution, so the ratio's errors partly cancel)."""
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return float(np.mean(np.var(rows, axis=1, ddof=1)) / np.var(rows, ddof=1))
-
-
 def combine(yv: np.ndarray, blocks: list[np.ndarray], s: Scheme, resamples: int,
             confidence: float, seed: int, local=None) -> dict[str, Any]:
     """Shapley effects, Kucherenko's S1 and ST, V, and bootstrap half-widths (z times the
     spread over `resamples` resamples of the variance rows, of each block's outer draws, and
     for random permutations of the permutations), from the rows for V and each block's runs
-    (outer, inner). `local` (given data): instead of blocks, each row's variance among its
-    neighbours for each block, resampled with the rows of V."""
+    (outer, inner). Each block's runs are draws of the joint distribution too, so V is the
+    variance of every run. `local` (given data): instead of blocks, each row's variance among
+    its neighbours for each block, resampled with the rows of V."""
     from scipy import stats
 
     fewest = min([len(yv), *[len(rows) for rows in blocks]])
     if fewest < 2:
         raise TooFew(fewest)
     rng = np.random.default_rng(seed)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if local is None:
+            local = [np.var(rows, axis=1, ddof=1) for rows in blocks]
+        # per outer draw (and per row of V): count, sum and sum of squares of its runs
+        sums = [(np.full(len(yv), 1.0), yv, yv * yv)] + [
+            (np.full(len(rows), float(rows.shape[1])), rows.sum(axis=1), (rows * rows).sum(axis=1))
+            for rows in blocks]
 
-    def costs(v_rows: np.ndarray, parts: list[np.ndarray], pick=None) -> np.ndarray:
-        v = np.var(v_rows, ddof=1)
-        if local is not None:
-            shares = [np.mean(row if pick is None else row[pick]) / v for row in local]
-        else:
-            shares = [block_cost(rows) for rows in parts]
-        return np.array([0.0, 1.0, *shares, v])
+    def costs(v_pick: np.ndarray, picks: list[np.ndarray]) -> np.ndarray:
+        chosen = [v_pick, *picks]
+        n, total, squares = (sum(float(part[k][pick].sum()) for part, pick in zip(sums, chosen))
+                             for k in range(3))
+        v = (squares - total * total / n) / (n - 1)
+        rows = [row if pick is None else row[pick] for row, pick in
+                zip(local, picks if blocks else [v_pick] * len(local))]
+        return np.array([0.0, 1.0, *[np.mean(row) / v for row in rows], v])
 
-    point = costs(yv, blocks)
+    everything = np.arange(len(yv))
+    point = costs(everything, [np.arange(len(rows)) for rows in blocks])
     if not point[-1] > 0:
         raise Constant()
     w = s.weights() if s.complete else np.full((s.d, len(point) - 1), np.nan)
     draws = []
     for _ in range(resamples):
-        pick = rng.integers(0, len(yv), len(yv))
-        c = costs(yv[pick], [rows[rng.integers(0, len(rows), len(rows))] for rows in blocks],
-                  pick)[:-1]
+        c = costs(rng.integers(0, len(yv), len(yv)),
+                  [rng.integers(0, len(rows), len(rows)) for rows in blocks])[:-1]
         weights = w if s.permutations is None else s.weights(
             rng.integers(0, len(s.permutations), len(s.permutations)))
         draws.append(np.concatenate([weights @ c, *kucherenko(s, c)]))
