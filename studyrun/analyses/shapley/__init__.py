@@ -100,7 +100,8 @@ class Shapley(ReadsGiven):
 
     @field_validator("samples")
     @classmethod
-    def _samples_fit_the_method(cls, value: Sizes | int | None, info: ValidationInfo):
+    def _samples_fit_the_method(cls, value: Sizes | int | None,
+                                info: ValidationInfo) -> Sizes | int | None:
         method = info.data.get("method", "permutations")
         if method == "permutations" and isinstance(value, int):
             raise ValueError("method permutations takes samples: {total, outer, inner, "
@@ -279,7 +280,7 @@ class Shapley(ReadsGiven):
         return found
 
     def entry(self, found: dict[str, Any], names: list[str], facts: dict[str, Any]) -> dict[str, Any]:
-        def named(values) -> dict[str, float | None]:
+        def named(values: Any) -> dict[str, float | None]:
             return {n: finite_or_none(v) for n, v in zip(names, values)}
 
         entry: dict[str, Any] = {"shapley": named(found["shapley"]),
