@@ -49,4 +49,5 @@ def test_another_studys_folder_loses_the_files_its_analysis_wrote(tmp_path):
 
 
 def test_the_analyses_that_take_correlated_inputs_say_so_on_their_class():
-    assert registry().correlated() == ["delta", "montecarlo", "pawn", "reliability", "surrogate"]
+    assert registry().correlated() == ["delta", "montecarlo", "pawn", "reliability", "shapley",
+                                       "sobol", "surrogate"]
