@@ -199,13 +199,18 @@ def test_the_command_line_validates_plans_runs_and_reports(tmp_path):
     assert (tmp_path / "out" / "runs.csv").is_file() and (tmp_path / "out" / "report.html").is_file()
 
 
-def test_results_do_not_depend_on_the_batch_size(tmp_path):
+@pytest.mark.parametrize("analysis", [
+    "{type: shapley, samples: {total: 40, outer: 10, inner: 2}, resamples: 20}",
+    "{type: shapley, method: knn, samples: 60, resamples: 20}",
+    "{type: shapley, method: surrogate, samples: 30}",
+    "{type: sobol, samples: 16, resamples: 20}",
+])
+def test_results_do_not_depend_on_the_batch_size(tmp_path, analysis):
     found = []
     for size in (1, "auto", 64):
         folder = tmp_path / str(size)
         folder.mkdir()
-        path = correlated_study(folder, "{type: shapley, samples: {total: 40, outer: 10, "
-                                        "inner: 2}, resamples: 20}",
+        path = correlated_study(folder, analysis,
                                 execution=f"execution: {{scheduler: sync, batch_size: {size}, "
                                           "on_failure: continue}")
         found.append(studyrun.run(path, folder / "out").results)
