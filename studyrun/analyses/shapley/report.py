@@ -42,7 +42,7 @@ def write_report(analysis: dict[str, Any], figures: "Figures") -> str:
     method = analysis.get("design", {}).get("method")
     parts = ["## Shapley effects and Kucherenko's indices", INTRO]
     if isinstance(method, str):
-        parts.append(f"Estimated by `{escape(method)}`.")
+        parts.append(f"Method: {escape(method)}.")
     parts += correlation_table(analysis.get("design", {}))
     for name, entry in analysis.get("results", {}).items():
         parts.append(f"### {escape(name)}")
