@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.analyses.surrogate.fitting import TRUSTED_HALF_WIDTH, TRUSTED_Q2
 from studyrun.analyses.salib.report import index_table
+from studyrun.analyses.surrogate.fitting import TRUSTED_HALF_WIDTH, TRUSTED_Q2
 from studyrun.results.report.figures import shown_rows
 from studyrun.results.report.markdown import Markdown, escape, format_number, table
 
