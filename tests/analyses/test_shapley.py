@@ -354,3 +354,18 @@ def test_ishigami_agrees_with_salibs_shapley_effects_of_independent_inputs():
     assert np.asarray(theirs["shapley_normalized"]) == pytest.approx(exact, abs=0.02)
     gap = np.abs(ours["shapley"] - np.asarray(theirs["shapley_normalized"]))
     assert (gap <= ours["shapley_conf"] + np.asarray(theirs["shapley_normalized_conf"])).all()
+
+
+def test_one_input_has_all_the_variance_and_two_inputs_share_it_by_random_orders():
+    one = on_function(lambda x: x[:, 0] ** 2, lambda u: u, 1, None, Sizes(100, 10, 3), None, 10,
+                      0.95, 1)
+    assert one["shapley"] == pytest.approx([1.0]) and one["ST"] == pytest.approx([1.0])
+    # y = a + 2b, corr 0.3, unit variances: Sh_a = (ST_a + S1_a) / 2 with ST_a = 0.91 / V,
+    # S1_a = (1 + 0.6)^2 / V, V = 1 + 4 + 1.2
+    two = on_function(lambda x: x[:, 0] + 2 * x[:, 1], ndtri, 2, np.array([[1, 0.3], [0.3, 1]]),
+                      Sizes(4000, 2000, 3), 20, 50, 0.95, 1)
+    v = 6.2
+    # 20 orders of two inputs: the share of orders starting with a varies, and the interval
+    # (resampling the orders too) says by how much
+    error = abs(two["shapley"][0] - (0.91 + 1.6**2) / 2 / v)
+    assert error <= two["shapley_conf"][0] and two["shapley_conf"][0] > 0.02
