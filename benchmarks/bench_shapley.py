@@ -21,7 +21,7 @@ requirements.txt it lacks); R's sensitivity and UQLab are not here; OpenTURNS ha
 "Runs to an answer" of a seed: the smallest size from which every larger size tested has
 max_i |Sh_i - exact_i| <= 0.02; the table gives the median over the seeds (None: not reached
 on the ladder). The model costs nothing, so CPU is the estimator's own.
-Writes benchmarks/measured/shapley.csv.
+Writes benchmarks/measured/shapley.csv (--csv NAME: another file there).
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def peer(python):
 
 
 LADDERS = {  # way -> case -> sizes
-    "permutations": {"3 inputs": [25, 50, 100, 200, 400, 800, 1600], "10 inputs": [2, 4, 8, 16, 32]},
-    "random": {"10 inputs": [50, 100, 200, 400, 800, 1600]},
+    "permutations": {"3 inputs": [25, 50, 100, 200, 400, 800, 1600], "10 inputs": [2, 4, 8, 16, 32, 64]},
+    "random": {"10 inputs": [50, 100, 200, 400, 800, 1600, 3200]},
     "knn": {"3 inputs": [250, 500, 1000, 2000, 4000, 8000, 16000],
             "10 inputs": [500, 1000, 2000, 4000]},
     "pce": {"3 inputs": [20, 30, 50, 100, 200], "10 inputs": [30, 50, 100, 200, 400]},
@@ -191,13 +191,14 @@ def main() -> None:
     parser.add_argument("--only", default="permutations,random,knn,pce,peer,inputs")
     parser.add_argument("--peer-python", default=str(ROOT / "benchmarks" / "out" /
                                                      "shapley-peer-venv" / "bin" / "python"))
+    parser.add_argument("--csv", default="shapley.csv", help="in benchmarks/measured/")
     args = parser.parse_args()
     only = args.only.split(",")
     ways = {"permutations": lambda b, c, n, s: permutations(b, c, n, s),
             "random": lambda b, c, n, s: permutations(b, c, 2, s, orders=n),
             "knn": knn, "pce": pce, "peer": peer(args.peer_python)}
     ways = {k: v for k, v in ways.items() if k in only}
-    out = ROOT / "benchmarks" / "measured" / "shapley.csv"
+    out = ROOT / "benchmarks" / "measured" / args.csv
     with out.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["way", "case", "seed", "size", "runs", "max_error", "cpu_s"])
