@@ -24,7 +24,7 @@ def test_the_unions_are_the_registry_in_the_order_users_meet_them():
     assert members(ModelUnion) == list(registry().models) == [
         "python", "command", "ode", "stockflow", "pysd"]
     assert members(AnalysisUnion) == list(registry().analyses) == [
-        "montecarlo", "sweep", "sobol", "morris", "fast", "rbd_fast", "delta", "pawn", "dgsm",
+        "montecarlo", "sweep", "sobol", "shapley", "morris", "fast", "rbd_fast", "delta", "pawn", "dgsm",
         "doe", "local", "gradient", "surrogate", "calibrate", "optimize",
         "reliability"]
 
