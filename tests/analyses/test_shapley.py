@@ -369,3 +369,20 @@ def test_one_input_has_all_the_variance_and_two_inputs_share_it_by_random_orders
     # (resampling the orders too) says by how much
     error = abs(two["shapley"][0] - (0.91 + 1.6**2) / 2 / v)
     assert error <= two["shapley_conf"][0] and two["shapley_conf"][0] > 0.02
+
+
+def test_knn_refuses_too_many_inputs_and_too_few_given_rows(tmp_path):
+    names = [f"p{i}" for i in range(13)]
+    (tmp_path / "rows.csv").write_text("p0,y\n" + "".join(f"{i / 10},{i}\n" for i in range(5)))
+    wide = write_study(tmp_path, "name: wide\nparameters:\n" + "".join(
+        f"  {n}: {{distribution: uniform, low: 0, high: 1}}\n" for n in names) +
+        "model: {type: python, function: 'models:f'}\n"
+        "analysis: {type: shapley, method: knn, samples: 100}\n", "wide.yaml")
+    (tmp_path / "models.py").write_text("def f(**x):\n    return {'y': sum(x.values())}\n")
+    done = run_cli("validate", wide)
+    assert done.returncode == 2 and "analysis.method: method knn" in done.stderr
+    assert "at most 12 varied parameters; got 13" in done.stderr, done.stderr
+    few = write_study(tmp_path, "name: few\nparameters:\n  p0: {distribution: uniform, low: 0, "
+                      "high: 1}\nanalysis: {type: shapley, method: knn, from: rows.csv}\n", "few.yaml")
+    done = run_cli("validate", few)
+    assert done.returncode == 2 and "rows.csv holds 5 runs; knn needs at least 20" in done.stderr
