@@ -386,3 +386,9 @@ def test_knn_refuses_too_many_inputs_and_too_few_given_rows(tmp_path):
                       "high: 1}\nanalysis: {type: shapley, method: knn, from: rows.csv}\n", "few.yaml")
     done = run_cli("validate", few)
     assert done.returncode == 2 and "rows.csv holds 5 runs; knn needs at least 20" in done.stderr
+    twelve = wide.read_text().replace("samples: 100", "samples: 60000").replace(
+        "  p12: {distribution: uniform, low: 0, high: 1}\n", "")
+    slow = write_study(tmp_path, twelve, "slow.yaml")
+    done = run_cli("validate", slow)
+    assert done.returncode == 2 and "analysis.samples: knn searches the neighbours of 60,000 " \
+        "rows in each of 4,094 subsets" in done.stderr, done.stderr

@@ -128,7 +128,7 @@ class Shapley(ReadsGiven):
         return KNN_SAMPLES if self.method == "knn" else SURROGATE_SAMPLES
 
     def check(self, context: StudyContext) -> list[Problem]:
-        from studyrun.analyses.shapley.knn import MOST_INPUTS
+        from studyrun.analyses.shapley.knn import MOST_INPUTS, MOST_SEARCHES
 
         problems = super().check(context)
         d = len(context.varied)
@@ -148,6 +148,13 @@ class Shapley(ReadsGiven):
         if rows is not None and rows.size < MIN_RUNS:
             problems.append(Problem(f"{self.from_} holds {rows.size} runs; knn needs at least "
                                     f"{MIN_RUNS}", "from"))
+        size = rows.size if rows is not None else self.runs()
+        if self.method == "knn" and not problems and size * ((1 << d) - 2) > MOST_SEARCHES:
+            problems.append(Problem(
+                f"knn searches the neighbours of {size:,} rows in each of {(1 << d) - 2:,} "
+                f"subsets of the inputs, more than {MOST_SEARCHES:,} searches (about ten minutes "
+                "of CPU); use fewer rows, or method: surrogate", "from" if rows is not None
+                else "samples"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
