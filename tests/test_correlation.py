@@ -178,7 +178,7 @@ def test_every_mistake_of_the_block_is_reported_at_once(study_dir):
 
 
 @pytest.mark.parametrize("analysis", [
-    "{type: sobol, samples: 64}", "{type: morris}", "{type: fast, samples: 100}",
+    "{type: morris}", "{type: fast, samples: 100}",
     "{type: rbd_fast, samples: 100}", "{type: dgsm, samples: 64}",
 ])
 def test_analyses_that_assume_independent_inputs_refuse_correlations(study_dir, analysis):
@@ -186,8 +186,9 @@ def test_analyses_that_assume_independent_inputs_refuse_correlations(study_dir, 
     assert code == 2
     kind = analysis[7:].split(",")[0].rstrip("}")
     assert (f"study.yaml:7:1: correlation: {kind} cannot take correlated inputs: its estimators "
-            "assume independent inputs; remove `correlation:`, or use an analysis that supports "
-            "it: delta, montecarlo, pawn, reliability, surrogate") in stderr
+            "assume independent inputs (for the sensitivities of correlated inputs, use type: "
+            "shapley); remove `correlation:`, or use an analysis that supports it: delta, "
+            "montecarlo, pawn, reliability, shapley, sobol, surrogate") in stderr
 
 
 @pytest.mark.parametrize("analysis", ["{type: doe, design: full}", "{type: local, outputs: [y]}"])
@@ -197,7 +198,8 @@ def test_analyses_that_do_not_sample_the_distributions_refuse_them_too(study_dir
 
 
 @pytest.mark.parametrize("analysis", ["{type: delta, samples: 100}", "{type: pawn, samples: 100}",
-                                      "{type: surrogate, samples: 50}"])
+                                      "{type: surrogate, samples: 50}", "{type: sobol, samples: 64}",
+                                      "{type: shapley}"])
 def test_analyses_that_draw_correlated_inputs_accept_them(study_dir, analysis):
     code, stderr = validate(study_dir, "  - [a, b, 0.5]", analysis)
     assert code == 0, stderr
@@ -225,7 +227,7 @@ def test_the_correlated_sum_has_the_known_standard_deviation(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["pce", "gp"])
-def test_a_surrogate_of_correlated_inputs_gives_their_moments_and_no_indices(study_dir, method):
+def test_a_surrogate_of_correlated_inputs_gives_their_moments_and_shapley_effects(study_dir, method):
     text = SUM_STUDY.format(pairs="  - [a, b, 0.8]", c=UNIFORM,
                             analysis=f"{{type: surrogate, method: {method}, samples: 40}}")
     path = write_study(study_dir, text)
@@ -237,7 +239,17 @@ def test_a_surrogate_of_correlated_inputs_gives_their_moments_and_no_indices(stu
     assert y["std"] != pytest.approx(math.sqrt(13 + 1 / 12), rel=0.1)
     assert y["S1"] == {"a": None, "b": None, "c": None}
     assert y["correlation"]["a"]["b"] == 0.8
-    assert any("Sobol' indices" in w for w in y["warnings"])
+    assert any("Sobol' indices" in w and "shapley" in w for w in y["warnings"])
+    # Shapley effects of 2a - 3b + c (c ~ U(0, 1)): the linear Gaussian part's, from the
+    # conditional variances of a and b (var 1, corr r), and c's own 1/12, over the variance
+    r, c = 0.8, 1 / 12
+    gaussian = 4 + 9 - 12 * r
+    total = gaussian + c
+    alone_a, alone_b = 4 * (1 - r**2), 9 * (1 - r**2)  # c(J) for J = {a}, {b}
+    effects = {"a": (alone_a + gaussian - alone_b) / 2 / total,
+               "b": (alone_b + gaussian - alone_a) / 2 / total, "c": c / total}
+    assert y["shapley"] == pytest.approx(effects, abs=0.02)
+    assert set(y["kucherenko"]) == {"S1", "S1_conf", "ST", "ST_conf"}
 
 
 def test_every_batch_of_a_surrogate_is_correlated():

@@ -24,9 +24,9 @@ def test_the_unions_are_the_registry_in_the_order_users_meet_them():
     assert members(ModelUnion) == list(registry().models) == [
         "python", "command", "ode", "stockflow", "pysd"]
     assert members(AnalysisUnion) == list(registry().analyses) == [
-        "montecarlo", "sweep", "sobol", "morris", "fast", "rbd_fast", "delta", "pawn", "dgsm",
-        "doe", "local", "gradient", "surrogate", "calibrate", "optimize",
-        "reliability", "scenarios"]
+        "montecarlo", "sweep", "sobol", "shapley", "morris", "fast", "rbd_fast", "delta", "pawn",
+        "dgsm", "doe", "local", "gradient", "surrogate", "calibrate", "optimize", "reliability",
+        "scenarios"]
 
 
 def test_predict_dispatches_on_what_a_type_declares(tmp_path):
@@ -50,4 +50,4 @@ def test_another_studys_folder_loses_the_files_its_analysis_wrote(tmp_path):
 
 def test_the_analyses_that_take_correlated_inputs_say_so_on_their_class():
     assert registry().correlated() == ["delta", "montecarlo", "pawn", "reliability", "scenarios",
-                                       "surrogate"]
+                                       "shapley", "sobol", "surrogate"]

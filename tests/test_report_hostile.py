@@ -164,3 +164,34 @@ def test_a_csv_of_300_quantities_draws_the_figures_of_the_first_10_and_tables_ev
     result = run_cli("report", out)  # a rebuilt report draws the same
     assert result.returncode == 0, result.stderr
     assert sorted(p.stem for p in (out / "figures").glob("*.png")) == drawn
+
+
+@pytest.mark.slow
+def test_a_crafted_shapley_analysis_json_shows_its_names_and_warnings_as_text(tmp_path):
+    """shapley's report: a parameter named with a payload in every map, the correlation table
+    and the bar chart's tooltips; its warnings and the method named in the design."""
+    study = model_study(tmp_path, analysis={"type": "shapley", "resamples": 10, "samples": {
+        "total": 16, "outer": 4, "inner": 2}})
+    text = yaml.safe_load(study.read_text())
+    text["correlation"] = [["a", "b", 0.5]]
+    study.write_text(yaml.safe_dump(text))
+    result = run_cli("run", study, "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    study = yaml.safe_load((out / "study.yaml").read_text())
+    analysis = json.loads((out / "analysis.json").read_text())
+    name = f"a{PAYLOAD}"
+
+    def renamed(value):
+        if isinstance(value, dict):
+            return {(name if key == "a" else key): renamed(item) for key, item in value.items()}
+        return value
+
+    analysis["results"] = renamed(analysis["results"])
+    analysis["design"] = renamed(analysis["design"]) | {"method": f"m{PAYLOAD}"}
+    analysis["results"]["y"]["warnings"] = [f"w{PAYLOAD}"]
+    craft(out, study, analysis)
+    result = run_cli("report", out)
+    assert result.returncode == 0, result.stderr
+    assert_inert((out / "report.md").read_text(), (out / "report.html").read_text(),
+                 name, f"w{PAYLOAD}", f"m{PAYLOAD}")

@@ -276,7 +276,7 @@ def test_parameters_that_all_have_mistakes_are_not_called_fixed(study_dir, analy
 
 
 @pytest.mark.parametrize("analysis", ["sobol", "morris", "fast", "rbd_fast", "delta", "pawn",
-                                      "dgsm"])
+                                      "dgsm", "shapley"])
 def test_a_study_whose_parameters_are_all_fixed_says_so_once(study_dir, analysis):
     """The study's own check says that no parameter is varied; the analysis does not say it again."""
     text = f"""

@@ -58,7 +58,8 @@ class StudyContext:
         return parameter.nominal_value(self.defaults.get(name))
 
 
-INDEPENDENT_INPUTS = "its estimators assume independent inputs"
+INDEPENDENT_INPUTS = ("its estimators assume independent inputs (for the sensitivities of "
+                      "correlated inputs, use type: shapley)")
 WARNING_DEPTH = 3  # results.<quantity>.<part>: as deep as an analysis keeps warnings
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from studyrun.analyses.base import INDEPENDENT_INPUTS, FixedDesignAnalysis, StudyContext, run_bytes
+from studyrun.analyses.base import FixedDesignAnalysis, StudyContext, run_bytes
 from studyrun.analyses.precision import PowerOfTwoSamples, Round, grow, reached
 from studyrun.analyses.salib import (
     MIN_BLOCKS,
@@ -61,6 +61,11 @@ if TYPE_CHECKING:
     from studyrun.blocks.params import ParameterSpec
     from studyrun.results.report.figures import Figures
 
+KUCHERENKO_INNER = 2  # conditional draws per outer draw with correlated inputs
+KUCHERENKO = ("the inputs are correlated: S1 and ST are Kucherenko's first-order and total indices "
+              "for dependent inputs (conditional sampling under the Gaussian copula), not Sobol' "
+              "indices; S1 counts what an input explains with its correlated partners, ST what it "
+              "explains beyond them. For shares that sum to 1, use type: shapley")
 WIDE_INTERVAL = 0.1  # a confidence half-width above this earns a warning
 BOOTSTRAP_BYTES = 64  # SALib's bootstrap: bytes x base samples x resamples (bench_memory.py)
 SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
@@ -69,7 +74,7 @@ SERIES_CHUNK = 1 << 22  # values of a series standardised at once (about 32 MB)
 class Sobol(FixedDesignAnalysis):
     """`analysis: {type: sobol}`: first-order and total Sobol' indices, optionally second order."""
 
-    without_correlation = INDEPENDENT_INPUTS
+    without_correlation = None  # correlated: Kucherenko's indices by conditional sampling
     reads_series_quantities = True  # S1 and ST at every time of a series() quantity
 
     type: Literal["sobol"]
@@ -112,7 +117,20 @@ class Sobol(FixedDesignAnalysis):
             problems.append(Problem("time-resolved indices need a fixed samples: N; run this "
                                     "study without outputs, then one with samples: N reached",
                                     path="outputs"))
+        if context.correlation is not None:
+            problems += [Problem(f"with correlated inputs sobol gives Kucherenko's first-order and "
+                                 f"total indices only: {key} is not available; leave it out, or "
+                                 "use type: shapley", path=key)
+                         for key, given in (("second_order", self.second_order),
+                                            ("groups", self.groups), ("outputs", self.outputs),
+                                            ("samples", not isinstance(self.samples, int)))
+                         if given]
         return problems + unknown_outputs(self.outputs, context.model)
+
+    def warnings(self, context: StudyContext) -> list[str]:
+        if context.correlation is None:
+            return []
+        return [KUCHERENKO]
 
     def parameter_problems(self, parameters: dict[str, "ParameterSpec"]) -> list[Problem]:
         if not parameters:
@@ -133,6 +151,11 @@ class Sobol(FixedDesignAnalysis):
         except StudyError:  # reported by check()
             factors = len(names)
         key = "samples" if isinstance(self.samples, int) else "samples.max"
+        if context.correlation is not None:
+            from studyrun.analyses.shapley.estimator import kucherenko_scheme
+
+            blocks = len(kucherenko_scheme(len(names)).blocks)
+            return self.base_samples * (1 + KUCHERENKO_INNER * blocks), key
         return self.base_samples * ((2 if self.second_order else 1) * factors + 2), key
 
     def footprint(self, context: StudyContext) -> Footprint:
@@ -156,9 +179,30 @@ class Sobol(FixedDesignAnalysis):
     def design(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
         """Saltelli's cross-sampled Sobol' points on the unit cube (the first round's with a
         precision target), mapped through each ppf."""
+        if context.correlation is not None:
+            return self.kucherenko(context, seed)
         if isinstance(self.samples, int):
             return self.saltelli(context, seed, self.samples)
         return self.saltelli(context, seed, self.samples.start)
+
+    def kucherenko(self, context: StudyContext, seed: np.random.SeedSequence) -> Design:
+        """Correlated inputs: N runs for the variance, then N outer draws of each singleton's and
+        each all-but-one set's complement, each with KUCHERENKO_INNER conditional draws of the
+        set (exact under the study's Gaussian copula; analyses/shapley/estimator.py)."""
+        from scipy.special import ndtr
+
+        from studyrun.analyses.shapley.estimator import design_scores, kucherenko_scheme
+        from studyrun.blocks.params import design_facts
+
+        names, n = list(context.varied), self.base_samples
+        design_seed, bootstrap_seed = (int(s) for s in seed.generate_state(2))
+        plan = kucherenko_scheme(len(names))
+        z = design_scores(plan, n, n, KUCHERENKO_INNER, context.correlation,
+                          np.random.default_rng(design_seed))
+        x = map_to_natural(ndtr(z), context.varied, names)
+        info = {"method": "kucherenko", "base_samples": n, "inner": KUCHERENKO_INNER,
+                "factors": names, "bootstrap_seed": bootstrap_seed or 1}
+        return Design(names, x, info | design_facts(context.correlation, names, x[:n]))
 
     def describe_design(self, design: Design, context: StudyContext) -> str:
         if isinstance(self.samples, int):
@@ -236,6 +280,8 @@ class Sobol(FixedDesignAnalysis):
     def analyse_quantity(self, values: np.ndarray, bad: np.ndarray, design: Design) -> dict[str, Any]:
         """S1, ST (and S2) with intervals, a convergence table and warnings for one quantity."""
         info = design.info
+        if info.get("method") == "kucherenko":
+            return self.analyse_kucherenko(values, bad, design)
         block, factors = info["block"], info["factors"]
         keep, dropped = keep_whole_blocks(bad, block)
         kept = info["base_samples"] - dropped
@@ -261,6 +307,36 @@ class Sobol(FixedDesignAnalysis):
         entry["convergence"] = convergence_table(y.reshape(kept, block), factors)
         entry["warnings"] = notes + check_indices(entry)
         return entry
+
+    def analyse_kucherenko(self, values: np.ndarray, bad: np.ndarray, design: Design) -> dict[str, Any]:
+        """Kucherenko's S1 and ST with bootstrap intervals, from a `kucherenko` design."""
+        from studyrun.analyses.shapley.estimator import (
+            Constant,
+            Sizes,
+            TooFew,
+            estimate,
+            kucherenko_scheme,
+        )
+
+        info, names = design.info, design.names
+        n = info["base_samples"]
+        facts: dict[str, Any] = {"dropped_runs": int(bad.sum())}
+        try:
+            found = estimate(values, bad, kucherenko_scheme(len(names)),
+                             Sizes(n, n, info["inner"]), self.resamples, self.confidence,
+                             info["bootstrap_seed"])
+        except TooFew as few:
+            return error_entry(f"only {few.fewest} usable draws for a variance; at least 2 are "
+                               "needed", **facts)
+        except Constant:
+            zeros = dict.fromkeys(names, 0.0)
+            return {"S1": zeros, "S1_conf": zeros, "ST": zeros, "ST_conf": zeros, **facts,
+                    "warnings": ["the quantity is the same in every run: no parameter changes "
+                                 "it, so every index is 0"]}
+        entry = {key: by_factor(names, found[key]) for key in ("S1", "S1_conf", "ST", "ST_conf")}
+        notes = [f"{found['dropped_outer']} outer draws left out because a run in them failed or "
+                 "gave no finite value"] if found["dropped_outer"] else []
+        return entry | facts | {"warnings": notes + check_indices(entry, ordered=False)}
 
     def _call_salib(self, y: np.ndarray, design: Design, factors: list[str]) -> dict[str, Any]:
         from SALib.analyze import sobol as sobol_analyze
@@ -361,8 +437,9 @@ def analyse_series(series: np.ndarray, time: np.ndarray | None, bad: np.ndarray,
             "warnings": [dropped_warning(dropped, "blocks of base samples", kept)] if dropped else []}
 
 
-def check_indices(entry: dict[str, Any]) -> list[str]:
-    """Warnings for wide intervals and for S1 above ST by more than S1's interval."""
+def check_indices(entry: dict[str, Any], ordered: bool = True) -> list[str]:
+    """Warnings for wide intervals and (`ordered`: independent inputs, where ST bounds S1) for
+    S1 above ST by more than S1's interval."""
     notes = []
     for key in ("S1_conf", "ST_conf"):
         widths = {f: w for f, w in entry[key].items() if w is not None}
@@ -370,7 +447,7 @@ def check_indices(entry: dict[str, Any]) -> list[str]:
             worst = max(widths, key=widths.get)
             notes.append(f"wide confidence intervals: {key} is {widths[worst]:.3g} for {worst} "
                          f"(above {WIDE_INTERVAL}); increase samples")
-    for factor, s1 in entry["S1"].items():
+    for factor, s1 in entry["S1"].items() if ordered else ():
         st, conf = entry["ST"][factor], entry["S1_conf"][factor]
         if None not in (s1, st, conf) and s1 - st > conf:
             notes.append(f"S1 ({s1:.3g}) exceeds ST ({st:.3g}) for {factor} by more than its "

@@ -46,6 +46,7 @@ class Fitted:
     results: dict[str, Any]
     q2: float
     model: Any = None  # the GP regressor, for choosing the next runs
+    surrogate: Any = None  # natural values (rows) -> the surrogate's predictions
 
 
 class Inputs:
@@ -112,7 +113,7 @@ def _fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Settin
     q2, rmse = scores(y, predicted)
     results = widened(results, q2)
     if inputs.correlation is not None:
-        results = of_correlated_inputs(results, surrogate, inputs, draw_seed)
+        results = of_correlated_inputs(results, surrogate, inputs, draw_seed, q2)
     results = {"q2": q2, "rmse": rmse, **results, "samples": int(len(y)),
                "validation": {"method": "leave-one-out" if settings.folds is None
                               else f"{settings.folds}-fold",
@@ -121,7 +122,7 @@ def _fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Settin
     results["trusted"] = why is None
     if why is not None:
         results.setdefault("warnings", []).append(why)
-    return Fitted(results, q2, model)
+    return Fitted(results, q2, model, surrogate)
 
 
 def widened(results: dict[str, Any], q2: float) -> dict[str, Any]:
@@ -201,10 +202,11 @@ def fit_pce(x, y, inputs: Inputs, settings: Settings, fold_seed: int, draw_seed:
 
 
 def of_correlated_inputs(results: dict[str, Any], surrogate, inputs: Inputs,
-                         seed: int) -> dict[str, Any]:
+                         seed: int, q2: float) -> dict[str, Any]:
     """Correlated inputs: the mean and standard deviation of the surrogate over correlated draws
-    (its own moments are those of independent inputs), and the Sobol' indices null, with a
-    warning: they apportion variance among independent inputs only."""
+    (its own moments are those of independent inputs), the Sobol' indices null, with a warning
+    (they apportion variance among independent inputs only), and its Shapley effects and
+    Kucherenko's indices in their place."""
     from studyrun.blocks.params import correlate_unit, sample_unit
     from studyrun.blocks.params.correlation import correlations
 
@@ -216,11 +218,37 @@ def of_correlated_inputs(results: dict[str, Any], surrogate, inputs: Inputs,
         if key in results:
             results[key] = {a: (None if not isinstance(v, dict) else dict.fromkeys(v))
                             for a, v in results[key].items()}
+    results |= dependent_indices(surrogate, inputs, seed, q2)
     results["warnings"] = [*results.get("warnings", []),
                            "the inputs are correlated: Sobol' indices apportion the variance of "
-                           "independent inputs only, so none are given; the mean and std are "
-                           f"those of the surrogate over {CORRELATED_DRAWS} correlated draws"]
+                           "independent inputs only, so S1 and ST are null; `shapley` and "
+                           "`kucherenko` give the surrogate's Shapley effects and Kucherenko's "
+                           "indices for dependent inputs; the mean and std are those of the "
+                           f"surrogate over {CORRELATED_DRAWS} correlated draws"]
     return results
+
+
+def dependent_indices(surrogate, inputs: Inputs, seed: int, q2: float,
+                      confidence: float = 0.95) -> dict[str, Any]:
+    """Shapley effects and Kucherenko's indices of the surrogate under the inputs' copula
+    (analyses/shapley/estimator.py, on many cheap evaluations), their half-widths widened by
+    1 - Q2 as the Sobol' indices' are; the output's variance."""
+    from studyrun.analyses.shapley.estimator import on_surrogate
+
+    found = on_surrogate(surrogate, inputs.natural, len(inputs.names), inputs.correlation,
+                         confidence, seed)
+    from studyrun.core.numbers import finite_or_none
+
+    def named(values) -> dict[str, float | None]:
+        return {n: finite_or_none(v) for n, v in zip(inputs.names, values)}
+
+    missing = 1.0 if not np.isfinite(q2) else max(0.0, 1.0 - q2)
+    conf = {k: np.minimum(1.0, np.maximum(RESOLUTION, found[k] + missing))
+            for k in ("shapley_conf", "S1_conf", "ST_conf")}
+    return {"shapley": named(found["shapley"]), "shapley_conf": named(conf["shapley_conf"]),
+            "variance": found["variance"],
+            "kucherenko": {k: named(conf[k] if k.endswith("_conf") else found[k])
+                           for k in ("S1", "S1_conf", "ST", "ST_conf")}}
 
 
 def loo_predictions(psi: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import RootModel
 
+from studyrun.analyses.shapley.records import Kucherenko
 from studyrun.results.records import STRICT, ByName, Count, Entry, Flag, Number, Table, Text
 
 
@@ -34,6 +35,10 @@ class SurrogateQuantity(Entry):
     inputs: dict[str, Any] = {}
     kernel: dict[str, Any] = {}
     correlation: dict[str, Any] = {}
+    shapley: ByName = {}  # correlated inputs: Shapley effects and Kucherenko's indices
+    shapley_conf: ByName = {}
+    variance: Number = None
+    kucherenko: Kucherenko | None = None
     method: Text | None = None
 
 

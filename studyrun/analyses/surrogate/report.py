@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from studyrun.analyses.salib.report import index_table
 from studyrun.analyses.surrogate.fitting import TRUSTED_HALF_WIDTH, TRUSTED_Q2
 from studyrun.results.report.figures import shown_rows
 from studyrun.results.report.markdown import Markdown, escape, format_number, table
@@ -47,6 +48,11 @@ def quantity_section(quantity: str, block: dict[str, Any], figures) -> str:
     lines += [] if not names else ["", table(["parameter", "S1", "S1 ± conf", "ST", "ST ± conf"],
                         [[n, block["S1"][n], block["S1_conf"][n], block["ST"][n],
                           block["ST_conf"][n]] for n in names]), ""]
+    if isinstance(block.get("shapley"), dict):  # correlated inputs
+        from studyrun.analyses.shapley.report import KEYS, flat
+
+        lines += ["", "Shapley effects and Kucherenko's indices of the surrogate, for the "
+                  "correlated inputs:", "", index_table(flat(block), KEYS, "shapley"), ""]
     if not figures.draws(quantity):
         return "\n".join(lines)
     lines += [predicted_vs_observed(quantity, slug, block, figures), ""]

@@ -24,9 +24,9 @@ from studyrun.models.base import ModelSpec
 # The order users meet studyrun's own types in (the docs, the `one of:` of an error, the schema);
 # a type not named here follows them by name, and other packages' types follow studyrun's.
 ORDER = {"models": ("python", "command", "ode", "stockflow", "pysd"),
-         "analyses": ("montecarlo", "sweep", "sobol", "morris", "fast", "rbd_fast", "delta",
-                      "pawn", "dgsm", "doe", "local", "gradient", "surrogate", "calibrate",
-                      "optimize", "reliability", "scenarios")}
+         "analyses": ("montecarlo", "sweep", "sobol", "shapley", "morris", "fast", "rbd_fast",
+                      "delta", "pawn", "dgsm", "doe", "local", "gradient", "surrogate",
+                      "calibrate", "optimize", "reliability", "scenarios")}
 BASES: dict[str, tuple[type, ...]] = {"models": (ModelSpec,),
                                       "analyses": (FixedDesignAnalysis, IterativeAnalysis)}
 
