@@ -33,7 +33,7 @@ def log_h(z: np.ndarray) -> np.ndarray:
     near = z > -1.0
     zn = z[near]
     out[near] = np.log(zn * ndtr(zn) + np.exp(-0.5 * zn * zn - _LOG_ROOT_2PI))
-    far = z[~near]
+    far = np.maximum(z[~near], -1e100)  # beyond, its square overflows; EI there is nil anyway
     with np.errstate(all="ignore"):
         ratio = far * erfcx(-far / math.sqrt(2)) * math.sqrt(math.pi / 2)  # -1 + 1/z^2 ...
         tail = np.where(far > -1e3, np.log1p(ratio), -2 * np.log(-far))
