@@ -132,7 +132,7 @@ def test_the_beam_example_finds_the_lightest_section_within_the_stress_limit(tmp
     assert r["parameters"]["depth"]["optimum"] > 95
     report = (tmp_path / "out" / "report.md").read_text()
     assert "optimize-history" in report and "optimize-runs" in report and "Q2" in report
-    assert "stress &lt;= 250" in report or "stress \\<= 250" in report
+    assert "| stress <= 250 |" in report and "| yes |" in report  # the constraint at the optimum
 
 
 @pytest.mark.slow
@@ -254,3 +254,46 @@ def test_log_expected_improvement_is_exact_near_and_finite_far_below():
 
 def test_the_example_study_is_in_studies():
     assert (STUDIES / "beam-bayesian.yaml").exists() and (STUDIES / "beam.py").exists()
+
+
+HOSTILE = '''
+import numpy as np
+
+def always_fails(x, y):
+    raise RuntimeError("never runs")
+
+def flat(x, y):
+    return {"f": 1.0, "total": x + y}
+
+def infinite(x, y):
+    return {"f": float("inf") if x > 0.5 else (x - 0.2) ** 2 + y, "total": x + y}
+'''
+
+
+@pytest.mark.parametrize("function, constraint, expect", [
+    ("always_fails", "total <= 1", "every run failed or gave no finite objective"),
+    ("flat", "total <= 1", None),
+    ("flat", "total >= 5", "no run met every constraint"),
+    ("infinite", "total <= 1", None),
+])
+def test_hostile_models_end_with_an_answer_or_say_why_not(tmp_path, function, constraint, expect):
+    """A model that always fails, one whose objective never changes, a constraint no run can
+    meet, and an infinite objective: each study ends within max_evaluations, its results
+    finite or null and its report drawn."""
+    (tmp_path / "models.py").write_text(HOSTILE)
+    text = QUADRATIC.replace("FUNCTION", function).replace("total <= 1", constraint).replace(
+        "max_evaluations: 30", "max_evaluations: 12")
+    done = studyrun.run(write_study(tmp_path, text + "execution: {scheduler: sync, on_failure: "
+                                    "continue}\n"), tmp_path / "out")
+    r = done.results
+    assert r["evaluations"] <= 12
+    assert (expect is None) == (not r["notes"]) and (expect is None or expect in r["notes"][0])
+    if expect is not None:
+        assert r["converged"] is False
+    if function == "always_fails":
+        assert len(r["failed"]) == r["evaluations"] and r["objective"]["final"] is None
+    if function == "infinite":
+        assert r["failed"] and all(f["parameters"]["x"] > 0.5 for f in r["failed"])
+        assert r["parameters"]["x"]["optimum"] <= 0.5
+    json.dumps(r, allow_nan=False)
+    assert (tmp_path / "out" / "report.md").exists()
