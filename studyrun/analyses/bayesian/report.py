@@ -78,6 +78,8 @@ def runs_figure(r: dict[str, Any], figures: Any) -> list[str]:
     x = np.array(r["evaluated"]["parameters"], dtype=float)
     value = np.array([np.nan if v is None else v for v in r["evaluated"]["objective"]])
     failed = np.isnan(value)
+    feasible = np.array(r["evaluated"]["feasible"], dtype=bool)
+    infeasible = ~failed & ~feasible
     optimum = [r["parameters"][n]["optimum"] for n in shown]
     k = len(shown)
     fig, axes = figures.new(k - 1, k - 1, size=(2.6 * (k - 1) + 1.5, 2.6 * (k - 1) + 1))
@@ -89,11 +91,14 @@ def runs_figure(r: dict[str, Any], figures: Any) -> list[str]:
                 ax.axis("off")
                 continue
             a, b = columns[j], columns[i]
-            points = ax.scatter(x[~failed, a], x[~failed, b], c=value[~failed], s=14, cmap="viridis")
+            points = ax.scatter(x[feasible, a], x[feasible, b], c=value[feasible], s=14,
+                                cmap="viridis")
+            ax.scatter(x[infeasible, a], x[infeasible, b], s=14, facecolors="none",
+                       edgecolors="0.5")
             ax.scatter(x[failed, a], x[failed, b], marker="x", color="red", s=20)
             ax.plot(optimum[j], optimum[i], marker="*", color="black", markersize=12)
             ax.set(xlabel=shown[j] if i == k - 1 else "", ylabel=shown[i] if j == 0 else "")
-    if (~failed).any():
+    if feasible.any():
         fig.colorbar(points, ax=axes[0, -1], label="objective")  # beside the first row
     return [figures.save(fig, "optimize-runs", "The runs in the parameter space (colour: "
-                         "objective; x: failed; star: the optimum)"), ""]
+                         "objective; open: a constraint not met; x: failed; star: the optimum)"), ""]
