@@ -11,7 +11,6 @@ import pytest
 from conftest import STUDIES, killed_and_resumed, run_cli, run_example, write_study
 
 import studyrun
-from studyrun.analyses.bayesian.acquisition import log_h
 
 MODELS = '''
 import time
@@ -244,6 +243,8 @@ def test_plan_shows_the_first_design_that_run_makes(tmp_path):
 def test_log_expected_improvement_is_exact_near_and_finite_far_below():
     from scipy.stats import norm
 
+    from studyrun.analyses.bayesian.acquisition import log_h
+
     z = np.linspace(-20, 5, 200)
     np.testing.assert_allclose(log_h(z), np.log(z * norm.cdf(z) + norm.pdf(z)), rtol=1e-9)
     far = log_h(np.array([-40.0, -1e3, -1e6, -1e100]))
@@ -323,3 +324,34 @@ def test_a_noisy_model_gets_a_fitted_nugget_and_its_optimum_by_the_gps_mean(tmp_
     chosen = r["surrogate"]["predicted_optimum"]
     assert abs(chosen - ((x - 0.3) ** 2 + (y - 0.6) ** 2)) < 0.02
     assert r["history"][-1] == min(observed)  # the history is of runs as observed
+
+
+SIX = '''
+import numpy as np
+
+def six(a, b, c, d, e, g):
+    return {"f": (a - 0.2) ** 2 + 4 * (b - 0.5) ** 2 + 0.01 * (c + d + e + g)}
+'''
+
+
+def test_the_report_draws_pairs_of_the_five_parameters_of_shortest_length_scale(tmp_path):
+    """Six parameters: the runs are drawn pair by pair for the five the GP finds the objective
+    varies fastest along; `b`, four times steeper than `a`, is among them."""
+    (tmp_path / "models.py").write_text(SIX)
+    names = "abcdeg"
+    text = ("name: six\nseed: 2\nmodel: {type: python, function: models:six}\nparameters:\n"
+            + "".join(f"  {n}: {{bounds: [0, 1]}}\n" for n in names)
+            + "quantities: {f: f}\nanalysis: {type: optimize, method: bayesian, minimize: f, "
+              "max_evaluations: 18, batch: 2}\nexecution: {scheduler: sync}\n")
+    done = studyrun.run(write_study(tmp_path, text), tmp_path / "out")
+    r = done.results
+    assert r["initial"] == 14 and r["evaluations"] == 18 and r["batches"] == 3
+    scales = r["surrogate"]["length_scales"]
+    shown = sorted(scales, key=scales.get)[:5]
+    assert "b" in shown
+    from matplotlib.image import imread
+
+    image = imread(tmp_path / "out" / "figures" / "optimize-runs.png")
+    assert image.shape[0] > 900 and image.shape[1] > 900  # a 4 x 4 grid of panels
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "optimize-history" in report and "leave-one-out Q2" in report
