@@ -157,7 +157,7 @@ PEER = textwrap.dedent('''
                 n_initial_points=2 * len(bounds) + 2)
     close = np.abs(np.array(seen) - optimum) <= 0.01 * abs(optimum)
     print(json.dumps({"runs": int(np.argmax(close)) + 1 if close.any() else None,
-                      "made": len(seen)}))
+                      "made": len(seen), "best": float(np.min(seen))}))
 ''')
 
 
@@ -178,6 +178,7 @@ def peer_runs(problem: str, seed: int, python: str) -> tuple[int | None, int, fl
     out = subprocess.run([python, "-c", PEER, json.dumps(spec)], capture_output=True, text=True,
                          check=True, env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
     answer = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"    best {answer['best']:.6g} (optimum {OPTIMUM[problem]:.6g})")
     return answer["runs"], answer["made"], time.time() - start
 
 
