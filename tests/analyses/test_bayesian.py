@@ -30,6 +30,16 @@ def branin_nan(x1, x2):
     """Branin that gives NaN left of x1 = 0."""
     return {"f": float("nan") if x1 < 0 else float(branin(x1, x2)["f"])}
 
+def hartmann6(x1, x2, x3, x4, x5, x6):
+    """Hartmann 6: minimum -3.32237 in the unit cube."""
+    a = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+                  [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
+    p = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                         [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
+    x = np.column_stack([x1, x2, x3, x4, x5, x6])
+    inner = (a[None] * (x[:, None, :] - p[None]) ** 2).sum(axis=2)
+    return {"f": -(np.array([1.0, 1.2, 3.0, 3.2])[None] * np.exp(-inner)).sum(axis=1)}
+
 def quadratic(x, y):
     """(x - 0.7)^2 + (y - 0.7)^2 under x + y <= 1: the optimum is (0.5, 0.5), 0.08."""
     return {"f": (x - 0.7) ** 2 + (y - 0.7) ** 2, "total": x + y}
@@ -97,6 +107,19 @@ def test_branin_comes_within_1e3_of_its_minimum_in_at_most_50_runs(tmp_path):
         assert r["surrogate"]["q2"] > 0.9 and set(r["surrogate"]["length_scales"]) == {"x1", "x2"}
     assert min(gaps) >= 0 and np.median(gaps) < 1e-3, gaps
     assert max(runs) <= 50, runs
+
+
+@pytest.mark.slow
+def test_hartmann_6_comes_within_1_percent_of_its_minimum_in_at_most_150_runs(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS)
+    text = ("name: hartmann\nseed: 1\nmodel: {type: python, function: models:hartmann6, "
+            "vectorized: true}\nparameters:\n"
+            + "".join(f"  x{i}: {{bounds: [0, 1]}}\n" for i in range(1, 7))
+            + "quantities: {f: f}\nanalysis: {type: optimize, method: bayesian, minimize: f, "
+              "max_evaluations: 150}\nexecution: {scheduler: sync}\n")
+    r = studyrun.run(write_study(tmp_path, text), tmp_path / "out", report=False).results
+    assert r["objective"]["final"] <= -3.32237 * 0.99 and r["evaluations"] <= 150
+    assert r["initial"] == 14 and r["surrogate"]["q2"] > 0.9
 
 
 @pytest.mark.slow
