@@ -197,7 +197,7 @@ def overhead() -> float:
     with held_to_cores(1):
         for k in range(RESTART_EVERY):
             n = 100 + k
-            data = Data(x[:n], y[:n], np.zeros((n, 0)), x[:n], np.zeros(n, bool))
+            data = Data(x[:n], y[:n], np.zeros((n, 0)), x[:n], -np.ones(n))
             start = time.process_time()
             models = fit_models(data, 1, models if k else None)
             propose(models, 1, "ei", rng)

@@ -158,18 +158,22 @@ def test_the_beam_example_finds_the_lightest_section_within_the_stress_limit(tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("function", ["branin_failing", "branin_nan"])
-def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_path, function):
+@pytest.mark.parametrize("function, batch", [("branin_failing", 1), ("branin_nan", 1),
+                                             ("branin_failing", 3)])
+def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_path, function,
+                                                                         batch):
     """Left of x1 = 0 the model raises (or gives NaN): the runs there are in `failed` with where
-    they were, few land there after the first design, and a minimum right of it is found."""
-    done = branin(tmp_path, function=function, vectorized="false")
+    they were, few land there after the first design, and a minimum right of it is found; in
+    rounds of three runs too (the constant liar tells the failure GP its own prediction)."""
+    done = branin(tmp_path, function=function, vectorized="false", extra=f"  batch: {batch}\n")
     r = done.results
     assert r["objective"]["final"] - BRANIN_MINIMUM < 0.01
     assert r["parameters"]["x1"]["optimum"] > 0
     failed = r["failed"]
     assert failed and all(f["parameters"]["x1"] < 0 for f in failed)
     later = [f for f in failed if f["round"] > 0]
-    assert len(later) <= 6, later  # a third of the box fails: random runs would put 9 there
+    # a third of the box fails: random runs after the first design would put 14 or 15 there
+    assert len(later) <= (6 if batch == 1 else 8), later
     assert sum(o is None for o in r["evaluated"]["objective"]) == len(failed)
     if function == "branin_failing":
         assert done.analysis["runs"]["failed"] == len(failed)

@@ -21,7 +21,6 @@ KAPPA = 2.0  # lcb: mean - KAPPA x standard deviation
 STARTS = 8  # L-BFGS-B starts: the best of CANDIDATES random points
 CANDIDATES = 1024
 STEP = 1e-6  # forward-difference step of the acquisition's gradient, unit coordinates
-FAILED_LEVEL = 0.5  # the failure GP (labels 1 failed, 0 ran) above this: the run fails
 _LOG_ROOT_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -51,11 +50,15 @@ class Data:
     """What the GPs are fitted on, in unit coordinates: the runs that gave every value (their
     objective and constraint gaps, <= 0 where met) and every run with whether it failed."""
 
+    @property
+    def any_failed(self) -> bool:
+        return bool((self.failure > 0).any())
+
     ran: np.ndarray  # (n, m)
     objective: np.ndarray  # (n,)
     gaps: np.ndarray  # (n, constraints)
     every: np.ndarray  # (N, m)
-    failed: np.ndarray  # (N,) bool
+    failure: np.ndarray  # (N,) +1 failed, -1 ran (labels()); a liar's point: its predicted mean
 
     def best(self) -> float | None:
         """The incumbent: the least objective of a run that met every constraint."""
@@ -90,7 +93,7 @@ class Models:
             score = score + log_ndtr(-m / np.maximum(s, 1e-12))
         if self.failure is not None:
             m, s = self.failure.predict(unit, return_std=True)
-            score = score + log_ndtr((FAILED_LEVEL - m) / np.maximum(s, 1e-12))
+            score = score + log_ndtr(-m / np.maximum(s, 1e-12))
         return np.where(np.isnan(score), -np.inf, score)
 
     def told(self, unit: np.ndarray) -> "Models":
@@ -104,16 +107,23 @@ class Models:
         gaps = np.array([[float(m.predict(row)[0]) for m in self.constraints]])
         constraints = tuple(gp.conditioned(m, ran, np.append(self.data.gaps[:, j], gaps[0, j]))
                             for j, m in enumerate(self.constraints))
-        failure, failed = None, self.data.failed
+        failure = None
+        said = float(self.failure.predict(row)[0]) if self.failure is not None else -1.0
+        labelled = np.append(self.data.failure, said)
         if self.failure is not None:
-            said = float(self.failure.predict(row)[0])
-            failure = gp.conditioned(self.failure, np.vstack([self.data.every, row]),
-                                     np.append(failed.astype(float), said))
+            failure = gp.conditioned(self.failure, np.vstack([self.data.every, row]), labelled,
+                                     normalize=False)
         data = replace(self.data, ran=ran, objective=np.append(self.data.objective, lie),
                        gaps=np.vstack([self.data.gaps, gaps]),
-                       every=np.vstack([self.data.every, row]), failed=np.append(failed, False))
+                       every=np.vstack([self.data.every, row]), failure=labelled)
         return replace(self, data=data, objective=objective, constraints=constraints,
                        failure=failure)
+
+
+def labels(failed: np.ndarray) -> np.ndarray:
+    """Failure as +1, success as -1: the failure GP's prior mean, 0, is then even odds where no
+    run is near (the share of runs that failed would call an unexplored region safe)."""
+    return 2.0 * np.asarray(failed, dtype=float) - 1.0
 
 
 def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
@@ -130,8 +140,8 @@ def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
     # failure is a deterministic function of the inputs, learned as sharply as the objective
     # is: its labels' GP takes the objective's hyperparameters (a fit of its own smooths the step
     # between runs that fail and runs that do not with a large nugget, and steers nowhere)
-    failure = (gp.conditioned(objective, data.every, data.failed.astype(float))
-               if data.failed.any() else None)
+    failure = (gp.conditioned(objective, data.every, data.failure, normalize=False)
+               if data.any_failed else None)
     spread = float(np.std(data.objective))
     best = data.best()
     if best is not None:  # the incumbent by the GP's mean at the feasible runs, not a lucky one

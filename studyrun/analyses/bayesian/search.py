@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.analyses.bayesian.acquisition import Data, fill, fit_models, propose
+from studyrun.analyses.bayesian.acquisition import Data, fill, fit_models, labels, propose
 from studyrun.analyses.pareto.terms import constraint
 from studyrun.analyses.search.batching import Evaluations
 from studyrun.analyses.search.fit import Box, make_box
@@ -82,7 +82,7 @@ class Runs:
     def data(self) -> Data:
         unit, ok = np.array(self.unit), self.column("ok").astype(bool)
         gaps = np.array([a["gaps"] for a in self.answers]).reshape(len(unit), len(self.constraints))
-        return Data(unit[ok], self.column("cost")[ok], gaps[ok], unit, ~ok)
+        return Data(unit[ok], self.column("cost")[ok], gaps[ok], unit, labels(~ok))
 
     def feasible(self) -> np.ndarray:
         gaps = np.array([a["gaps"] for a in self.answers]).reshape(len(self.unit), -1)
