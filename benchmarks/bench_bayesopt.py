@@ -153,7 +153,7 @@ PEER = textwrap.dedent('''
             return value + 10 * max(v["stress"][0] - spec["limit"], 0)
         seen.append(value)
         return value
-    gp_minimize(objective, [tuple(b) for b in bounds], n_calls=budget, random_state=seed,
+    gp_minimize(objective, [(float(a), float(b)) for a, b in bounds], n_calls=budget, random_state=seed,
                 n_initial_points=2 * len(bounds) + 2)
     close = np.abs(np.array(seen) - optimum) <= 0.01 * abs(optimum)
     print(json.dumps({"runs": int(np.argmax(close)) + 1 if close.any() else None,

@@ -179,7 +179,8 @@ class Optimize(IterativeAnalysis):
     acquisition: Literal["ei", "lcb"] = Field(
         "ei", description="bayesian: expected improvement or lower confidence bound, times the "
                           "probabilities of meeting the constraints and of not failing")
-    tolerance: float = Field(1e-8, gt=0, description="convergence tolerance")
+    tolerance: float = Field(1e-8, gt=0, description="convergence tolerance (bayesian: of the "
+                                                    "expected improvement, default 1e-12)")
     step: float = Field(1e-4, gt=0, lt=1, description="lbfgsb: relative finite-difference step")
     gradient: Literal["auto", "adjoint", "forward", "fd"] = Field(
         "auto", description="lbfgsb: the objective's gradient, in-process by the adjoint or the "
