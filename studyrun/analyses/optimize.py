@@ -100,6 +100,36 @@ class ValueChange(Record):
     final: Number = None
 
 
+class Surrogate(Record):
+    """bayesian: the last GP of the objective, its hyperparameters and leave-one-out scores."""
+
+    type: Text
+    nu: Number = None
+    signal_variance: Number = None
+    length_scales: ByName = {}
+    noise_variance: Number = None
+    q2: Number = None
+    rmse: Number = None
+    samples: Counted
+    predicted_optimum: Number = None
+
+
+class FailedRun(Record):
+    """bayesian: a run that failed (or gave no finite value), and where it was."""
+
+    run: Counted
+    round: Counted
+    parameters: ByName
+
+
+class ConstraintValue(Record):
+    """bayesian: a constraint's two sides at the optimum, and whether it holds there."""
+
+    left: Number = None
+    right: Number = None
+    met: Flag
+
+
 class OptimizeResults(Record):
     """One objective's optimum, or (nsga2, nsga3) the Pareto front and its hypervolume."""
 
@@ -130,10 +160,10 @@ class OptimizeResults(Record):
     acquisition: Text | None = None  # bayesian: ei | lcb
     initial: Counted | None = None  # bayesian: runs of the first design
     batch: Counted | None = None  # bayesian: runs a round
-    constraint_values: dict[str, dict[str, Any]] = {}  # bayesian: left, right, met at the optimum
+    constraint_values: dict[str, ConstraintValue] = {}  # bayesian: at the optimum
     history: Numbers = []  # bayesian: best feasible objective after each run
-    surrogate: dict[str, Any] | None = None  # bayesian: the last GP's hyperparameters, q2
-    failed: list[dict[str, Any]] = []  # bayesian: run, round, parameters
+    surrogate: Surrogate | None = None  # bayesian: the last GP's hyperparameters, q2
+    failed: list[FailedRun] = []  # bayesian
 
 
 class Optimize(IterativeAnalysis):

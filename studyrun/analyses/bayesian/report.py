@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.results.report.markdown import escape, table
+from studyrun.results.report.markdown import cell, escape, table
 
 PAIRED = 5  # parameters drawn pair by pair; past this, the PAIRED of shortest length scale
 
@@ -43,10 +43,10 @@ def report(r: dict[str, Any], objective: str, figures: Any) -> str:
                          for c, v in r["constraint_values"].items()]), ""]
     if surrogate:
         lines += [f"The objective's Gaussian process, on {escape(surrogate['samples'])} runs: "
-                  f"leave-one-out Q2 {'n/a' if q2 is None else f'{q2:.4f}'}, noise variance "
-                  f"{surrogate['noise_variance']:.3g}, length scales (unit box) "
-                  + ", ".join(f"{escape(n)} {v:.3g}" for n, v in surrogate["length_scales"].items())
-                  + ".", ""]
+                  f"leave-one-out Q2 {cell(q2)}, noise variance "
+                  f"{cell(surrogate.get('noise_variance'), 3)}, length scales (unit box) "
+                  + ", ".join(f"{escape(n)} {cell(v, 3)}"
+                              for n, v in surrogate.get("length_scales", {}).items()) + ".", ""]
     if r["failed"]:
         lines += [f"{len(r['failed'])} run(s) failed; they are left out of the objective's GP "
                   "and the region around them is steered away from (marked x in the figures).", ""]
