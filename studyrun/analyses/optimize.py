@@ -77,6 +77,9 @@ class Objectives(BaseModel):
 
 MULTI_OBJECTIVE = ("nsga2", "nsga3")
 SORTING_BYTES = 18  # pymoo's sorting of a generation: bytes x population^2 (bench_memory.py)
+GP_BYTES = 64  # bayesian: a GP's kernel, its factor and its inverse, 8 bytes each, twice over
+BAYESIAN_KEYS = ("initial", "batch", "acquisition")
+MOST_BAYESIAN = 5000  # bayesian: the most runs its GPs are fitted on (n^3 each round)
 
 # A count the schema gives as positive but check() enforces, among the checks against the
 # quantities: `generations: 0` is then reported with the objectives' mistakes, not alone.
@@ -95,6 +98,36 @@ class ValueChange(Record):
 
     initial: Number = None
     final: Number = None
+
+
+class OptimizerSurrogate(Record):
+    """bayesian: the last GP of the objective, its hyperparameters and leave-one-out scores."""
+
+    type: Text
+    nu: Number = None
+    signal_variance: Number = None
+    length_scales: ByName = {}
+    noise_variance: Number = None
+    q2: Number = None
+    rmse: Number = None
+    samples: Counted
+    predicted_optimum: Number = None
+
+
+class FailedRun(Record):
+    """bayesian: a run that failed (or gave no finite value), and where it was."""
+
+    run: Counted
+    round: Counted
+    parameters: ByName
+
+
+class ConstraintValue(Record):
+    """bayesian: a constraint's two sides at the optimum, and whether it holds there."""
+
+    left: Number = None
+    right: Number = None
+    met: Flag
 
 
 class OptimizeResults(Record):
@@ -123,7 +156,14 @@ class OptimizeResults(Record):
     scenarios: Counted | None = None
     generations: Counted | None = None
     population: Counted | None = None
-    evaluated: dict[str, list[Any]] = {}  # objectives, feasible
+    evaluated: dict[str, list[Any]] = {}  # objectives, feasible (bayesian: parameters, objective)
+    acquisition: Text | None = None  # bayesian: ei | lcb
+    initial: Counted | None = None  # bayesian: runs of the first design
+    batch: Counted | None = None  # bayesian: runs a round
+    constraint_values: dict[str, ConstraintValue] = {}  # bayesian: at the optimum
+    history: Numbers = []  # bayesian: best feasible objective after each run
+    surrogate: OptimizerSurrogate | None = None  # bayesian: the last GP's hyperparameters, q2
+    failed: list[FailedRun] = []  # bayesian
 
 
 class Optimize(IterativeAnalysis):
@@ -143,12 +183,13 @@ class Optimize(IterativeAnalysis):
                                      description="quantity -> value to reach (squared deviation)")
     weights: dict[str, float] = Field(default_factory=dict,
                                       description="quantity -> weight of its term (default 1)")
-    method: Literal["nelder-mead", "lbfgsb", "differential-evolution", "nsga2", "nsga3"] = "nelder-mead"
+    method: Literal["nelder-mead", "lbfgsb", "differential-evolution", "bayesian", "nsga2",
+                    "nsga3"] = "nelder-mead"
     objectives: Objectives | None = Field(
         None, description="nsga2, nsga3: {minimize: [...], maximize: [...]}, two or more")
     constraints: list[str] = Field(
-        default_factory=list, description="nsga2, nsga3: inequalities over quantities, "
-                                          "e.g. 'travel <= 0.08'")
+        default_factory=list, description="bayesian, nsga2, nsga3: inequalities over "
+                                          "quantities, e.g. 'travel <= 0.08'")
     reference: dict[str, float] = Field(
         default_factory=dict, description="nsga2, nsga3: objective -> the hypervolume's "
                                           "reference value (default: the worst value seen)")
@@ -158,8 +199,18 @@ class Optimize(IterativeAnalysis):
                           "mean(q), std(q), percentile(q, p)")
     multistart: NonNegativeInt = Field(0, description="extra starts from a Latin hypercube, "
                                                       "run side by side; the best one wins")
-    max_evaluations: PositiveInt | None = Field(None, description="cap on objective evaluations")
-    tolerance: float = Field(1e-8, gt=0, description="convergence tolerance")
+    max_evaluations: PositiveInt | None = Field(
+        None, description="cap on objective evaluations (bayesian: default 20 x parameters + 10)")
+    initial: PositiveInt | None = Field(
+        None, description="bayesian: runs of the first design, the nominal start and a Latin "
+                          "hypercube (default 2 x parameters + 2)")
+    batch: PositiveInt = Field(1, description="bayesian: runs chosen together each round, for "
+                                              "parallel workers (a constant liar)")
+    acquisition: Literal["ei", "lcb"] = Field(
+        "ei", description="bayesian: expected improvement or lower confidence bound, times the "
+                          "probabilities of meeting the constraints and of not failing")
+    tolerance: float = Field(1e-8, gt=0, description="convergence tolerance (bayesian: of the "
+                                                    "expected improvement, default 1e-12)")
     step: float = Field(1e-4, gt=0, lt=1, description="lbfgsb: relative finite-difference step")
     gradient: Literal["auto", "adjoint", "forward", "fd"] = Field(
         "auto", description="lbfgsb: the objective's gradient, in-process by the adjoint or the "
@@ -180,6 +231,10 @@ class Optimize(IterativeAnalysis):
         return 100 if self.method in MULTI_OBJECTIVE else 15
 
     def run_count(self, context) -> tuple[int, str]:
+        if self.method == "bayesian":
+            from studyrun.analyses.bayesian.search import defaults
+
+            return defaults(self, len(context.varied))[1], "max_evaluations"
         if self.method in MULTI_OBJECTIVE:
             return self.population_size * self.generations * (self.scenarios or 1), "generations"
         return search_runs(self, len(context.varied))
@@ -188,6 +243,10 @@ class Optimize(IterativeAnalysis):
         """Each run's row and summary; for nsga2 and nsga3 also pymoo's sorting of a generation
         (parents and offspring), SORTING_BYTES x population^2, both at `population`."""
         runs, key = self.run_count(context)
+        if self.method == "bayesian":
+            return Footprint(key, runs, "runs", lambda n: SEARCH_RUN_BYTES * n + GP_BYTES * n * n,
+                             f"{SEARCH_RUN_BYTES:,} bytes a run, and the GPs' kernel matrices, "
+                             f"{GP_BYTES} bytes x runs^2")
         if self.method not in MULTI_OBJECTIVE:
             return search_footprint((runs, key))
         each = SEARCH_RUN_BYTES * (runs // self.population_size)  # a candidate's, generations over
@@ -206,10 +265,19 @@ class Optimize(IterativeAnalysis):
     def _check_terms(self) -> "Optimize":
         if self.method in MULTI_OBJECTIVE:
             return self._check_multi_objective()
-        for key in ("objectives", "constraints", "reference", "scenarios"):
+        for key in ("objectives", "reference", "scenarios"):
             if key in self.model_fields_set:
                 raise ValueError(f"{key} applies to method: nsga2 or nsga3 (multi-objective), "
                                  f"not {self.method}")
+        if self.method != "bayesian":
+            for key in ("constraints", *BAYESIAN_KEYS):
+                if key in self.model_fields_set:
+                    raise ValueError(f"{key} applies to method: bayesian"
+                                     + (", nsga2 or nsga3" if key == "constraints" else "")
+                                     + f", not {self.method}")
+        elif "multistart" in self.model_fields_set:
+            raise ValueError("multistart applies to nelder-mead and lbfgsb, not bayesian: its "
+                             "first design already spreads over the box (initial)")
         if not (self.minimize or self.maximize or self.target):
             raise ValueError("give the objective: minimize, maximize (quantity names) or target "
                              "{quantity: value}")
@@ -219,7 +287,8 @@ class Optimize(IterativeAnalysis):
 
     def _check_multi_objective(self) -> "Optimize":
         single = [k for k in ("minimize", "maximize", "target", "weights", "multistart",
-                              "gradient", "max_evaluations") if k in self.model_fields_set]
+                              "gradient", "max_evaluations", *BAYESIAN_KEYS)
+                  if k in self.model_fields_set]
         if single:
             raise ValueError(f"{', '.join(single)}: not read by method: {self.method}; give the "
                              "objectives as objectives: {minimize: [...], maximize: [...]}")
@@ -273,18 +342,47 @@ class Optimize(IterativeAnalysis):
         for name in self.weights:
             if name not in {q for _, q, _ in self.terms()}:
                 problems.append(Problem(f"{name!r} has a weight but no term", f"weights.{name}"))
+        if self.method == "bayesian":
+            from studyrun.analyses.pareto.check import check_constraints
+
+            problems += check_constraints(self.constraints, False, known) + self.check_sizes(context)
         return problems
 
+    def check_sizes(self, context) -> list[Problem]:
+        """bayesian: its GPs are fitted on every run each round (n^3), so the runs are capped;
+        the first design and a round fit within them."""
+        from studyrun.analyses.bayesian.search import defaults
+
+        initial, most = defaults(self, len(context.varied))
+        if most > MOST_BAYESIAN:
+            return [Problem(f"bayesian fits its GPs on every run, each round (n^3 for n runs): at "
+                            f"most {MOST_BAYESIAN}, got {most}; for more runs use "
+                            "differential-evolution", "max_evaluations")]
+        return [Problem(f"must be at most max_evaluations ({most}), got {value}", key)
+                for key, value in (("initial", initial), ("batch", self.batch))
+                if key in self.model_fields_set and value > most]
+
     def design(self, context, seed) -> Design:
-        """Only the first run (the nominal start): the optimiser plans the rest as it goes."""
+        """Only the first run (the nominal start), or bayesian's first design: the optimiser
+        plans the rest as it goes."""
         box = make_box(context.varied, context.defaults)
-        return Design(box.names, box.start[None], {"iterative": True, "method": self.method})
+        rows = box.start[None]
+        if self.method == "bayesian":
+            from studyrun.analyses.bayesian.search import defaults, initial_design
+
+            initial, most = defaults(self, len(box.names))
+            rows = box.to_natural(initial_design(box, min(initial, most), seed))
+        return Design(box.names, rows, {"iterative": True, "method": self.method})
 
     def describe_design(self, design: Design, context) -> str:
         if self.method in MULTI_OBJECTIVE:
             from studyrun.analyses.pareto.report import describe_search
 
             return describe_search(self)
+        if self.method == "bayesian":
+            from studyrun.analyses.bayesian.report import describe_search as describe_bayesian
+
+            return describe_bayesian(self, design)
         start = ", ".join(f"{k}={v:g}" for k, v in zip(design.names, design.matrix[0]))
         return (f"iterative: {self.method} plans its runs as it goes, starting from {start}; "
                 f"objective {describe_objective(self)}")
@@ -294,6 +392,10 @@ class Optimize(IterativeAnalysis):
             from studyrun.analyses.pareto.search import search
 
             return search(self, evaluate, context, seed)
+        if self.method == "bayesian":
+            from studyrun.analyses.bayesian.search import search as bayesian
+
+            return bayesian(self, evaluate, context, seed)
         from studyrun.analyses.search.batching import Evaluations, lockstep
         from studyrun.analyses.search.fit import Settings, fit
 
@@ -410,6 +512,10 @@ class Optimize(IterativeAnalysis):
             from studyrun.analyses.pareto.report import report
 
             return report(analysis["results"], figures)
+        if self.method == "bayesian":
+            from studyrun.analyses.bayesian.report import report as bayesian
+
+            return bayesian(analysis["results"], describe_objective(self), figures)
         r = analysis["results"]
         lines = [f"## Optimization ({escape(r['method'])})", "",
                  f"Objective: {escape(describe_objective(self))}. "

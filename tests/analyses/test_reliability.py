@@ -228,7 +228,7 @@ def test_tvedts_sorm_on_a_paraboloid_of_known_curvature():
         def g(u, b=beta, k=kappa):
             return b - u[:, 1] + k / 2 * u[:, 0] ** 2
 
-        found = form(g, ["u1", "u2"], lambda u: {}, 1e-4, 1000, False, True, "tvedt")
+        found = form(g, ["u1", "u2"], lambda u: {}, 1e-4, 1000, False, True, formula="tvedt")
         assert found["sorm"]["curvatures"] == pytest.approx([kappa], rel=0.02)
         assert found["pf"] == found["sorm"]["tvedt"] == pytest.approx(exact, rel=0.01)
         assert abs(found["sorm"]["breitung"] / exact - 1) > 0.03

@@ -48,6 +48,7 @@ analysis:
   method: form
   failure: "final_population > 700"
   gradient: {gradient}
+  check_runs: 0
   max_runs: 5000{extra}
 execution: {{scheduler: sync}}
 """)
@@ -156,6 +157,8 @@ def sir_answer() -> tuple[float, np.ndarray]:
 def sir_example(folder, change: tuple[str, str] = ("", ""), execution: str = ""):
     folder.mkdir(parents=True, exist_ok=True)
     text = (STUDIES / "sir-hospital-reliability.yaml").read_text().replace(*change)
+    text = text.replace("  max_runs: 500", "  max_runs: 500\n  check_runs: 0")  # runs of FORM alone
+    assert "check_runs: 0" in text
     return write_study(folder, text + execution)
 
 

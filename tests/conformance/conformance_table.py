@@ -64,6 +64,11 @@ for _name in ("montecarlo", "surrogate"):
     EXTRAS[f"correlated-{_name}"] = Example(
         merged(_example.study, {"correlation": [["a", "b", 0.7]]}), _example.files)
 
+# optimize's Bayesian search (its own package), which the type's one example does not reach
+EXTRAS["optimize-bayesian"] = Example(
+    merged(ANALYSES["optimize"].study, {"analysis": {"method": "bayesian", "max_evaluations": 10,
+                                                     "batch": 2}}), ANALYSES["optimize"].files)
+
 
 ALL: dict[str, Example] = {**{f"analysis-{k}": v for k, v in ANALYSES.items()},
                            **{f"model-{k}": v for k, v in MODELS.items()}, **EXTRAS}

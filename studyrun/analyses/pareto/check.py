@@ -25,19 +25,7 @@ def check_multi_objective(spec: Any, context: Any) -> list[Problem]:
                                     f"(quantities: {', '.join(sorted(known)) or 'none'})", where))
 
     def split(key: str, items: list[str]) -> list[tuple[str, str]]:
-        """(where, text) of each entry of a list, an entry YAML split at its commas joined again
-        and located."""
-        entries = []
-        for i, text, pieces in rejoined(items):
-            where = f"{key}[{i}]"
-            if len(pieces) > 1:
-                quoted = ", ".join(json.dumps(t) if "," in t else t for _, t, _ in rejoined(items))
-                problems.append(Problem(
-                    f"YAML split {text!r} at its comma into {', '.join(map(repr, pieces))}: in a "
-                    f"[a, b] list every comma ends an item; quote it: "
-                    f"{key.split('.')[-1]}: [{quoted}]", where))
-            entries.append((where, text))
-        return entries
+        return located(key, items, problems)
 
     seen: dict[str, str] = {}
     for sense in ("minimize", "maximize"):
@@ -59,17 +47,7 @@ def check_multi_objective(spec: Any, context: Any) -> list[Problem]:
                                 "them as objectives: {minimize: [...], maximize: [...]} (for one "
                                 "objective, use nelder-mead, lbfgsb or differential-evolution)",
                                 "objectives"))
-    for i, (where, text) in enumerate(split("constraints", spec.constraints)):
-        try:
-            item = constraint(text, robust, i)
-        except (ValueError, ExprError) as error:
-            problems.append(Problem(str(error), where))
-            try:  # the names of a statistic given without scenarios are still checked
-                item = constraint(text, True, i)
-            except (ValueError, ExprError):
-                continue
-        for name in sorted(item.quantities):
-            unknown(name, where)
+    problems += check_constraints(spec.constraints, robust, known)
     for name in spec.reference:
         if name not in texts:
             problems.append(Problem(f"{name!r} is not an objective{suggest(name, texts)} "
@@ -85,6 +63,43 @@ def check_multi_objective(spec: Any, context: Any) -> list[Problem]:
             problems.append(Problem("with scenarios, the decisions are the parameters given as "
                                     "bounds: [low, high], and this study has none", "scenarios"))
     return problems
+
+
+def check_constraints(constraints: list[str], robust: bool, known: set[str] | None) -> list[Problem]:
+    """Each constraint parses as an inequality (without scenarios, over quantities alone) and
+    names quantities of the study."""
+    problems: list[Problem] = []
+    for i, (where, text) in enumerate(located("constraints", constraints, problems)):
+        try:
+            item = constraint(text, robust, i)
+        except (ValueError, ExprError) as error:
+            problems.append(Problem(str(error), where))
+            try:  # the names of a statistic given without scenarios are still checked
+                item = constraint(text, True, i)
+            except (ValueError, ExprError):
+                continue
+        for name in sorted(item.quantities):
+            if known is not None and name not in known:
+                problems.append(Problem(f"{name!r} is not a quantity of the study"
+                                        f"{suggest(name, known)} (quantities: "
+                                        f"{', '.join(sorted(known)) or 'none'})", where))
+    return problems
+
+
+def located(key: str, items: list[str], problems: list[Problem]) -> list[tuple[str, str]]:
+    """(where, text) of each entry of a list, an entry YAML split at its commas joined again
+    and located (a problem added that says to quote it)."""
+    entries = []
+    for i, text, pieces in rejoined(items):
+        where = f"{key}[{i}]"
+        if len(pieces) > 1:
+            quoted = ", ".join(json.dumps(t) if "," in t else t for _, t, _ in rejoined(items))
+            problems.append(Problem(
+                f"YAML split {text!r} at its comma into {', '.join(map(repr, pieces))}: in a "
+                f"[a, b] list every comma ends an item; quote it: "
+                f"{key.split('.')[-1]}: [{quoted}]", where))
+        entries.append((where, text))
+    return entries
 
 
 def rejoined(items: list[str]) -> list[tuple[int, str, list[str]]]:

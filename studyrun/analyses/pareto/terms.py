@@ -82,10 +82,14 @@ class Constraint:
         names = (self.left.names | self.right.names) - set(self.statistics)
         return set(names) | {s.quantity for s in self.statistics.values()}
 
+    def gap(self, env: dict[str, np.ndarray]) -> np.ndarray:
+        """How far each candidate is past the limit: > 0 where it is not met, <= 0 where it is."""
+        left, right = (np.asarray(side(env), dtype=float) for side in (self.left, self.right))
+        return left - right if self.at_most else right - left
+
     def violation(self, env: dict[str, np.ndarray]) -> np.ndarray:
         """How far each candidate is from meeting it (0 where it does); NaN stays NaN."""
-        left, right = (np.asarray(side(env), dtype=float) for side in (self.left, self.right))
-        gap = left - right if self.at_most else right - left
+        gap = self.gap(env)
         return np.where(np.isnan(gap), np.nan, np.maximum(gap, 0.0))
 
 

@@ -59,7 +59,7 @@ class Check(Record):
     design_points: Count | None = None
 
 
-class Surrogate(Record):
+class Classifier(Record):
     """AK-MCS's Gaussian process at the end: the population it classified, the least U there,
     and the expected number of points it misclassifies (the sum of Phi(-U))."""
 
@@ -95,7 +95,7 @@ class ReliabilityResults(Record):
     sorm: Sorm | None = None
     form_pf: Number = None
     check: Check | None = None
-    surrogate: Surrogate | None = None
+    surrogate: Classifier | None = None
     plane: Plane | None = None
     dropped_runs: Count | None = None
     gradient: GradientUse | None = None

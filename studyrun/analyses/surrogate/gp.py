@@ -163,3 +163,13 @@ def greedy_points(model, candidates: np.ndarray, count: int, trained: np.ndarray
         chosen.append(pick)
         inputs = np.vstack([inputs, candidates[pick]])
     return chosen
+
+
+def conditioned(model, scaled: np.ndarray, y: np.ndarray, normalize: bool = True):
+    """`model`'s hyperparameters, fixed, fitted on other training data without optimisation
+    (Bayesian optimisation's constant liar: the same GP told of the points already chosen);
+    without `normalize`, y is taken as it is, its prior mean 0."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    return GaussianProcessRegressor(_frozen(model.kernel_), normalize_y=normalize,
+                                    optimizer=None).fit(scaled, y)
