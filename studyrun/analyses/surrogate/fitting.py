@@ -307,14 +307,17 @@ def fit_gp(x, y, inputs: Inputs, settings: Settings, fit_seed: int, fold_seed: i
 
 
 def gp_loo(model, y: np.ndarray) -> np.ndarray:
-    """Closed-form leave-one-out predictions at the fitted hyperparameters (Rasmussen and
-    Williams 2006, eq. 5.12)."""
-    from scipy.linalg import cho_solve
+    """Closed-form leave-one-out predictions at the fitted hyperparameters (Dubrule 1983;
+    Rasmussen and Williams 2006, eq. 5.12): residual i is alpha_i / (K^-1)_ii, the diagonal
+    being the column sums of squares of L^-1 (one triangular inverse, not the whole of K^-1)."""
+    from scipy.linalg.lapack import dtrtri
 
-    inverse = cho_solve((model.L_, True), np.eye(len(y)))
+    inverse, info = dtrtri(model.L_, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the GP's Cholesky factor is singular (LAPACK info {info})")
+    diagonal = np.einsum("ij,ij->j", inverse, inverse)
     scale = float(np.atleast_1d(model._y_train_std)[0])
-    residual = model.alpha_.ravel() / np.diag(inverse) * scale
-    return y - residual
+    return y - model.alpha_.ravel() / diagonal * scale
 
 
 def split_blocks(values: np.ndarray, d: int, second_order: bool):
