@@ -23,6 +23,10 @@ GP_BASE = 8192  # base samples of the Saltelli design on which the GP's posterio
 GP_DRAW_BASE = 256  # base samples of the design on which posterior draws are taken
 CORRELATED_DRAWS = 1 << 16  # correlated Sobol' points on which the moments are then averaged
 INDEX_KEYS = ("S1", "S1_conf", "ST", "ST_conf", "S2", "S2_conf")
+# One BLAS thread: a GP's hyperparameters moved by 0.1% between one thread and two (its optimiser
+# follows the rounding), and on a busy machine a second OpenBLAS thread cost 5 to 16 times the
+# CPU of a fit (benchmarks/bench_surrogate.py --only fits); the matrices are small or few.
+FIT_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -88,9 +92,9 @@ def folds_of(n: int, folds: int, seed: int) -> np.ndarray:
 
 def fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Settings,
                  seed: int) -> Fitted:
-    """The surrogate of one quantity from its successful runs (rows of x, natural units), its
-    BLAS threads held to the cores this process may use."""
-    with held_to_cores():
+    """The surrogate of one quantity from its successful runs (rows of x, natural units), on
+    FIT_THREADS BLAS threads."""
+    with held_to_cores(FIT_THREADS):
         return _fit_quantity(x, y, inputs, settings, seed)
 
 
