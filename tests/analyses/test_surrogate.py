@@ -459,3 +459,26 @@ def test_gp_mean_is_scikit_learns_to_the_last_bit(monkeypatch):
     assert np.array_equal(gp.predict(model, points), model.predict(points))
     monkeypatch.setattr(gp, "KERNEL_CELLS", 7 * 60)  # many small blocks of kernel arithmetic
     assert np.array_equal(gp.predict(model, points), model.predict(points))
+
+
+@pytest.mark.slow
+def test_a_fit_is_the_same_whatever_blas_pool_the_machine_has():
+    """A PCE's numbers do not depend on how many BLAS threads the process has (its bootstrap's
+    products rounded differently on two threads than on one)."""
+    from pydantic import TypeAdapter
+    from threadpoolctl import threadpool_limits
+
+    from studyrun.analyses.surrogate.fitting import Inputs, Settings, fit_quantity
+
+    adapter = TypeAdapter(ParameterSpec)
+    inputs = Inputs({f"x{i}": adapter.validate_python({"bounds": [0, 1]}) for i in range(8)})
+    x = np.random.default_rng(5).random((500, 8))
+    a = np.array([0, 1, 4.5, 9, 99, 99, 99, 99])
+    y = np.prod((np.abs(4 * x - 2) + a) / (1 + a), axis=1)
+    settings = Settings(method="pce", degree=None, q=0.75, fit="lars", folds=None,
+                        second_order=True, confidence=0.95, resamples=20)
+    results = []
+    for threads in (1, 3):
+        with threadpool_limits(limits=threads):
+            results.append(fit_quantity(x, y, inputs, settings, 3).results)
+    assert results[0] == results[1]
