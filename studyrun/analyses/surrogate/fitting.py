@@ -14,7 +14,7 @@ import numpy as np
 from studyrun.analyses.salib.saltelli import saltelli_unit
 from studyrun.analyses.surrogate import gp, pce
 from studyrun.analyses.surrogate.basis import Germ, design_matrix, germ_for
-from studyrun.core.threads import held_to_cores
+from studyrun.core.threads import ANALYSIS_THREADS, held_to_cores
 
 TRUSTED_Q2 = 0.9  # below this cross-validated Q2 the indices are flagged, not trusted
 TRUSTED_HALF_WIDTH = 0.02  # `trusted` also asks every S1 and ST interval to be this narrow
@@ -23,10 +23,10 @@ GP_BASE = 8192  # base samples of the Saltelli design on which the GP's posterio
 GP_DRAW_BASE = 256  # base samples of the design on which posterior draws are taken
 CORRELATED_DRAWS = 1 << 16  # correlated Sobol' points on which the moments are then averaged
 INDEX_KEYS = ("S1", "S1_conf", "ST", "ST_conf", "S2", "S2_conf")
-# One BLAS thread: a GP's hyperparameters moved by 0.1% between one thread and two (its optimiser
-# follows the rounding), and on a busy machine a second OpenBLAS thread cost 5 to 16 times the
-# CPU of a fit (benchmarks/bench_surrogate.py --only fits); the matrices are small or few.
-FIT_THREADS = 1
+# One BLAS thread, as the analysis step: a GP's hyperparameters moved by 0.1% between one thread
+# and two (its optimiser follows the rounding), and on a busy machine a second OpenBLAS thread
+# cost 5 to 16 times the CPU of a fit (benchmarks/bench_surrogate.py --only fits).
+FIT_THREADS = ANALYSIS_THREADS
 
 
 @dataclass(frozen=True)
