@@ -11,6 +11,10 @@ them), then measures, each as a whole process (start-up and imports included), C
 3. studyrun: `studyrun run` of a Monte Carlo study with `from:` the file (recording the rows
    in runs.sqlite, runs.csv, analysis.json and the report).
 
+`--only delta --only pawn` (issue 33: at most 10 s on 10,000 given rows) runs instead a delta
+study (its default 100 bootstrap resamples, and 10) and a PAWN study from the first
+`--given-rows` rows (default 10,000), each a whole `studyrun run --no-report`.
+
 Figures are quoted in docs/performance.md.
 """
 
@@ -66,7 +70,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="a folder for the files (default: temporary)")
-    parser.add_argument("--only", choices=["pandas", "read", "run"], action="append")
+    parser.add_argument("--only", choices=["pandas", "read", "run", "delta", "pawn"],
+                        action="append")
+    parser.add_argument("--given-rows", type=int, default=10_000, help="rows delta and pawn read")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-given-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -82,10 +88,30 @@ def main() -> None:
     if "read" in only:
         print("studyrun validate:          %.2f, %.2f, %.0f" % measure(
             [python, "-m", "studyrun", "validate", "study.yaml"], folder))
+    for kind in ("delta", "pawn"):
+        if kind in only:
+            given_analysis(kind, folder, data, args.given_rows)
     if "run" in only:
         out = folder / "results"
         print("studyrun run (whole):       %.2f, %.2f, %.0f" % measure(
             [python, "-m", "studyrun", "run", "study.yaml", "--out", str(out), "--fresh"], folder))
+
+
+def given_analysis(kind: str, folder: Path, data: Path, rows: int) -> None:
+    """CPU and wall seconds of a whole `studyrun run` of a delta or PAWN study from `rows` rows."""
+    small = folder / f"given-{rows}.csv"
+    with open(data) as source, open(small, "w") as handle:
+        handle.writelines(line for _, line in zip(range(rows + 1), source))
+    settings = {"delta": [", resamples: 100", ", resamples: 10"], "pawn": [""]}[kind]
+    for extra in settings:
+        study = STUDY.replace("montecarlo", kind).replace("runs.csv", small.name)
+        (folder / f"{kind}.yaml").write_text(study.replace(
+            f"      from: {small.name}\n", f"      from: {small.name}\n"
+            + (f"      resamples: {extra.split(': ')[1]}\n" if extra else "")))
+        out = folder / f"results-{kind}"
+        print(f"studyrun run {kind}{extra} ({rows:,} rows): %.2f, %.2f, %.0f" % measure(
+            [sys.executable, "-m", "studyrun", "run", f"{kind}.yaml", "--out", str(out), "--fresh",
+             "--no-report"], folder), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from studyrun.core.design import Design, Outcome
 from studyrun.core.errors import StudyError
 from studyrun.core.numbers import finite_or_none
 from studyrun.core.text import terminal_safe
-from studyrun.core.threads import held_to_cores
+from studyrun.core.threads import ANALYSIS_THREADS, held_to_cores
 from studyrun.execution.execute import Job, Runner, Settings, record_given
 from studyrun.models.base import HasEquations
 from studyrun.plan import make_plan, plan_slices
@@ -179,7 +179,7 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
                 runs.add(plan)
         totals = runner.totals
     store.release_index()  # the planned runs are found by record (seq) from here on
-    with writing_exports(runs, folder, study.execution.export), held_to_cores():
+    with writing_exports(runs, folder, study.execution.export), held_to_cores(ANALYSIS_THREADS):
         results = study.analysis.analyse_runs(runs, context)  # runs.csv by helper processes
     succeeded = runs.succeeded()
     counts = Runs.model_validate(jsonable({

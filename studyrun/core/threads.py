@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import Iterator
 
 POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# The analysis step's BLAS threads: its products are small (SALib's kernel densities, a fit's
+# factorisations), and on a busy machine a second OpenBLAS thread cost 7 times the CPU (delta on
+# 10,000 given rows: 137 CPU s on two threads, 20 on one); one thread also keeps its numbers
+# those of any machine.
+ANALYSIS_THREADS = 1
 
 
 def usable_cores() -> int:

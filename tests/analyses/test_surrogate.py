@@ -421,3 +421,64 @@ def test_past_subsample_runs_a_gp_takes_its_hyperparameters_from_a_subsample(tmp
     assert len(fitted.X_train_) == 80
     assert subsampled_study(tmp_path, monkeypatch, 64) == results
     assert subsampled_study(tmp_path, monkeypatch, 1, seed=2) != results
+
+
+def test_gp_leave_one_out_equals_refits_without_each_run():
+    """The closed-form leave-one-out predictions (Dubrule's formula, from the Cholesky factor)
+    equal refits on the other runs by brute force, at the same hyperparameters and the same
+    normalisation of the outputs."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    from studyrun.analyses.surrogate import gp
+    from studyrun.analyses.surrogate.fitting import gp_loo
+
+    rng = np.random.default_rng(3)
+    x = rng.random((25, 3))
+    y = np.sin(6 * x[:, 0]) + x[:, 1] ** 2 - 0.5 * x[:, 2] + 0.01 * rng.standard_normal(25)
+    model = gp.fit(x, y, 5)
+    mean, std = y.mean(), y.std()
+    brute = np.empty_like(y)
+    for i in range(len(y)):
+        rest = np.arange(len(y)) != i
+        refit = GaussianProcessRegressor(gp._frozen(model.kernel_), optimizer=None)
+        refit.fit(x[rest], (y[rest] - mean) / std)
+        brute[i] = refit.predict(x[i:i + 1])[0] * std + mean
+    assert np.abs(y - brute).max() > 1e-3  # the runs are not interpolated: a real check
+    assert gp_loo(model, y) == pytest.approx(brute, rel=1e-8, abs=1e-10)
+
+
+def test_gp_mean_is_scikit_learns_to_the_last_bit(monkeypatch):
+    """studyrun's posterior mean (its own loop over the kernel) gives scikit-learn's numbers,
+    bit for bit, in one block and across blocks."""
+    from studyrun.analyses.surrogate import gp
+
+    rng = np.random.default_rng(4)
+    x = rng.random((60, 4))
+    model = gp.fit(x, np.cos(3 * x).sum(axis=1), 2)
+    points = rng.random((3001, 4))
+    assert np.array_equal(gp.predict(model, points), model.predict(points))
+    monkeypatch.setattr(gp, "KERNEL_CELLS", 7 * 60)  # many small blocks of kernel arithmetic
+    assert np.array_equal(gp.predict(model, points), model.predict(points))
+
+
+@pytest.mark.slow
+def test_a_fit_is_the_same_whatever_blas_pool_the_machine_has():
+    """A PCE's numbers do not depend on how many BLAS threads the process has (its bootstrap's
+    products rounded differently on two threads than on one)."""
+    from pydantic import TypeAdapter
+    from threadpoolctl import threadpool_limits
+
+    from studyrun.analyses.surrogate.fitting import Inputs, Settings, fit_quantity
+
+    adapter = TypeAdapter(ParameterSpec)
+    inputs = Inputs({f"x{i}": adapter.validate_python({"bounds": [0, 1]}) for i in range(8)})
+    x = np.random.default_rng(5).random((500, 8))
+    a = np.array([0, 1, 4.5, 9, 99, 99, 99, 99])
+    y = np.prod((np.abs(4 * x - 2) + a) / (1 + a), axis=1)
+    settings = Settings(method="pce", degree=None, q=0.75, fit="lars", folds=None,
+                        second_order=True, confidence=0.95, resamples=20)
+    results = []
+    for threads in (1, 3):
+        with threadpool_limits(limits=threads):
+            results.append(fit_quantity(x, y, inputs, settings, 3).results)
+    assert results[0] == results[1]

@@ -14,7 +14,7 @@ import numpy as np
 from studyrun.analyses.salib.saltelli import saltelli_unit
 from studyrun.analyses.surrogate import gp, pce
 from studyrun.analyses.surrogate.basis import Germ, design_matrix, germ_for
-from studyrun.core.threads import held_to_cores
+from studyrun.core.threads import ANALYSIS_THREADS, held_to_cores
 
 TRUSTED_Q2 = 0.9  # below this cross-validated Q2 the indices are flagged, not trusted
 TRUSTED_HALF_WIDTH = 0.02  # `trusted` also asks every S1 and ST interval to be this narrow
@@ -23,6 +23,10 @@ GP_BASE = 8192  # base samples of the Saltelli design on which the GP's posterio
 GP_DRAW_BASE = 256  # base samples of the design on which posterior draws are taken
 CORRELATED_DRAWS = 1 << 16  # correlated Sobol' points on which the moments are then averaged
 INDEX_KEYS = ("S1", "S1_conf", "ST", "ST_conf", "S2", "S2_conf")
+# One BLAS thread, as the analysis step: a GP's hyperparameters moved by 0.1% between one thread
+# and two (its optimiser follows the rounding), and on a busy machine a second OpenBLAS thread
+# cost 5 to 16 times the CPU of a fit (benchmarks/bench_surrogate.py --only fits).
+FIT_THREADS = ANALYSIS_THREADS
 
 
 @dataclass(frozen=True)
@@ -89,9 +93,9 @@ def folds_of(n: int, folds: int, seed: int) -> np.ndarray:
 
 def fit_quantity(x: np.ndarray, y: np.ndarray, inputs: Inputs, settings: Settings,
                  seed: int) -> Fitted:
-    """The surrogate of one quantity from its successful runs (rows of x, natural units), its
-    BLAS threads held to the cores this process may use."""
-    with held_to_cores():
+    """The surrogate of one quantity from its successful runs (rows of x, natural units), on
+    FIT_THREADS BLAS threads."""
+    with held_to_cores(FIT_THREADS):
         return _fit_quantity(x, y, inputs, settings, seed)
 
 
@@ -335,14 +339,17 @@ def fit_gp(x, y, inputs: Inputs, settings: Settings, fit_seed: int, fold_seed: i
 
 
 def gp_loo(model, y: np.ndarray) -> np.ndarray:
-    """Closed-form leave-one-out predictions at the fitted hyperparameters (Rasmussen and
-    Williams 2006, eq. 5.12)."""
-    from scipy.linalg import cho_solve
+    """Closed-form leave-one-out predictions at the fitted hyperparameters (Dubrule 1983;
+    Rasmussen and Williams 2006, eq. 5.12): residual i is alpha_i / (K^-1)_ii, the diagonal
+    being the column sums of squares of L^-1 (one triangular inverse, not the whole of K^-1)."""
+    from scipy.linalg.lapack import dtrtri
 
-    inverse = cho_solve((model.L_, True), np.eye(len(y)))
+    inverse, info = dtrtri(model.L_, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the GP's Cholesky factor is singular (LAPACK info {info})")
+    diagonal = np.einsum("ij,ij->j", inverse, inverse)
     scale = float(np.atleast_1d(model._y_train_std)[0])
-    residual = model.alpha_.ravel() / np.diag(inverse) * scale
-    return y - residual
+    return y - model.alpha_.ravel() / diagonal * scale
 
 
 def split_blocks(values: np.ndarray, d: int, second_order: bool):

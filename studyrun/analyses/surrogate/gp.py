@@ -8,6 +8,7 @@ Formulas: docs/methods.md, "Surrogate models".
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -15,12 +16,14 @@ import numpy as np
 
 NU = 2.5
 RESTARTS = 4  # optimiser restarts from random hyperparameters, beyond the first start
+RESTARTS_SUBSAMPLED = 1  # the same past SUBSAMPLE runs (each start costs seconds; issue 33)
 MAX_TRAINING = 5000  # training points predict refits on (n x n kernel, n^3 factorisation)
 # Past SUBSAMPLE runs the hyperparameters are fitted on a seeded subsample of that many, then
 # fixed for one fit on all runs: the likelihood's optimisation costs n^3 an evaluation, and its
 # optimum moves little past a few hundred runs (benchmarks/bench_surrogate.py --only fits).
 SUBSAMPLE = 400
-PREDICTED_CELLS = 1 << 25  # points x training runs a prediction holds at once (256 MB a copy)
+PREDICTED_CELLS = 1 << 25  # points x training runs a prediction holds at once (256 MB)
+KERNEL_CELLS = 1 << 18  # of which the kernel's arithmetic works on this many at a time (2 MB)
 
 
 def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False):
@@ -36,22 +39,32 @@ def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6
 
 def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
     """A regressor fitted by maximum likelihood, from RESTARTS + 1 seeded starts; past
-    SUBSAMPLE runs, on a seeded subsample of SUBSAMPLE runs, then on all runs with those
-    hyperparameters fixed."""
+    SUBSAMPLE runs, from RESTARTS_SUBSAMPLED + 1 starts on a seeded subsample of SUBSAMPLE runs,
+    then on all runs with those hyperparameters fixed."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
 
     rows = subsample(len(y), seed)
+    restarts = RESTARTS if len(rows) == len(y) else RESTARTS_SUBSAMPLED
     model = GaussianProcessRegressor(kernel(scaled.shape[1]),
-                                     normalize_y=True, n_restarts_optimizer=RESTARTS,
+                                     normalize_y=True, n_restarts_optimizer=restarts,
                                      random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(scaled[rows], y[rows])
     if len(rows) == len(y):
         return model
-    return GaussianProcessRegressor(_frozen(model.kernel_), normalize_y=True,
-                                    optimizer=None).fit(scaled, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return GaussianProcessRegressor(model.kernel_, normalize_y=True,
+                                        optimizer=_kept).fit(scaled, y)
+
+
+def _kept(objective, theta, bounds):
+    """The optimiser of a fit whose hyperparameters are already chosen: they are kept, and the
+    likelihood, which scikit-learn's fit with `optimizer=None` computes again (a second n x n
+    kernel and Cholesky factorisation), is not needed."""
+    return theta, np.nan
 
 
 def subsample(n: int, seed: int) -> np.ndarray:
@@ -63,13 +76,40 @@ def subsample(n: int, seed: int) -> np.ndarray:
 
 
 def predict(model, points: np.ndarray) -> np.ndarray:
-    """The posterior mean at `points`, PREDICTED_CELLS kernel values at a time (the same rows
-    at once where they fit)."""
-    rows = max(1, PREDICTED_CELLS // max(1, len(model.X_train_)))
-    if len(points) <= rows:
-        return model.predict(points)
-    return np.concatenate([model.predict(points[i:i + rows])
-                           for i in range(0, len(points), rows)])
+    """The posterior mean at `points`: scikit-learn's arithmetic step for step, on the same
+    PREDICTED_CELLS rows at a time (BLAS rounds a product by its shape), the same numbers
+    without its temporaries."""
+    product = model.kernel_.k1
+    signal, scales = product.k1.constant_value, np.squeeze(product.k2.length_scale).astype(float)
+    train = model.X_train_ / scales
+    points = np.asarray(points, dtype=float) / scales
+    rows = max(1, PREDICTED_CELLS // max(1, len(train)))
+    mean = np.empty(len(points))
+    for start in range(0, len(points), rows):
+        block = points[start:start + rows]
+        mean[start:start + rows] = _matern(block, train, signal) @ model.alpha_
+    return model._y_train_std * mean + model._y_train_mean
+
+
+def _matern(left: np.ndarray, right: np.ndarray, signal: float) -> np.ndarray:
+    """signal * Matern 5/2 between rows of inputs already divided by their length scales,
+    (1 + K + K**2 / 3) * exp(-K) with K = sqrt(5) * distance, as scikit-learn computes it."""
+    from scipy.spatial.distance import cdist
+
+    out = np.empty((len(left), len(right)))
+    step = max(1, KERNEL_CELLS // max(1, len(right)))
+    for start in range(0, len(left), step):
+        k = out[start:start + step]
+        cdist(left[start:start + step], right, out=k)
+        k *= math.sqrt(5)
+        decay = np.exp(np.negative(k))
+        square = np.square(k)
+        square /= 3.0
+        k += 1.0
+        k += square
+        k *= decay
+        k *= signal
+    return out
 
 
 def refit(model, scaled: np.ndarray, y: np.ndarray):
@@ -139,11 +179,24 @@ def posterior_draws(model, points: np.ndarray, draws: int, seed: int) -> np.ndar
             break
         except np.linalg.LinAlgError:
             jitter *= 10
-    else:
-        values, vectors = np.linalg.eigh(cov)
-        factor = vectors * np.sqrt(np.clip(values, 0, None))
+    else:  # not positive definite even so (rounding, past thousands of runs): pivoted Cholesky
+        factor = semidefinite_factor(cov)
     rng = np.random.default_rng(seed)
     return mean[:, None] + factor @ rng.standard_normal((len(points), draws))
+
+
+def semidefinite_factor(cov: np.ndarray) -> np.ndarray:
+    """F with F F' = cov on its numerical rank, by Cholesky with complete pivoting (LAPACK
+    dpstrf), which stops at the first pivot below rounding: a fraction of an eigendecomposition's
+    cost."""
+    from scipy.linalg.lapack import dpstrf
+
+    lower, pivots, rank, info = dpstrf(cov, lower=1)
+    if info < 0:
+        raise np.linalg.LinAlgError(f"dpstrf: argument {-info} is invalid")
+    factor = np.zeros((len(cov), len(cov)))
+    factor[pivots - 1, :rank] = np.tril(lower)[:, :rank]
+    return factor
 
 
 def greedy_points(model, candidates: np.ndarray, count: int, trained: np.ndarray) -> list[int]:

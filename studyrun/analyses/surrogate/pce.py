@@ -15,7 +15,8 @@ import numpy as np
 from studyrun.analyses.surrogate.basis import Germ, design_matrix, multi_indices, term_count
 
 MAX_TERMS = 20_000  # candidate terms of one degree, beyond which higher degrees are not tried
-MAX_CELLS = 30_000_000  # points x candidate terms held at once (240 MB)
+MAX_CELLS = 12_000_000  # points x candidate terms held at once (96 MB); a regression-path
+# step costs as much, so it bounds `degree: auto`'s search (issue 33: 2,000 runs of 8 inputs)
 AUTO_DEGREES = 20  # the highest degree `degree: auto` tries
 PATIENCE = 2  # degrees tried past the best before the search stops
 FIRST_STEPS = 64  # regression-path steps taken first (see fit_indices)
