@@ -188,7 +188,7 @@ def test_analyses_that_assume_independent_inputs_refuse_correlations(study_dir, 
     assert (f"study.yaml:7:1: correlation: {kind} cannot take correlated inputs: its estimators "
             "assume independent inputs (for the sensitivities of correlated inputs, use type: "
             "shapley); remove `correlation:`, or use an analysis that supports it: delta, "
-            "montecarlo, pawn, reliability, shapley, sobol, surrogate") in stderr
+            "montecarlo, pawn, reliability, scenarios, shapley, sobol, surrogate") in stderr
 
 
 @pytest.mark.parametrize("analysis", ["{type: doe, design: full}", "{type: local, outputs: [y]}"])
