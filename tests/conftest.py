@@ -62,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     isolated batch runner); where PYTHONDONTWRITEBYTECODE is set (as on CI's machines) none of
     them may write the bytecode it compiles, so each would compile the package again, ~0.2 s of
     CPU apiece. Reading bytecode is still allowed, so one compilation here serves them all."""
+    if os.environ.get("STUDYRUN_TEST_TIMES"):  # per-test wall and CPU times (tests/timing.py)
+        from timing import Timing
+
+        config.pluginmanager.register(Timing(os.environ["STUDYRUN_TEST_TIMES"]), "timing")
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller did it
         return
     import compileall
@@ -192,12 +196,14 @@ class CliServer:
             self.process.stdin.flush()
             pid = self._answer(None)["pid"]
             try:
-                status = self._answer(time.monotonic() + timeout)["status"]
+                answer = self._answer(time.monotonic() + timeout)
             except TimeoutError:
                 os.kill(pid, 9)
                 self._answer(None)
                 raise subprocess.TimeoutExpired(["studyrun", *args], timeout) from None
-            return subprocess.CompletedProcess(["studyrun", *args], status,
+            if "timing" in sys.modules:
+                sys.modules["timing"].CLI_CPU[0] += answer["cpu"]
+            return subprocess.CompletedProcess(["studyrun", *args], answer["status"],
                                                out.read_text(errors="replace"),
                                                err.read_text(errors="replace"))
 
