@@ -88,6 +88,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     len(WAIT_FIRST))
 
     items.sort(key=rank)  # a stable sort: the order within each rank is kept
+    together_by_example(items, "tests/conformance/test_conformance.py::")
+
+
+def together_by_example(items: list[pytest.Item], module: str) -> None:
+    """The module's checks of one example next to each other, in place: each runs (and caches,
+    per test process) its example's studies, and pytest-xdist hands a test process a contiguous
+    share of the tests, so that one process, not each, runs an example for its checks."""
+    where = [i for i, item in enumerate(items) if item.nodeid.startswith(module)]
+    if not where:
+        return
+    block = [items[i] for i in where]
+    first: dict[str, int] = {}
+    for i, item in enumerate(block):
+        first.setdefault(getattr(getattr(item, "callspec", None), "id", item.nodeid), i)
+    block.sort(key=lambda item: first[getattr(getattr(item, "callspec", None), "id", item.nodeid)])
+    for i, item in zip(where, block):
+        items[i] = item
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -3,7 +3,8 @@
 Each test appends one JSON line to FILE: its node id, its wall time (setup, call and teardown),
 the CPU of the test process, of the children it reaped and of the `studyrun` processes that
 tests/cli_server.py forked for it. A test whose wall time is far above its CPU is waiting on
-processes, clusters, sleeps or timeouts. `python tests/timing.py FILE` ranks them.
+processes, clusters, sleeps or timeouts (its waiting here: the wall time beyond its CPU
+stretched by the load on two cores). `python tests/timing.py FILE` ranks them.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def report(path: str, top: int = 40) -> None:
     records = [json.loads(line) for line in open(path)]
     for r in records:
         r["all_cpu"] = r["cpu"] + r["children"] + r["cli"]
-        r["wait"] = r["wall"] - r["all_cpu"]
+        # waiting beyond the test's share of two cores at the load it ran under
+        r["wait"] = r["wall"] - r["all_cpu"] * max(1.0, r["load"] / 2)
     modules: dict[str, list[float]] = {}
     for r in records:
         m = modules.setdefault(r["test"].split("::")[0], [0.0, 0.0, 0.0, 0])
