@@ -203,26 +203,41 @@ class CliServer:
         return json.loads(line)
 
     def run(self, args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+        return self.start(args, cwd).wait(timeout)
+
+    def start(self, args: list[str], cwd: Path) -> Started:
+        """`studyrun ARGS` started; wait for it (the server starts no other meanwhile)."""
+        return Started(self, args, cwd)
+
+
+class Started:
+    """A `studyrun` process of the CLI server's, running: its pid, and wait() for its end."""
+
+    def __init__(self, server: CliServer, args: list[str], cwd: Path) -> None:
         import tempfile
 
-        with tempfile.TemporaryDirectory() as scratch:
-            out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
-            request = {"args": args, "cwd": str(cwd), "env": dict(os.environ),
-                       "stdout": str(out), "stderr": str(err)}
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            pid = self._answer(None)["pid"]
+        self.server, self.args = server, ["studyrun", *args]
+        self.scratch = tempfile.TemporaryDirectory()
+        self.out, self.err = Path(self.scratch.name, "stdout"), Path(self.scratch.name, "stderr")
+        request = {"args": args, "cwd": str(cwd), "env": dict(os.environ),
+                   "stdout": str(self.out), "stderr": str(self.err)}
+        server.process.stdin.write(json.dumps(request) + "\n")
+        server.process.stdin.flush()
+        self.pid = server._answer(None)["pid"]
+
+    def wait(self, timeout: float = 120) -> subprocess.CompletedProcess:
+        with self.scratch:
             try:
-                answer = self._answer(time.monotonic() + timeout)
+                answer = self.server._answer(time.monotonic() + timeout)
             except TimeoutError:
-                os.kill(pid, 9)
-                self._answer(None)
-                raise subprocess.TimeoutExpired(["studyrun", *args], timeout) from None
+                os.kill(self.pid, 9)
+                self.server._answer(None)
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
             if "timing" in sys.modules:
                 sys.modules["timing"].CLI_CPU[0] += answer["cpu"]
-            return subprocess.CompletedProcess(["studyrun", *args], answer["status"],
-                                               out.read_text(errors="replace"),
-                                               err.read_text(errors="replace"))
+            return subprocess.CompletedProcess(self.args, answer["status"],
+                                               self.out.read_text(errors="replace"),
+                                               self.err.read_text(errors="replace"))
 
 
 def signals_as(sigint=signal.SIG_DFL):
@@ -281,13 +296,14 @@ def stored_runs(folder: Path):
 def killed_at(path: Path, out: Path, runs: int) -> int:
     """`studyrun run` SIGKILLed once `runs` runs are stored (or after two minutes): the runs
     stored at the kill."""
-    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out",
-                                str(out)], cwd=path.parent, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = CliServer.get().start(["run", str(path), "--out", str(out)], path.parent)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and count_runs(out / "runs.sqlite") < runs:
         time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
+    try:
+        os.kill(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it had ended, and the server had waited for it
+        pass
     process.wait()
     return count_runs(out / "runs.sqlite")
 
