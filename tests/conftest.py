@@ -260,6 +260,7 @@ class Started:
                 raise subprocess.TimeoutExpired(self.args, timeout) from None
             if "timing" in sys.modules:
                 sys.modules["timing"].CLI_CPU[0] += answer["cpu"]
+                sys.modules["timing"].CLI_CPU[1] += 1
             return subprocess.CompletedProcess(self.args, answer["status"],
                                                self.out.read_text(errors="replace"),
                                                self.err.read_text(errors="replace"))

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-CLI_CPU = [0.0]  # CPU of the processes tests/cli_server.py forked so far (conftest's CliServer adds)
+CLI_CPU = [0.0, 0]  # CPU seconds and number of the processes tests/cli_server.py forked so far
 
 
 def _children() -> float:
@@ -31,12 +31,12 @@ class Timing:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item):
-        start = (time.perf_counter(), time.process_time(), _children(), CLI_CPU[0])
+        start = (time.perf_counter(), time.process_time(), _children(), *CLI_CPU)
         yield
-        end = (time.perf_counter(), time.process_time(), _children(), CLI_CPU[0])
-        wall, own, children, cli = (b - a for a, b in zip(start, end))
+        end = (time.perf_counter(), time.process_time(), _children(), *CLI_CPU)
+        wall, own, children, cli, calls = (b - a for a, b in zip(start, end))
         record = {"test": item.nodeid, "wall": round(wall, 3), "cpu": round(own, 3),
-                  "children": round(children, 3), "cli": round(cli, 3),
+                  "children": round(children, 3), "cli": round(cli, 3), "cli_calls": calls,
                   "load": round(os.getloadavg()[0], 2)}
         with open(self.path, "a") as out:
             out.write(json.dumps(record) + "\n")
@@ -57,7 +57,8 @@ def report(path: str, top: int = 40) -> None:
         m[2] += r["wait"]
         m[3] += 1
     print(f"{len(records)} tests: wall {sum(r['wall'] for r in records):.0f} s, "
-          f"CPU {sum(r['all_cpu'] for r in records):.0f} s")
+          f"CPU {sum(r['all_cpu'] for r in records):.0f} s, of which `studyrun` processes "
+          f"{sum(r['cli'] for r in records):.0f} s ({sum(r.get('cli_calls', 0) for r in records)})")
     print("\nmodules by wall:   wall    cpu   wait  tests")
     for name, (wall, cpu, wait, n) in sorted(modules.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"{name:60s} {wall:6.1f} {cpu:6.1f} {wait:6.1f} {n:5d}")
