@@ -13,6 +13,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 
 import pytest
@@ -37,7 +38,10 @@ class Timing:
         wall, own, children, cli, calls = (b - a for a, b in zip(start, end))
         record = {"test": item.nodeid, "wall": round(wall, 3), "cpu": round(own, 3),
                   "children": round(children, 3), "cli": round(cli, 3), "cli_calls": calls,
-                  "load": round(os.getloadavg()[0], 2)}
+                  "load": round(os.getloadavg()[0], 2),
+                  # threads left running: studyrun's isolated runner then starts a new
+                  # interpreter (~2 s of CPU) where it would fork
+                  "threads": threading.active_count()}
         with open(self.path, "a") as out:
             out.write(json.dumps(record) + "\n")
 
