@@ -211,20 +211,24 @@ class CliServer:
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("cli_server.py"))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.buffer = b""
         assert self._answer(None) == {"ready": True}
 
     def _answer(self, deadline: float | None) -> dict:
+        """The server's next answer, waiting until `deadline` (TimeoutError) or for ever (None);
+        read from the pipe's descriptor, so that no answer waits in a buffer select cannot see."""
         import select
 
-        stream = self.process.stdout
-        while deadline is not None:
-            if select.select([stream], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                break
-            if time.monotonic() >= deadline:
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self.buffer:
+            if deadline is not None and not select.select(
+                    [fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 raise TimeoutError
-        line = stream.readline()
-        if not line:
-            raise RuntimeError("tests/cli_server.py ended; see the test's stderr")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("tests/cli_server.py ended; see the test's stderr")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
         return json.loads(line)
 
     def run(self, args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
@@ -250,10 +254,21 @@ class Started:
         server.process.stdin.flush()
         self.pid = server._answer(None)["pid"]
 
+    answer: dict | None = None
+
+    def poll(self) -> int | None:
+        """Its exit status once it has ended, else None (as Popen.poll)."""
+        if self.answer is None:
+            try:
+                self.answer = self.server._answer(time.monotonic())
+            except TimeoutError:
+                return None
+        return self.answer["status"]
+
     def wait(self, timeout: float = 120) -> subprocess.CompletedProcess:
         with self.scratch:
             try:
-                answer = self.server._answer(time.monotonic() + timeout)
+                answer = self.answer or self.server._answer(time.monotonic() + timeout)
             except TimeoutError:
                 os.kill(self.pid, 9)
                 self.server._answer(None)
