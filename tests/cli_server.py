@@ -6,11 +6,12 @@ its own, with its own folder, environment, output, exit status and signals, that
 `studyrun/__main__.py` as `python -m studyrun` does and exits through the interpreter's shutdown.
 Requests and answers are JSON lines on stdin and stdout; a request is
 {"args", "cwd", "env", "stdout", "stderr"} (files for the child's output), the answers are the
-child's pid, then its exit status.
+child's pid, then its exit status and CPU seconds.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -27,6 +28,9 @@ def serve() -> dict:
     for name in PRELOADED:
         importlib.import_module(name)
     assert threading.active_count() == 1, "a preloaded module started a thread: fork is unsafe"
+    # the preloaded objects are never collected: out of the collector's sight, a child neither
+    # scans them nor copies every page it touches when it does (0.8 s of CPU at each child's exit)
+    gc.freeze()
     answers = sys.stdout
     print(json.dumps({"ready": True}), file=answers, flush=True)
     for line in sys.stdin:
@@ -35,8 +39,9 @@ def serve() -> dict:
         if pid == 0:
             return request
         print(json.dumps({"pid": pid}), file=answers, flush=True)
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"status": os.waitstatus_to_exitcode(status)}), file=answers, flush=True)
+        _, status, usage = os.wait4(pid, 0)
+        print(json.dumps({"status": os.waitstatus_to_exitcode(status),
+                          "cpu": usage.ru_utime + usage.ru_stime}), file=answers, flush=True)
     raise SystemExit(0)
 
 

@@ -62,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     isolated batch runner); where PYTHONDONTWRITEBYTECODE is set (as on CI's machines) none of
     them may write the bytecode it compiles, so each would compile the package again, ~0.2 s of
     CPU apiece. Reading bytecode is still allowed, so one compilation here serves them all."""
+    if os.environ.get("STUDYRUN_TEST_TIMES"):  # per-test wall and CPU times (tests/timing.py)
+        from timing import Timing
+
+        config.pluginmanager.register(Timing(os.environ["STUDYRUN_TEST_TIMES"]), "timing")
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller did it
         return
     import compileall
@@ -69,6 +73,31 @@ def pytest_configure(config: pytest.Config) -> None:
     import studyrun
 
     compileall.compile_dir(Path(studyrun.__file__).parent, quiet=2)
+    if sys.dont_write_bytecode:
+        rewrite_test_modules(config)
+
+
+def rewrite_test_modules(config: pytest.Config) -> None:
+    """Rewrite the test modules' asserts once, into pytest's cache of them, for every test
+    process to read: pytest writes none under PYTHONDONTWRITEBYTECODE, so each test process
+    would rewrite all of them again (half of its 8 s of CPU to collect the suite)."""
+    import fnmatch
+
+    try:
+        from _pytest.assertion import rewrite  # pytest's own steps, as its import hook takes them
+
+        state = config.stash[rewrite.assertstate_key]
+    except (ImportError, AttributeError, KeyError):  # another pytest, or --assert=plain
+        return
+    patterns = [*config.getini("python_files"), "conftest.py"]
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        cache = rewrite.get_cache_dir(path)
+        if not any(fnmatch.fnmatch(path.name, p) for p in patterns) or not rewrite.try_makedirs(cache):
+            continue
+        pyc = cache / (path.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(path, pyc, state.trace) is None:
+            source, code = rewrite._rewrite_test(path, config)
+            rewrite._write_pyc(state, code, source, pyc)
 
 
 # Tests that mostly wait (for SLURM jobs, a walltime of a minute): collected first, so that a
@@ -84,6 +113,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     len(WAIT_FIRST))
 
     items.sort(key=rank)  # a stable sort: the order within each rank is kept
+    together_by_example(items, "tests/conformance/test_conformance.py::")
+
+
+def together_by_example(items: list[pytest.Item], module: str) -> None:
+    """The module's checks of one example next to each other, in place: each runs (and caches,
+    per test process) its example's studies, and pytest-xdist hands a test process a contiguous
+    share of the tests, so that one process, not each, runs an example for its checks."""
+    where = [i for i, item in enumerate(items) if item.nodeid.startswith(module)]
+    if not where:
+        return
+    block = [items[i] for i in where]
+    first: dict[str, int] = {}
+    for i, item in enumerate(block):
+        first.setdefault(getattr(getattr(item, "callspec", None), "id", item.nodeid), i)
+    block.sort(key=lambda item: first[getattr(getattr(item, "callspec", None), "id", item.nodeid)])
+    for i, item in zip(where, block):
+        items[i] = item
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -165,41 +211,74 @@ class CliServer:
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("cli_server.py"))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.buffer = b""
         assert self._answer(None) == {"ready": True}
 
     def _answer(self, deadline: float | None) -> dict:
+        """The server's next answer, waiting until `deadline` (TimeoutError) or for ever (None);
+        read from the pipe's descriptor, so that no answer waits in a buffer select cannot see."""
         import select
 
-        stream = self.process.stdout
-        while deadline is not None:
-            if select.select([stream], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                break
-            if time.monotonic() >= deadline:
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self.buffer:
+            if deadline is not None and not select.select(
+                    [fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 raise TimeoutError
-        line = stream.readline()
-        if not line:
-            raise RuntimeError("tests/cli_server.py ended; see the test's stderr")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("tests/cli_server.py ended; see the test's stderr")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
         return json.loads(line)
 
     def run(self, args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+        return self.start(args, cwd).wait(timeout)
+
+    def start(self, args: list[str], cwd: Path) -> Started:
+        """`studyrun ARGS` started; wait for it (the server starts no other meanwhile)."""
+        return Started(self, args, cwd)
+
+
+class Started:
+    """A `studyrun` process of the CLI server's, running: its pid, and wait() for its end."""
+
+    def __init__(self, server: CliServer, args: list[str], cwd: Path) -> None:
         import tempfile
 
-        with tempfile.TemporaryDirectory() as scratch:
-            out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
-            request = {"args": args, "cwd": str(cwd), "env": dict(os.environ),
-                       "stdout": str(out), "stderr": str(err)}
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            pid = self._answer(None)["pid"]
+        self.server, self.args = server, ["studyrun", *args]
+        self.scratch = tempfile.TemporaryDirectory()
+        self.out, self.err = Path(self.scratch.name, "stdout"), Path(self.scratch.name, "stderr")
+        request = {"args": args, "cwd": str(cwd), "env": dict(os.environ),
+                   "stdout": str(self.out), "stderr": str(self.err)}
+        server.process.stdin.write(json.dumps(request) + "\n")
+        server.process.stdin.flush()
+        self.pid = server._answer(None)["pid"]
+
+    answer: dict | None = None
+
+    def poll(self) -> int | None:
+        """Its exit status once it has ended, else None (as Popen.poll)."""
+        if self.answer is None:
             try:
-                status = self._answer(time.monotonic() + timeout)["status"]
+                self.answer = self.server._answer(time.monotonic())
             except TimeoutError:
-                os.kill(pid, 9)
-                self._answer(None)
-                raise subprocess.TimeoutExpired(["studyrun", *args], timeout) from None
-            return subprocess.CompletedProcess(["studyrun", *args], status,
-                                               out.read_text(errors="replace"),
-                                               err.read_text(errors="replace"))
+                return None
+        return self.answer["status"]
+
+    def wait(self, timeout: float = 120) -> subprocess.CompletedProcess:
+        with self.scratch:
+            try:
+                answer = self.answer or self.server._answer(time.monotonic() + timeout)
+            except TimeoutError:
+                os.kill(self.pid, 9)
+                self.server._answer(None)
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
+            if "timing" in sys.modules:
+                sys.modules["timing"].CLI_CPU[0] += answer["cpu"]
+                sys.modules["timing"].CLI_CPU[1] += 1
+            return subprocess.CompletedProcess(self.args, answer["status"],
+                                               self.out.read_text(errors="replace"),
+                                               self.err.read_text(errors="replace"))
 
 
 def signals_as(sigint=signal.SIG_DFL):
@@ -258,13 +337,14 @@ def stored_runs(folder: Path):
 def killed_at(path: Path, out: Path, runs: int) -> int:
     """`studyrun run` SIGKILLed once `runs` runs are stored (or after two minutes): the runs
     stored at the kill."""
-    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(path), "--out",
-                                str(out)], cwd=path.parent, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = CliServer.get().start(["run", str(path), "--out", str(out)], path.parent)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and count_runs(out / "runs.sqlite") < runs:
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
+        time.sleep(0.005)  # a driver forked ready to run stores thousands of quick runs a second
+    try:
+        os.kill(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it had ended, and the server had waited for it
+        pass
     process.wait()
     return count_runs(out / "runs.sqlite")
 
@@ -367,7 +447,12 @@ STOPPING: list[subprocess.Popen] = []  # processes told to stop, waited for at t
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Wait for the processes fixtures told to stop: a Dask worker's nanny takes up to some 10 s
-    to close, which the test process need not spend idle at the end of each module."""
+    to close, which the test process need not spend idle at the end of each module. The CLI
+    server is waited for too, so that its CPU and its children's count in the suite's own (in
+    `/usr/bin/time python -m pytest`, which saw none of it before)."""
+    if CliServer._running is not None:
+        CliServer._running.process.stdin.close()
+        STOPPING.append(CliServer._running.process)
     for process in STOPPING:
         try:
             process.wait(10)

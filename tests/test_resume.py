@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
+from pathlib import Path
 
 import pytest
-from conftest import count_runs, write_study
+from conftest import CliServer, count_runs, write_study
 
 import studyrun
 
@@ -29,14 +28,16 @@ execution: {batch_size: 10, scheduler: SCHEDULER, workers: 2}
 
 
 def kill_midway(study, out, threshold: int) -> int:
-    process = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out", str(out),
-                                "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = CliServer.get().start(["run", str(study), "--out", str(out), "--quiet"], Path.cwd())
     deadline = time.time() + 60
     while count_runs(out / "runs.sqlite") < threshold:
-        assert process.poll() is None, process.stderr.read().decode()
+        assert process.poll() is None, process.wait().stderr
         assert time.time() < deadline
         time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
+    try:
+        os.kill(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it had just ended, and the server had waited for it
+        pass
     process.wait()
     return count_runs(out / "runs.sqlite")
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-from conftest import killed_at, run_cli, stored_runs, write_study
+from conftest import CliServer, killed_at, run_cli, stored_runs, write_study
 
 import studyrun
 from studyrun.cli import main
@@ -80,9 +78,7 @@ def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
         "import time\ndef model(a):\n    time.sleep(0.01)\n    return {'y': a}\n")
     study = write_study(study_dir, SLOW)
     out = study_dir / "out"
-    driver = subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out",
-                               str(out), "--quiet"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    driver = CliServer.get().start(["run", str(study), "--out", str(out), "--quiet"], study_dir)
     try:
         deadline = time.time() + 60
         text = ""
@@ -95,7 +91,10 @@ def test_status_of_a_running_study_then_of_a_killed_one(study_dir, capsys):
         assert re.search(r"runs: 400 planned, \d+ recorded \(\d+ succeeded, 0 failed\)", text)
         assert re.search(r"rate: [\d.e+]+ runs/s over the last \d+ s; about \d+ s left", text)
     finally:
-        os.kill(driver.pid, signal.SIGKILL)
+        try:
+            os.kill(driver.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it had ended, and the server had waited for it
+            pass
         driver.wait()
     status, text, _ = cli(capsys, "status", out)
     assert status == 0 and "state: stopped before finishing" in text
