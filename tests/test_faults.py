@@ -684,3 +684,19 @@ def test_a_second_driver_on_the_same_folder_is_refused(study_dir, capsys):
     finally:
         first.kill()
         first.wait()
+
+
+def test_a_local_workers_lost_heartbeat_stays_off_the_terminal():
+    """Fails before: a LocalCluster worker whose heartbeat ran as the driver closed the scheduler
+    (at Ctrl-C) printed distributed's traceback; the preload hook now drops that one message and
+    no other of the worker's."""
+    code = ("import logging, sys\n"
+            "from studyrun.core.interrupts import dask_setup\n"
+            "logging.basicConfig(stream=sys.stderr)\n"
+            "dask_setup(None)\n"
+            "log = logging.getLogger('distributed.worker')\n"
+            "log.error('Failed to communicate with scheduler during heartbeat.')\n"
+            "log.error('Compute Failed')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "heartbeat" not in done.stderr and "Compute Failed" in done.stderr

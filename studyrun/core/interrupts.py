@@ -9,6 +9,7 @@ the driver alone stops the study and closes them.
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 from contextlib import contextmanager
@@ -64,6 +65,16 @@ def noting_interrupts() -> Iterator[None]:
 
 def dask_setup(worker: object) -> None:
     """Dask's preload hook, run in each LocalCluster worker process as it starts: ignore SIGINT,
-    which a terminal's Ctrl-C sends its whole process group (the driver closes the workers)."""
+    which a terminal's Ctrl-C sends its whole process group (the driver closes the workers), and
+    keep the heartbeat that fails while the driver closes the scheduler off the terminal."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("distributed.worker").addFilter(not_a_lost_heartbeat)
+
+
+def not_a_lost_heartbeat(record: logging.LogRecord) -> bool:
+    """False for a worker's heartbeat that found no scheduler (a traceback, logged when the driver
+    closes the scheduler before this worker, as at Ctrl-C; the driver reports a lost scheduler
+    itself)."""
+    return not record.getMessage().startswith("Failed to communicate with scheduler during "
+                                              "heartbeat")
