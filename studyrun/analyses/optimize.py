@@ -522,12 +522,7 @@ class Optimize(IterativeAnalysis):
                  f"{'Converged' if r['converged'] else 'Stopped'}: "
                  f"{escape(str(r['message']).rstrip('.'))}; {escape(r['evaluations'])} model runs "
                  f"in {escape(r['batches'])} batches.", "",
-                 *(f"*{escape(note)}*\n" for note in r.get("notes", [])),
-                 table(["parameter", "initial", "optimum"],
-                       [[n, p["initial"], p["optimum"]] for n, p in r["parameters"].items()]), "",
-                 table(["", "initial", "final"],
-                       [["objective", r["objective"]["initial"], r["objective"]["final"]]]
-                       + [[q, v["initial"], v["final"]] for q, v in r["quantities"].items()]), ""]
+                 *(f"*{escape(note)}*\n" for note in r.get("notes", [])), *optimum_tables(r)]
         progress = [p for p in r.get("progress", []) if p is not None]
         if len(progress) > 1:
             fig, ax = figures.new()
@@ -575,3 +570,13 @@ def minimise_with_gradients(ask, start, box, settings):
     result = minimise_lbfgsb(cost_and_gradient, record, start, box, settings)
     result.progress = record.progress
     return result
+
+
+def optimum_tables(r: dict[str, Any]) -> list[str]:
+    """The report's tables of a single-objective optimum: each parameter from its start to the
+    optimum, and the objective and quantities from the start to the end."""
+    return [table(["parameter", "initial", "optimum"],
+                  [[n, p["initial"], p["optimum"]] for n, p in r["parameters"].items()]), "",
+            table(["", "initial", "final"],
+                  [["objective", r["objective"]["initial"], r["objective"]["final"]]]
+                  + [[q, v["initial"], v["final"]] for q, v in r["quantities"].items()]), ""]

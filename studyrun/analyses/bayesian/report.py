@@ -24,6 +24,8 @@ def describe_search(spec: Any, design: Any) -> str:
 
 
 def report(r: dict[str, Any], objective: str, figures: Any) -> str:
+    from studyrun.analyses.optimize import optimum_tables
+
     surrogate = r.get("surrogate") or {}
     q2 = surrogate.get("q2")
     lines = [f"## Optimization ({escape(r['method'])}, {escape(r['acquisition'])})", "",
@@ -31,12 +33,7 @@ def report(r: dict[str, Any], objective: str, figures: Any) -> str:
              f"{escape(str(r['message']).rstrip('.'))}; {escape(r['evaluations'])} model runs in "
              f"{escape(r['batches'])} rounds (a first design of {escape(r['initial'])}, then "
              f"{escape(r['batch'])} a round).", "",
-             *(f"*{escape(note)}*\n" for note in r.get("notes", [])),
-             table(["parameter", "initial", "optimum"],
-                   [[n, p["initial"], p["optimum"]] for n, p in r["parameters"].items()]), "",
-             table(["", "initial", "final"],
-                   [["objective", r["objective"]["initial"], r["objective"]["final"]]]
-                   + [[q, v["initial"], v["final"]] for q, v in r["quantities"].items()]), ""]
+             *(f"*{escape(note)}*\n" for note in r.get("notes", [])), *optimum_tables(r)]
     if r.get("constraint_values"):
         lines += [table(["constraint at the optimum", "left", "right", "met"],
                         [[c, v["left"], v["right"], "yes" if v["met"] else "no"]
