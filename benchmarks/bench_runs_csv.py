@@ -12,23 +12,14 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from harness import least_cpu as best
 
 import studyrun.results.runs_csv as runs_csv
 from studyrun.core.runtable import RunTable
 from studyrun.results.runs_parquet import write_parquet
-
-
-def best(function, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        function()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def main() -> None:

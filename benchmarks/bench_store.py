@@ -18,10 +18,10 @@ import csv
 import shutil
 import sqlite3
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from harness import least_cpu as best
 
 from studyrun.core.runtable import RunTable
 from studyrun.results.runs_csv import write_csv
@@ -30,13 +30,6 @@ from studyrun.store.run_store import Batch, RunStore
 BATCH = 50_000
 
 
-def best(function, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        function()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def sqlite_rows(folder: Path, ids: np.ndarray, values: np.ndarray, keyed: bool) -> None:

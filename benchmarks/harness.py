@@ -97,6 +97,17 @@ def best(repeats: int, fn, *args, **kwargs) -> dict:
     return min((fn(*args, **kwargs) for _ in range(repeats)), key=lambda d: d["wall"])
 
 
+def least_cpu(function, repeats: int = 3) -> float:
+    """The least CPU time of `repeats` calls of `function` in this process (the least disturbed
+    by whatever else the machine does)."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        function()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
 def studyrun(*args: str, **kwargs) -> dict:
     """`studyrun ARGS` as a user types it (the console script of this interpreter)."""
     cmd = [sys.executable, "-m", "studyrun", *args]
