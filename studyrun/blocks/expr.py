@@ -34,7 +34,7 @@ from studyrun.core.text import suggest
 # CPython 3.11 keeps ast.parse's recursion count in module state: two threads parsing at once (the
 # threads scheduler, a worker's task beside the driver's) fail with "AST constructor recursion
 # depth mismatch". One parse at a time.
-_PARSING = threading.Lock()
+PARSING = threading.Lock()  # hold it around any ast.parse of expression text
 
 __all__ = ["ExprError", "FunctionDef", "BUILTINS", "Expr", "parse", "check_names", "to_sympy"]
 
@@ -486,7 +486,7 @@ def parse(text: str | int | float, functions: Mapping[str, FunctionDef] | None =
     all_functions = {**BUILTINS, **(functions or {})}
     named, spots = keywords_as_names(body)
     try:
-        with _PARSING:
+        with PARSING:
             tree = ast.parse(named, mode="eval")
         named_keywords(tree, body, spots)
     except SyntaxError as exc:
@@ -534,7 +534,7 @@ def explain_keywords(body: str, shift: int, functions: Mapping[str, FunctionDef]
     """With keywords read as names a text did not parse: when Python reads it with its keywords
     (`a and b`, `lambda x: x`, `x if c else y`), the language's own hint for what it holds."""
     try:
-        with _PARSING:
+        with PARSING:
             tree = ast.parse(body, mode="eval")
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return

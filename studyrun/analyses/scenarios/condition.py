@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from studyrun.blocks.expr import _PARSING, MAX_LENGTH, ExprError, parse
+from studyrun.blocks.expr import MAX_LENGTH, PARSING, ExprError, parse
 
 MAX_TERMS = 100  # comparisons in one condition
 
@@ -40,7 +40,7 @@ def condition(text: str) -> Condition:
         raise ExprError(f"of_interest is too long ({len(text)} characters; at most {MAX_LENGTH})")
     flat = text.replace("\r", " ").replace("\n", " ").replace("\t", " ").strip()
     try:
-        with _PARSING:
+        with PARSING:
             tree = ast.parse(flat, mode="eval").body
     except (SyntaxError, ValueError):
         tree = None  # a keyword used as a name (`yield > 1`): the language's parser reads it
