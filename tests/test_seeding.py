@@ -117,7 +117,8 @@ def folder(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("kind", list(MODELS))
+@pytest.mark.parametrize("kind", [pytest.param(kind, marks=pytest.mark.thorough) if kind == "pysd"
+                                  else kind for kind in MODELS])  # pysd's the longest
 def test_a_run_draws_the_same_numbers_in_any_batch_and_after_a_kill(folder, kind):
     alone = noisy_study(folder, kind, "{scheduler: sync, batch_size: 1}")
     studyrun.run(alone, folder / "alone", report=False)

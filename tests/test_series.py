@@ -56,6 +56,7 @@ def the_programs_own_flights():
     return module
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_projectile_quantities_are_the_programs_own_whatever_the_batching(tmp_path):
     """Batch size 1, automatic and 64; one and two workers; threads, sync and a LocalCluster;

@@ -176,6 +176,7 @@ def test_a_killed_search_resumes_and_ends_with_the_same_front(tmp_path):
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_the_front_does_not_depend_on_scheduler_or_batch_size(tmp_path):
     """One process, then a LocalCluster of two workers with batch sizes 1, the default and 64."""

@@ -206,6 +206,7 @@ execution: {{scheduler: sync, batch_size: 5}}
     assert analysis["results"]["y"]["samples_reached"] == 64
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_grown_results_do_not_depend_on_batch_size_or_cluster(tmp_path, dask_scheduler):
     """Batch sizes 1, the default and 64 on a real Dask scheduler with two worker processes, for

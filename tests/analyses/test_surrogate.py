@@ -236,6 +236,7 @@ def test_a_killed_adaptive_study_resumes_and_ends_with_the_same_result(tmp_path)
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_adaptive_results_do_not_depend_on_batch_size_or_cluster(tmp_path):
     """Batch sizes 1, the default and 64 on a real LocalCluster of two workers: the same runs
@@ -461,6 +462,7 @@ def test_gp_mean_is_scikit_learns_to_the_last_bit(monkeypatch):
     assert np.array_equal(gp.predict(model, points), model.predict(points))
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_a_fit_is_the_same_whatever_blas_pool_the_machine_has():
     """A PCE's numbers do not depend on how many BLAS threads the process has (its bootstrap's

@@ -224,6 +224,7 @@ def test_results_do_not_depend_on_batch_size_workers_or_scheduler(runs, name):
         assert runs.get(name, PROCESS).analysis["execution"]["scheduler"] == "process"
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ON_A_CLUSTER)
 def test_results_are_the_same_on_a_local_cluster(runs, name):
