@@ -46,13 +46,8 @@ def test_study_validates_and_plans(tmp_path, path):
 ON_THE_DEFAULT_SCHEDULER = {"decay-sweep"}  # twelve runs: never long enough for a cluster
 
 
-# examples of many runs, whose paths shorter ones take too: in the thorough tier
-LONG = {"logistic-montecarlo"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.thorough) if name in LONG
-                                  else name for name in SMALL])
+@pytest.mark.parametrize("name", SMALL)
 def test_small_study_runs(tmp_path, name):
     study = STUDIES / f"{name}.yaml"
     threads = "scheduler:" not in study.read_text() and name not in ON_THE_DEFAULT_SCHEDULER
