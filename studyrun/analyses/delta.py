@@ -104,8 +104,10 @@ class Delta(GivenDataAnalysis):
         _balanced or _conf); its notes and warnings are given the parameters' names back."""
         from SALib.analyze import delta
 
+        from studyrun.analyses.delta_bootstrap import patched
+
         names, plain = problem["names"], [f"x{i}" for i in range(len(problem["names"]))]
-        with salib_side_effects_contained() as messages:
+        with salib_side_effects_contained() as messages, patched():
             result = delta.analyze({**problem, "names": plain}, x, y, num_resamples=self.resamples,
                                    conf_level=self.confidence, method=self.method, seed=seed)
         notes = [f"{name}: {note}" for name, note in zip(names, result.get("notes", [])) if note]
