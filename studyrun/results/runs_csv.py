@@ -34,8 +34,8 @@ def write_csv(path: Path, parameters: list[str], quantities: list[str],
               tables: Iterable[tuple[int, RunTable]]) -> None:
     """runs.csv: one row per recorded run, `run.index` being its position in the plan; written
     whole or not at all."""
-    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
-        handle.write(header(parameters, quantities))
+    with replacing(path) as temporary, open(temporary, "wb") as handle:
+        handle.write(header(parameters, quantities).encode())
         for start, table in tables:
             write_rows(handle, start, table)
 
@@ -45,7 +45,8 @@ def header(parameters: list[str], quantities: list[str]) -> str:
 
 
 def write_rows(handle, start: int, table: RunTable) -> None:
-    """The lines of a table's recorded runs, the first at plan position `start`."""
+    """The lines of a table's recorded runs, the first at plan position `start`, into a binary
+    file (UTF-8)."""
     rows = max(1, CSV_CELLS // (len(CSV_FIXED) + table.inputs.shape[1] + table.values.shape[1]))
     if table.inputs.size + table.values.size >= ARROW_CELLS:  # pays for pyarrow, part by part
         try:
@@ -63,7 +64,7 @@ def write_part(store: Path, start: int, seqs: np.ndarray, path: str) -> None:
     from the store at `store`, into the file `path` (in a helper process)."""
     with RunStore.open_readonly(store, check=False) as reader:
         table = reader.read_seqs(seqs)
-    with open(path, "w", newline="") as handle:
+    with open(path, "wb") as handle:
         write_rows(handle, start, table)
 
 
@@ -122,8 +123,8 @@ class WritingInParallel:
                 file.unlink(missing_ok=True)
 
 
-def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
-    """The CSV lines of some rows of a table."""
+def csv_text(start: int, table: RunTable, kept: np.ndarray) -> bytes:
+    """The CSV lines of some rows of a table, in UTF-8."""
     numbers = np.concatenate([table.inputs[kept], table.values[kept]], axis=1)
     text = arrow_text(start, table, kept, numbers)
     if text is not None:
@@ -137,10 +138,10 @@ def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
         few_values(table.worker[kept], worker_text),
     ]
     columns += [float_column(column) for column in numbers.T]
-    return "\r\n".join(map(",".join, zip(*columns))) + "\r\n"
+    return ("\r\n".join(map(",".join, zip(*columns))) + "\r\n").encode()
 
 
-def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarray) -> str | None:
+def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarray) -> bytes | None:
     """The lines csv_text writes, formatted and joined by pyarrow (the floats in shortest
     round-trip digits, as Python's; studyrun's own columns each distinct value once), several
     times faster; None without pyarrow. Python formats the cells pyarrow writes in another
@@ -177,7 +178,7 @@ def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarra
     lines = pc.binary_join_element_wise(*own, lines, ",")
     lines = pc.binary_join_element_wise(lines, "", "\r\n")  # each line, then its ending
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
-    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes().decode()
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
 
 
 def each_distinct(values, text):
