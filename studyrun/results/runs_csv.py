@@ -7,6 +7,7 @@ single quote before them (csv_table.escape_text); numbers are written as they ar
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -159,9 +160,9 @@ def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarra
     values = numbers.ravel()  # row after row
     text = pc.cast(pa.array(values), pa.string())
     size = np.abs(values)
-    same = (size >= 1e-4) & (size < 1e16)  # Python writes digits and a point (NaN: False)
-    same &= pc.match_substring(text, ".").to_numpy(zero_copy_only=False)
-    same &= ~pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
+    low, high = arrow_plain()
+    same = (size >= max(1e-4, low)) & (size < min(1e16, high))  # both write digits and a point
+    same &= values != np.floor(values)  # ... but pyarrow writes a whole number without it
     other = ~same
     if other.any():
         cells = values[other].tolist()
@@ -179,6 +180,24 @@ def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarra
     lines = pc.binary_join_element_wise(lines, "", "\r\n")  # each line, then its ending
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
     return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
+
+
+@functools.cache
+def arrow_plain() -> tuple[float, float]:
+    """The magnitudes [low, high) pyarrow writes without an exponent, found by writing 1.5 x
+    each power of ten (its converter decides by the decimal exponent alone)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    powers = range(-30, 31)
+    text = pc.cast(pa.array([1.5 * 10.0 ** p for p in powers]), pa.string()).to_pylist()
+    plain = [p for p, cell in zip(powers, text) if "e" not in cell.lower()]
+    low = high = 0
+    while low - 1 in plain:
+        low -= 1
+    while high + 1 in plain:
+        high += 1
+    return (10.0 ** low, 10.0 ** (high + 1)) if 0 in plain else (1.0, 1.0)
 
 
 def each_distinct(values, text):
