@@ -1,16 +1,20 @@
-"""csv_table.Grid.numbers, the vectorised reader of a plain CSV of numbers (pandas' C parser):
-every number it gives is the one float() reads, bit for bit, and every cell float() would not
-read, or reads as NaN or inf, sends the file back to the cell reader, which locates it."""
+"""csv_table.Grid.numbers, the vectorised reader of a plain CSV of numbers (pyarrow's CSV reader,
+or pandas' C reader without pyarrow): every number it gives is the one float() reads, bit for
+bit, and every cell float() would not read, or reads as NaN or inf, sends the file back to the
+cell reader, which locates it. Each check is made of both readers."""
 
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
-import pandas  # noqa: F401  (imported, as in `studyrun run`: Grid.numbers reads any size)
+import pyarrow  # noqa: F401  (imported, as in `studyrun run`: Grid.numbers reads any size)
 import pytest
 
+from studyrun.core import csv_table
 from studyrun.core.csv_table import read_plain
+
+READERS = [csv_table.arrow_numbers, csv_table.pandas_numbers]
 
 ODD_BUT_NUMBERS = [  # forms float() reads, and numbers that are hard to round
     "1.", ".5", "+1", "-0", "-0.0", "1E5", "1e-0", "00012", "+.5e+3", "-.5e-3", "1e+308",
@@ -24,24 +28,29 @@ NOT_NUMBERS = [  # float() refuses these, or gives a value that is not finite
 ]
 
 
-def grid_of(tmp_path, cells: list[str]):
+def numbers_of(tmp_path, cells: list[str], reader):
+    """Grid.numbers of a two-column file whose first column holds the cells, read by `reader`."""
     path = tmp_path / "runs.csv"
     path.write_text("x,y\n" + "".join(f"{cell},1\n" for cell in cells))
     grid = read_plain(path)
     assert grid is not None
-    return grid
+    with pytest.MonkeyPatch.context() as patched:  # the other reader, as without pyarrow
+        patched.setattr(csv_table, "arrow_numbers", reader)
+        return grid.numbers()
 
 
-def test_odd_forms_and_hard_roundings_are_read_as_float_reads_them(tmp_path):
-    found = grid_of(tmp_path, ODD_BUT_NUMBERS).numbers()
+@pytest.mark.parametrize("reader", READERS)
+def test_odd_forms_and_hard_roundings_are_read_as_float_reads_them(tmp_path, reader):
+    found = numbers_of(tmp_path, ODD_BUT_NUMBERS, reader)
     assert found is not None
     expected = np.array([float(cell) for cell in ODD_BUT_NUMBERS])
     assert found[:, 0].tobytes() == expected.tobytes()
 
 
-@pytest.mark.parametrize("cell", NOT_NUMBERS)
-def test_a_cell_that_is_not_a_finite_number_declines(tmp_path, cell):
-    assert grid_of(tmp_path, ["0.5", cell, "2"]).numbers() is None
+@pytest.mark.parametrize("reader", READERS)
+def test_a_cell_that_is_not_a_finite_number_declines(tmp_path, reader):
+    for cell in NOT_NUMBERS:
+        assert numbers_of(tmp_path, ["0.5", cell, "2"], reader) is None, cell
 
 
 @pytest.mark.parametrize("cell", ["nan", "inf", " 1", "1 ", "1_000", "0x10", "1\x002", "1d3", "١"])
@@ -53,7 +62,8 @@ def test_text_spaces_and_other_characters_decline_before_pandas_reads(tmp_path, 
 
 
 @pytest.mark.thorough
-def test_every_short_string_of_number_characters_is_read_as_float_reads_it(tmp_path):
+@pytest.mark.parametrize("reader", READERS)
+def test_every_short_string_of_number_characters_is_read_as_float_reads_it(tmp_path, reader):
     """Each string of up to 4 of 1 0 . e E + -: a number exactly where float() reads a finite
     one, that number, and otherwise a decline."""
     for length in range(1, 5):
@@ -63,7 +73,7 @@ def test_every_short_string_of_number_characters_is_read_as_float_reads_it(tmp_p
                 expected = float(cell)
             except ValueError:
                 expected = None
-            found = grid_of(tmp_path, [cell]).numbers()
+            found = numbers_of(tmp_path, [cell], reader)
             if expected is None or not np.isfinite(expected):
                 assert found is None, cell
             else:
