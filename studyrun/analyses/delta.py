@@ -5,7 +5,7 @@ Smith 2013), as `SALib.analyze.delta` (1.6); the result keys are SALib's own: de
 delta_raw and delta_step, each with a `_conf` interval, and S1 with S1_conf. delta_step splits a
 parameter at 0 (<= 0 against > 0); for a parameter of one sign it is null, with SALib's note.
 SALib's bootstrap runs with its densities vectorised and its resamples on the usable cores
-(delta_bootstrap.py): about 15 ms of CPU per parameter and resample at 10,000 runs. Delta
+(delta_bootstrap.py): about 20 ms of CPU per parameter and resample at 10,000 runs. Delta
 indices need at least MIN_RUNS runs (below, SALib gives null indices for some draws), S1 alone
 (`method: sobol`) the usual 20.
 
