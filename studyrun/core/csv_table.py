@@ -151,8 +151,8 @@ class Grid:
         """Every cell as float() reads it (rows x columns), parsed at once by pyarrow's CSV
         reader (pandas' C reader without pyarrow), when each cell is a finite number written
         with digits, signs, a point and an exponent alone; None for any other grid (text,
-        spaces, NaN, inf, '1_000'), and for one under NUMBERS_CELLS cells, whose cells `chunks`
-        hands out instead."""
+        spaces, NaN, inf, '1_000'), and for one under NUMBERS_CELLS cells unless pyarrow or
+        pandas is imported already: `chunks` hands their cells out instead."""
         width = len(self.table.header)
         if self.size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
             return None
