@@ -105,9 +105,10 @@ def given_analysis(kind: str, folder: Path, data: Path, rows: int) -> None:
     settings = {"delta": [", resamples: 100", ", resamples: 10"], "pawn": [""]}[kind]
     for extra in settings:
         study = STUDY.replace("montecarlo", kind).replace("runs.csv", small.name)
+        given = f"  from: {small.name}\n"  # the analysis block's keys, as STUDY indents them
+        assert given in study
         (folder / f"{kind}.yaml").write_text(study.replace(
-            f"      from: {small.name}\n", f"      from: {small.name}\n"
-            + (f"      resamples: {extra.split(': ')[1]}\n" if extra else "")))
+            given, given + (f"  resamples: {extra.split(': ')[1]}\n" if extra else "")))
         out = folder / f"results-{kind}"
         print(f"studyrun run {kind}{extra} ({rows:,} rows): %.2f, %.2f, %.0f" % measure(
             [sys.executable, "-m", "studyrun", "run", f"{kind}.yaml", "--out", str(out), "--fresh",

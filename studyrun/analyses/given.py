@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field
 
 from studyrun.analyses.base import FixedDesignAnalysis, StudyContext
 from studyrun.analyses.calibrate.data import file_stamp
-from studyrun.core.csv_table import MISSING, read_plain, read_table, unescape_text
+from studyrun.core.csv_table import MISSING, Grid, read_plain, read_table, unescape_text
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
 from studyrun.core.runtable import own_columns
@@ -195,8 +195,38 @@ def plain_rows(path: Path, context: StudyContext, finished: Finished | None) -> 
     grid = read_plain(path)
     if grid is None or header_problems(grid.table.header, context):
         return None
-    undo = unescape_text if finished is not None else str
-    layout, width, size = Layout.of(grid.table.header, context), len(grid.table.header), grid.size
+    layout, header = Layout.of(grid.table.header, context), grid.table.header
+    read = numbers_read if layout.status is None else cells_read  # runs.csv has text columns
+    found = read(grid, layout, context, unescape_text if finished is not None else str)
+    if found is None:
+        return None
+    inputs, values, errors = found
+    return GivenRows(path, layout.names, inputs, {header[j]: values[:, k]
+                                                  for k, j in enumerate(layout.outputs)},
+                     errors, grid.sha256, finished)
+
+
+Read = tuple[np.ndarray, np.ndarray, list[str | None]]  # inputs, outputs, each row's error
+
+
+def numbers_read(grid: Grid, layout: Layout, context: StudyContext, undo) -> Read | None:
+    """A grid of numbers alone (Grid.numbers) read at once, or cells_read's reading of it."""
+    matrix = grid.numbers()
+    if matrix is None:
+        return cells_read(grid, layout, context, undo)
+    inputs = matrix[:, [layout.columns[name] for name in layout.names]]
+    for j, name in enumerate(layout.names):
+        low, high = context.varied[name]._support()
+        if not ((low <= inputs[:, j]) & (inputs[:, j] <= high)).all():
+            return None
+    if any((matrix[:, j] != context.fixed[name]).any() for name, j in layout.fixed.items()):
+        return None
+    return inputs, matrix[:, layout.outputs], [None] * grid.size
+
+
+def cells_read(grid: Grid, layout: Layout, context: StudyContext, undo) -> Read | None:
+    """A grid read a chunk of cells at a time, by float() (`numbers`); None at any mistake."""
+    width, size = len(grid.table.header), grid.size
     supports = {name: context.varied[name]._support() for name in layout.names}
     inputs = np.empty((size, len(layout.names)))
     values = np.empty((size, len(layout.outputs)))
@@ -225,11 +255,7 @@ def plain_rows(path: Path, context: StudyContext, finished: Finished | None) -> 
                 return None
             found[failed] = np.nan
             values[rows, k] = found
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    header = grid.table.header
-    return GivenRows(path, layout.names, inputs, {header[j]: values[:, k]
-                                                  for k, j in enumerate(layout.outputs)},
-                     errors, digest, finished)
+    return inputs, values, errors
 
 
 def numbers(cells: list[str]) -> tuple[np.ndarray, np.ndarray | None]:

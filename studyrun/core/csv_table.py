@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
+import io
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -38,6 +41,7 @@ SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
 _RECORD = re.compile(r'(?:"[^"]*(?:"|\Z)|[^"\r\n]+)*(?:\r\n|\r|\n|\Z)')
 _BREAK = re.compile(r"\r\n|\r|\n")
 HEADER_BYTES = 16 * 2**20  # where read_header stops looking for the header
+NUMBERS_CELLS = 1 << 18  # cells that pay for importing pyarrow (~0.1 s) to read them
 
 
 @dataclass
@@ -120,12 +124,14 @@ def _decode(raw: bytes, path: str) -> str:
 @dataclass
 class Grid:
     """A plain CSV file (see read_plain): its header as a Table without rows, and its rows,
-    every one of the header's width, handed out as cells a chunk of rows at a time."""
+    every one of the header's width, handed out as cells a chunk of rows at a time, or as
+    numbers all at once."""
 
     table: Table
-    body: str  # the rows, each ending in \n
+    data: bytes  # the rows, each ending in \n (ASCII)
     ends: np.ndarray  # the offset just past each row's \n
     sep: str
+    sha256: str  # of the file as it is on disk
 
     @property
     def size(self) -> int:
@@ -138,7 +144,66 @@ class Grid:
         for first in range(0, self.size, step):
             start = int(self.ends[first - 1]) if first else 0
             stop = int(self.ends[min(first + step, self.size) - 1]) - 1
-            yield first, self.body[start:stop].replace("\n", self.sep).split(self.sep)
+            yield first, self.data[start:stop].decode("ascii").replace(
+                "\n", self.sep).split(self.sep)
+
+    def numbers(self) -> np.ndarray | None:
+        """Every cell as float() reads it (rows x columns), parsed at once by pyarrow's CSV
+        reader (pandas' C reader without pyarrow), when each cell is a finite number written
+        with digits, signs, a point and an exponent alone; None for any other grid (text,
+        spaces, NaN, inf, '1_000'), and for one under NUMBERS_CELLS cells unless pyarrow or
+        pandas is imported already: `chunks` hands their cells out instead."""
+        width = len(self.table.header)
+        if self.size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
+            return None
+        if self.data.translate(None, b"0123456789+-.eE\n" + self.sep.encode()):
+            return None  # a byte that is none of these
+        try:
+            import pyarrow  # type: ignore[import-untyped]  # noqa: F401
+        except ImportError:
+            values = pandas_numbers(self.data, self.sep, width)
+        else:
+            values = arrow_numbers(self.data, self.sep, width)
+        return (values if values is not None and values.shape == (self.size, width)
+                and np.isfinite(values).all() else None)
+
+
+def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
+    """Rows of `width` numbers read by pyarrow's CSV reader (fast_float, correctly rounded:
+    float()'s numbers), or None where a cell is not a number."""
+    import pyarrow as pa
+    import pyarrow.csv as csv_arrow  # type: ignore[import-untyped]
+
+    names = [str(j) for j in range(width)]
+    try:
+        table = csv_arrow.read_csv(
+            io.BytesIO(data),
+            read_options=csv_arrow.ReadOptions(column_names=names, use_threads=False,
+                                               block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
+            parse_options=csv_arrow.ParseOptions(delimiter=sep, quote_char=False,
+                                                 ignore_empty_lines=False),
+            convert_options=csv_arrow.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.float64()), null_values=[],
+                strings_can_be_null=False))
+    except (pa.ArrowInvalid, ValueError):
+        return None
+    return np.column_stack([table.column(j).to_numpy() for j in range(width)])
+
+
+def pandas_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
+    """Rows of `width` numbers read by pandas' C reader (its round-trip converter before 3.1,
+    whose default rounds some numbers otherwise than float()), or None where a cell is not."""
+    import pandas as pd  # type: ignore[import-untyped]
+
+    major, minor = (int(p) if p.isdigit() else 0 for p in pd.__version__.split(".")[:2])
+    exact = {"float_precision": "round_trip"} if (major, minor) < (3, 1) else {}
+    try:
+        frame = pd.read_csv(io.BytesIO(data), sep=sep, header=None, names=list(range(width)),
+                            dtype=np.float64, na_filter=False, engine="c", **exact)
+    except (ValueError, TypeError, pd.errors.ParserError):
+        return None
+    values: np.ndarray = frame.to_numpy(dtype=np.float64)
+    return values
 
 
 def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
@@ -154,13 +219,14 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
         raw = Path(path).read_bytes()
     except OSError:
         return None
-    raw = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
+    original = raw
     if b'"' in raw or b"#" in raw:
         return None
     if b"\r" in raw:
         if raw.count(b"\r") != raw.count(b"\r\n"):
             return None
         raw = raw.replace(b"\r\n", b"\n")
+    raw = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
     head, _, body = raw.partition(b"\n")
     if not body or not body.isascii():
         return None
@@ -176,7 +242,7 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
     found = np.searchsorted(np.flatnonzero(data == ord(sep)), ends)
     if (np.diff(found, prepend=0) != len(table.header) - 1).any():
         return None
-    return Grid(table, body.decode("ascii"), ends, sep)
+    return Grid(table, body, ends, sep, hashlib.sha256(original).hexdigest())
 
 
 def parse_table(text: str, path: str, sep: str = ",", *, check_separators: bool = True) -> Table:

@@ -23,6 +23,7 @@ from studyrun.core.batch import Evaluator, ModelOutput, RunContext
 from studyrun.core.errors import ExecutionError, describe
 from studyrun.core.interrupts import fails_the_run, noting_interrupts
 from studyrun.core.isolated import IsolatedExecutor, Loss
+from studyrun.core.runtable import objects
 from studyrun.execution.clusters import cancel_leftovers, job_name
 from studyrun.execution.executors import (
     Executor,
@@ -544,13 +545,14 @@ def record_given(store: RunStore, plan: Plan, values: dict[str, np.ndarray],
         store.prepare(list(plan.design.names), list(values))
     pending = np.flatnonzero(~store.succeeded_among(plan.run_ids))
     counts.reused = plan.size - len(pending)
+    each = objects(errors)
+    failed = np.not_equal(each, np.array(None, object))  # numpy's loop over a million rows
     if len(pending):
         table = np.column_stack([values.get(name, np.full(plan.size, np.nan))
                                  for name in store.quantities] or [np.zeros((plan.size, 0))])
-        new_errors = [errors[i] for i in pending.tolist()]
-        batch = Batch(ids=plan.run_ids[pending], ok=np.array([e is None for e in new_errors]),
-                      errors=new_errors, inputs=plan.design.matrix[pending],
+        batch = Batch(ids=plan.run_ids[pending], ok=~failed[pending],
+                      errors=each[pending].tolist(), inputs=plan.design.matrix[pending],
                       values=table[pending], duration=0.0, worker="given")
         store.write(batch)
-    counts.failed = sum(e is not None for e in errors)
+    counts.failed = int(failed.sum())
     return counts

@@ -7,6 +7,7 @@ single quote before them (csv_table.escape_text); numbers are written as they ar
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -34,8 +35,8 @@ def write_csv(path: Path, parameters: list[str], quantities: list[str],
               tables: Iterable[tuple[int, RunTable]]) -> None:
     """runs.csv: one row per recorded run, `run.index` being its position in the plan; written
     whole or not at all."""
-    with replacing(path) as temporary, open(temporary, "w", newline="") as handle:
-        handle.write(header(parameters, quantities))
+    with replacing(path) as temporary, open(temporary, "wb") as handle:
+        handle.write(header(parameters, quantities).encode())
         for start, table in tables:
             write_rows(handle, start, table)
 
@@ -45,8 +46,14 @@ def header(parameters: list[str], quantities: list[str]) -> str:
 
 
 def write_rows(handle, start: int, table: RunTable) -> None:
-    """The lines of a table's recorded runs, the first at plan position `start`."""
+    """The lines of a table's recorded runs, the first at plan position `start`, into a binary
+    file (UTF-8)."""
     rows = max(1, CSV_CELLS // (len(CSV_FIXED) + table.inputs.shape[1] + table.values.shape[1]))
+    if table.inputs.size + table.values.size >= ARROW_CELLS:  # pays for pyarrow, part by part
+        try:
+            import pyarrow.compute  # noqa: F401
+        except ImportError:
+            pass
     for part in range(0, len(table), rows):
         kept = part + np.flatnonzero(table.found[part:part + rows])
         if len(kept):
@@ -58,7 +65,7 @@ def write_part(store: Path, start: int, seqs: np.ndarray, path: str) -> None:
     from the store at `store`, into the file `path` (in a helper process)."""
     with RunStore.open_readonly(store, check=False) as reader:
         table = reader.read_seqs(seqs)
-    with open(path, "w", newline="") as handle:
+    with open(path, "wb") as handle:
         write_rows(handle, start, table)
 
 
@@ -117,29 +124,29 @@ class WritingInParallel:
                 file.unlink(missing_ok=True)
 
 
-def csv_text(start: int, table: RunTable, kept: np.ndarray) -> str:
-    """The CSV lines of some rows of a table."""
+def csv_text(start: int, table: RunTable, kept: np.ndarray) -> bytes:
+    """The CSV lines of some rows of a table, in UTF-8."""
+    numbers = np.concatenate([table.inputs[kept], table.values[kept]], axis=1)
+    text = arrow_text(start, table, kept, numbers)
+    if text is not None:
+        return text
     columns = [
         list(map(str, (kept + start).tolist())),
         list(map(str, table.ids[kept].tolist())),
         ["ok" if ok else "failed" for ok in table.ok[kept].tolist()],
-        [csv_field(escape_text(e)) if e is not None else "" for e in table.errors[kept].tolist()],
+        few_values(table.errors[kept], error_text),
         few_values(table.duration[kept], float_text),
-        few_values(table.worker[kept], lambda w: "" if w is None else csv_field(escape_text(str(w)))),
+        few_values(table.worker[kept], worker_text),
     ]
-    numbers = np.concatenate([table.inputs[kept], table.values[kept]], axis=1)
-    text = arrow_text(columns, numbers)
-    if text is not None:
-        return text
     columns += [float_column(column) for column in numbers.T]
-    return "\r\n".join(map(",".join, zip(*columns))) + "\r\n"
+    return ("\r\n".join(map(",".join, zip(*columns))) + "\r\n").encode()
 
 
-def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
-    """The lines csv_text writes, the floats formatted and the lines joined by pyarrow (shortest
-    round-trip digits, as Python's), several times faster; None without pyarrow. Python formats
-    the cells pyarrow writes in another form (outside 1e-4 to 1e16, whole numbers: '1e-05',
-    '3.0')."""
+def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarray) -> bytes | None:
+    """The lines csv_text writes, formatted and joined by pyarrow (the floats in shortest
+    round-trip digits, as Python's; studyrun's own columns each distinct value once), several
+    times faster; None without pyarrow. Python formats the cells pyarrow writes in another
+    form (outside 1e-4 to 1e16, whole numbers: '1e-05', '3.0')."""
     if numbers.size < ARROW_CELLS and "pyarrow.compute" not in sys.modules:
         return None
     try:
@@ -153,9 +160,9 @@ def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
     values = numbers.ravel()  # row after row
     text = pc.cast(pa.array(values), pa.string())
     size = np.abs(values)
-    same = (size >= 1e-4) & (size < 1e16)  # Python writes digits and a point (NaN: False)
-    same &= pc.match_substring(text, ".").to_numpy(zero_copy_only=False)
-    same &= ~pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
+    low, high = arrow_plain()
+    same = (size >= max(1e-4, low)) & (size < min(1e16, high))  # both write digits and a point
+    same &= values != np.floor(values)  # ... but pyarrow writes a whole number without it
     other = ~same
     if other.any():
         cells = values[other].tolist()
@@ -163,11 +170,52 @@ def arrow_text(columns: list[list[str]], numbers: np.ndarray) -> str | None:
             ["" if v != v else float.__repr__(v) for v in cells], type=pa.string()))
     lines = pc.binary_join(pa.ListArray.from_arrays(np.arange(0, rows * width + 1, width,
                                                               dtype=np.int32), text), ",")
-    lead = pa.array(list(map(",".join, zip(*columns))), type=pa.string())
-    lines = pc.binary_join_element_wise(lead, lines, ",")
+    own = [pc.cast(pa.array(kept + start), pa.string()),
+           pc.cast(pa.array(table.ids[kept]), pa.string()),
+           pc.if_else(pa.array(table.ok[kept]), "ok", "failed"),
+           each_distinct(pa.array(table.errors[kept], pa.string()), error_text),
+           each_distinct(pa.array(table.duration[kept]), float_text),
+           each_distinct(pa.array(table.worker[kept], pa.string()), worker_text)]
+    lines = pc.binary_join_element_wise(*own, lines, ",")
     lines = pc.binary_join_element_wise(lines, "", "\r\n")  # each line, then its ending
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
-    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes().decode()
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
+
+
+@functools.cache
+def arrow_plain() -> tuple[float, float]:
+    """The magnitudes [low, high) pyarrow writes without an exponent, found by writing 1.5 x
+    each power of ten (its converter decides by the decimal exponent alone)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    powers = range(-30, 31)
+    text = pc.cast(pa.array([1.5 * 10.0 ** p for p in powers]), pa.string()).to_pylist()
+    plain = [p for p, cell in zip(powers, text) if "e" not in cell.lower()]
+    low = high = 0
+    while low - 1 in plain:
+        low -= 1
+    while high + 1 in plain:
+        high += 1
+    return (10.0 ** low, 10.0 ** (high + 1)) if 0 in plain else (1.0, 1.0)
+
+
+def each_distinct(values, text):
+    """A pyarrow array's values as text(value) (None for a null), computed once a distinct value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    return pc.take(pa.array([text(v) for v in encoded.dictionary.to_pylist()], pa.string()),
+                   encoded.indices)
+
+
+def error_text(error: str | None) -> str:
+    return "" if error is None else csv_field(escape_text(error))
+
+
+def worker_text(worker: object) -> str:
+    return "" if worker is None else csv_field(escape_text(str(worker)))
 
 
 def float_column(values: np.ndarray) -> list[str]:
