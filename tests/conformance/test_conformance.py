@@ -364,7 +364,8 @@ def with_copies(mapping: dict, keys: list[str], copies: int) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(ANALYSES))
+@pytest.mark.parametrize("name", [*(f"analysis-{kind}" for kind in ANALYSES),
+                                  "optimize-bayesian"])  # a method with a report of its own
 def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, name, tmp_path,
                                                                         monkeypatch):
     """The analysis's report of a crafted folder, whose names (parameters, quantities, outputs)
@@ -377,7 +378,7 @@ def test_the_report_shows_every_name_and_text_it_did_not_write_as_text(runs, nam
     from studyrun.results.report.build import write_report
     from studyrun.store.run_store import RunStore
 
-    run = runs.get(f"analysis-{name}")
+    run = runs.get(name)
     loaded = load_study(run.out / "study.yaml", check=False)
     study, analysis = loaded.study, run.analysis
     outcome = None
