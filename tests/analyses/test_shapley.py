@@ -86,11 +86,14 @@ def test_permutations_give_iooss_and_prieurs_closed_form(rho, sigma):
 
 
 @pytest.mark.parametrize("rho, sigma", CASES)
-def test_knn_on_5000_given_rows_gives_the_closed_form(rho, sigma):
+def test_knn_on_5000_given_rows_gives_the_closed_form_within_its_interval(rho, sigma):
+    """99% intervals (the resampled local variances' held the error in 4 of these 6 cases; the
+    coverage at 95% over many seeds: benchmarks/bench_shapley.py --only coverage)."""
     rng = np.random.default_rng(11)
     x = rng.standard_normal((5000, 3)) @ np.linalg.cholesky(covariance(rho, sigma)).T
-    found = knn_indices(x, x.sum(axis=1), 3, 100, 0.95, 3)
-    assert np.abs(found["shapley"] - iooss_prieur(rho, sigma)).max() < 0.02, found
+    found = knn_indices(x, x.sum(axis=1), 3, 10, 0.99, 3)
+    error = np.abs(found["shapley"] - iooss_prieur(rho, sigma))
+    assert (error < 0.02).all() and (error <= found["shapley_conf"]).all(), (error, found)
     assert found["shapley"].sum() == pytest.approx(1.0)
 
 

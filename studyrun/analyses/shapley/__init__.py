@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 RANDOM_PERMUTATIONS = 100  # permutations: auto beyond EXACT_UP_TO inputs
 KNN_SAMPLES, SURROGATE_SAMPLES = 1000, 400
 WIDE_INTERVAL = 0.1
+RESAMPLES = 100  # permutations: bootstrap resamples
 
 
 class Sizes(BaseModel):
@@ -88,7 +89,9 @@ class Shapley(ReadsGiven):
                             "estimates a conditional variance")
     surrogate: Literal["pce", "gp"] = Field("pce", description="surrogate: which one")
     confidence: Confidence = 0.95
-    resamples: Resamples = 100
+    resamples: Resamples | None = Field(
+        None, description="permutations: bootstrap resamples for the intervals (default 100); "
+        "knn: splits of the rows into halves, each estimated again (default 10)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Shapley":
@@ -128,7 +131,7 @@ class Shapley(ReadsGiven):
         return KNN_SAMPLES if self.method == "knn" else SURROGATE_SAMPLES
 
     def check(self, context: StudyContext) -> list[Problem]:
-        from studyrun.analyses.shapley.knn import MOST_INPUTS, MOST_SEARCHES
+        from studyrun.analyses.shapley.knn import MOST_INPUTS, MOST_SEARCHES, SPLITS
 
         problems = super().check(context)
         d = len(context.varied)
@@ -149,12 +152,14 @@ class Shapley(ReadsGiven):
             problems.append(Problem(f"{self.from_} holds {rows.size} runs; knn needs at least "
                                     f"{MIN_RUNS}", "from"))
         size = rows.size if rows is not None else self.runs()
-        if self.method == "knn" and not problems and size * ((1 << d) - 2) > MOST_SEARCHES:
+        rounds = 1 + (self.resamples or SPLITS)  # the whole, then each split's two halves
+        if self.method == "knn" and not problems and rounds * size * ((1 << d) - 2) > MOST_SEARCHES:
             problems.append(Problem(
                 f"knn searches the neighbours of {size:,} rows in each of {(1 << d) - 2:,} "
-                f"subsets of the inputs, more than {MOST_SEARCHES:,} searches (about ten minutes "
-                "of CPU); use fewer rows, or method: surrogate", "from" if rows is not None
-                else "samples"))
+                f"subsets of the inputs, {rounds} times (the rows, then each of {rounds - 1} "
+                f"splits into halves), more than {MOST_SEARCHES:,} searches (about ten minutes "
+                "of CPU); use fewer rows, fewer resamples, or method: surrogate",
+                "from" if rows is not None else "samples"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
@@ -248,18 +253,19 @@ class Shapley(ReadsGiven):
         m = None if info["permutations"] == "exact" else int(info["permutations"])
         plan = scheme(d, m, np.random.default_rng(info["design_seed"]))
         counts = Counts(info["total"], info["outer"], info["inner"])
-        return estimate(y, bad, plan, counts, self.resamples, self.confidence, info["analysis_seed"])
+        return estimate(y, bad, plan, counts, self.resamples or RESAMPLES, self.confidence,
+                        info["analysis_seed"])
 
     def by_neighbours(self, x: np.ndarray, y: np.ndarray, bad: np.ndarray,
                       info: dict[str, Any]) -> dict[str, Any]:
         from studyrun.analyses.shapley.estimator import TooFew
-        from studyrun.analyses.shapley.knn import knn_indices
+        from studyrun.analyses.shapley.knn import SPLITS, knn_indices
 
         keep = ~bad
-        if keep.sum() < max(MIN_RUNS, self.neighbours + 1):
+        if keep.sum() < max(MIN_RUNS, 2 * (self.neighbours + 1)):  # the halves need neighbours
             raise TooFew(int(keep.sum()))
-        found = knn_indices(x[keep], y[keep], self.neighbours, self.resamples, self.confidence,
-                            info["analysis_seed"])
+        found = knn_indices(x[keep], y[keep], self.neighbours, self.resamples or SPLITS,
+                            self.confidence, info["analysis_seed"])
         return found | {"effective_N": int(keep.sum())}
 
     def by_surrogate(self, x: np.ndarray, y: np.ndarray, bad: np.ndarray, info: dict[str, Any],

@@ -170,13 +170,12 @@ def estimate(y: np.ndarray, bad: np.ndarray, s: Scheme, sizes: Sizes, resamples:
 
 
 def combine(yv: np.ndarray, blocks: list[np.ndarray], s: Scheme, resamples: int,
-            confidence: float, seed: int, local=None) -> dict[str, Any]:
+            confidence: float, seed: int) -> dict[str, Any]:
     """Shapley effects, Kucherenko's S1 and ST, V, and bootstrap half-widths (z times the
     spread over `resamples` resamples of the variance rows, of each block's outer draws, and
     for random permutations of the permutations), from the rows for V and each block's runs
     (outer, inner). Each block's runs are draws of the joint distribution too, so V is the
-    variance of every run. `local` (given data): instead of blocks, each row's variance among
-    its neighbours for each block, resampled with the rows of V."""
+    variance of every run."""
     from scipy import stats
 
     fewest = min([len(yv), *[len(rows) for rows in blocks]])
@@ -184,8 +183,7 @@ def combine(yv: np.ndarray, blocks: list[np.ndarray], s: Scheme, resamples: int,
         raise TooFew(fewest)
     rng = np.random.default_rng(seed)
     with np.errstate(invalid="ignore", over="ignore"):
-        if local is None:
-            local = [np.var(rows, axis=1, ddof=1) for rows in blocks]
+        local = [np.var(rows, axis=1, ddof=1) for rows in blocks]
         # per outer draw (and per row of V): count, sum and sum of squares of its runs
         sums = [(np.full(len(yv), 1.0), yv, yv * yv)] + [
             (np.full(len(rows), float(rows.shape[1])), rows.sum(axis=1), (rows * rows).sum(axis=1))
@@ -196,9 +194,8 @@ def combine(yv: np.ndarray, blocks: list[np.ndarray], s: Scheme, resamples: int,
         n, total, squares = (sum(float(part[k][pick].sum()) for part, pick in zip(sums, chosen))
                              for k in range(3))
         v = (squares - total * total / n) / (n - 1)
-        rows = [row if pick is None else row[pick] for row, pick in
-                zip(local, picks if blocks else [v_pick] * len(local))]
-        return np.array([0.0, 1.0, *[np.mean(row) / v for row in rows], v])
+        return np.array([0.0, 1.0, *[np.mean(row[pick]) / v for row, pick in zip(local, picks)],
+                         v])
 
     everything = np.arange(len(yv))
     point = costs(everything, [np.arange(len(rows)) for rows in blocks])
