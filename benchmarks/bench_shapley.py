@@ -3,7 +3,8 @@ the closed form, and the runs and CPU seconds of the permutation estimator again
 of inputs.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_shapley.py \
-        [--seeds 5] [--only permutations,random,knn,pce,peer,inputs] [--peer-python PATH]
+        [--seeds 5] [--only permutations,random,knn,pce,peer,coverage,inputs]
+        [--coverage-seeds 40] [--peer-python PATH]
 
 Cases: y = X1 + X2 + X3, X1 independent, corr(X2, X3) = 0.5, sd(X3) = 2 (Iooss and Prieur's
 closed form: 0.125, 0.2969, 0.5781), and y = b'X with ten correlated normal inputs (b and the
@@ -85,7 +86,7 @@ def given_rows(cov, n, seed, lhs=False):
 
 def knn(beta, cov, n, seed):
     x = given_rows(cov, n, seed)
-    return knn_indices(x, x @ beta, 3, 2, 0.95, seed)["shapley"], n
+    return knn_indices(x, x @ beta, 3, 10, 0.95, seed)["shapley"], n
 
 
 def pce(beta, cov, n, seed):
@@ -163,6 +164,41 @@ def runs_to_answer(ways, seeds, writer):
     return table
 
 
+def coverage(seeds, writer):
+    """knn on given rows: how often the 95% interval holds each effect and how often every
+    effect is within 0.02, over many seeds: the six Iooss-Prieur cases on 5,000 rows, and the
+    ten-input case on 1,000 rows (a fifth of the seeds: 20 s of CPU each)."""
+    from test_shapley import CASES, covariance, iooss_prieur, linear_gaussian, ten_inputs
+
+    beta, cov = ten_inputs()
+    runs = [(f"rho {rho} sigma {sigma}", np.ones(3), covariance(rho, sigma),
+             iooss_prieur(rho, sigma), 5000, seeds) for rho, sigma in CASES]
+    runs.append(("10 inputs", beta, cov, linear_gaussian(beta, cov)["shapley"], 1000,
+                 max(2, seeds // 5)))
+    for name, b, c, exact, n, count in runs:
+        held, close, errors, widths = [], [], [], []
+        start = time.process_time()
+        for seed in range(count):
+            rng = np.random.default_rng(1000 + seed)
+            x = rng.standard_normal((n, len(b))) @ np.linalg.cholesky(c).T
+            found = knn_indices(x, x @ b, 3, 10, 0.95, seed)
+            error = found["shapley"] - exact
+            held.append(np.abs(error) <= found["shapley_conf"])
+            close.append(np.abs(error).max() <= TOLERANCE)
+            errors.append(error)
+            widths.append(found["shapley_conf"])
+        cpu = (time.process_time() - start) / count
+        cover = np.mean(held, axis=0)
+        line = (f"{name}: {n} rows, {count} seeds: 95% intervals held each effect "
+                f"{cover.min():.0%}-{cover.max():.0%} of the time; every effect within 0.02 in "
+                f"{np.mean(close):.0%}; mean error (bias) at most {np.abs(np.mean(errors, axis=0)).max():.4f}, "
+                f"largest error {np.abs(errors).max():.4f}, mean half-width {np.mean(widths):.4f}, "
+                f"{cpu:.2f} s CPU each")
+        writer.writerow(["coverage", name, count, n, n, f"{np.abs(errors).max():.4f}", f"{cpu:.2f}",
+                         f"{cover.min():.3f}", f"{np.mean(close):.3f}"])
+        print(line, flush=True)
+
+
 def by_inputs(writer):
     """Runs and CPU of the permutation estimator (design and estimate, default sizes) by d."""
     from scipy.special import ndtri
@@ -188,9 +224,10 @@ def by_inputs(writer):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--only", default="permutations,random,knn,pce,peer,inputs")
+    parser.add_argument("--only", default="permutations,random,knn,pce,peer,coverage,inputs")
     parser.add_argument("--peer-python", default=str(ROOT / "benchmarks" / "out" /
                                                      "shapley-peer-venv" / "bin" / "python"))
+    parser.add_argument("--coverage-seeds", type=int, default=40)
     parser.add_argument("--csv", default="shapley.csv", help="in benchmarks/measured/")
     args = parser.parse_args()
     only = args.only.split(",")
@@ -203,6 +240,8 @@ def main() -> None:
         writer = csv.writer(handle)
         writer.writerow(["way", "case", "seed", "size", "runs", "max_error", "cpu_s"])
         runs_to_answer(ways, args.seeds, writer)
+        if "coverage" in only:
+            coverage(args.coverage_seeds, writer)
         if "inputs" in only:
             by_inputs(writer)
     print(f"wrote {out}")

@@ -185,6 +185,12 @@ def test_the_command_line_validates_plans_runs_and_reports(tmp_path):
     assert run_cli("validate", path).returncode == 0
     plan = run_cli("plan", path)
     assert plan.returncode == 0 and "6 costs of 1000 x 3 conditional runs" in plan.stdout
+    assert "21,000 runs in all (for an expensive model, method: surrogate fits 400)" in plan.stdout
+    (tmp_path / "default").mkdir()
+    default = correlated_study(tmp_path / "default", "{type: shapley}")
+    plan = run_cli("plan", default)  # Song et al.'s N_I = 3; 2,300 runs, not 6,400
+    assert "500 runs for the variance, then 6 costs of 100 x 3" in plan.stdout, plan.stdout
+    assert "2,300 runs in all" in plan.stdout
     done = run_cli("run", path, "--out", tmp_path / "out", "--scheduler", "sync", timeout=300)
     assert done.returncode == 0, done.stderr
     analysis = json.loads((tmp_path / "out" / "analysis.json").read_text())

@@ -6,7 +6,8 @@ and no model runs.
 The interval comes from splitting the rows into random halves and estimating again on each
 half: the local variances share rows, so resampling them as if independent understates the
 spread (it covered 45-95% where 95% was asked). The halves' neighbours are farther apart, and
-how much their costs rise measures the neighbour bias, which widens the interval.
+how much their costs rise measures the neighbour bias: it is taken off the estimate and, as the
+correction's own uncertainty, added to the interval.
 
 Formulas, defaults and edge cases: docs/methods.md, "Shapley effects".
 """
@@ -64,10 +65,11 @@ def knn_indices(x: np.ndarray, y: np.ndarray, neighbours: int, splits: int, conf
                 seed: int) -> dict[str, Any]:
     """Shapley effects, Kucherenko's indices and V of y over the rows x (every row usable).
 
-    Half-width: Student's t (`splits` degrees of freedom) times the spread of the difference
-    between two halves' estimates (its variance is about four times the whole's), plus the bias
-    the halves show, scaled to the whole: with p inputs to search, the bias grows as the
-    squared neighbour distance, (rows)^(-2/p), so halving the rows multiplies it by 2^(2/p)."""
+    The bias the halves show, scaled to the whole, is taken off: with p inputs to search, it
+    grows as the squared neighbour distance, (rows)^(-2/p), so halving the rows multiplies it
+    by 2^(2/p). Half-width: Student's t (`splits` degrees of freedom) times the spread of the
+    difference between two halves' estimates (its variance is about four times the whole's),
+    plus the size of that correction."""
     from scipy import stats
 
     n, d = x.shape
@@ -93,8 +95,8 @@ def knn_indices(x: np.ndarray, y: np.ndarray, neighbours: int, splits: int, conf
     bias = effects(s, np.mean(rises, axis=0) / growth) if rises else np.full(3 * d, np.nan)
     spread = np.sqrt(np.mean(np.square(gaps), axis=0) / 4) if gaps else np.full(3 * d, np.nan)
     t = float(stats.t.ppf(0.5 + confidence / 2, max(1, len(gaps))))
-    values = effects(s, whole)
+    values = effects(s, whole) - bias
     conf = t * spread + np.abs(bias)
     return {"shapley": values[:d], "shapley_conf": conf[:d], "S1": values[d:2 * d],
             "S1_conf": conf[d:2 * d], "ST": values[2 * d:], "ST_conf": conf[2 * d:],
-            "variance": float(np.var(y, ddof=1)), "bias": bias, "spread": t * spread}
+            "variance": float(np.var(y, ddof=1))}
