@@ -97,6 +97,21 @@ def test_knn_on_5000_given_rows_gives_the_closed_form_within_its_interval(rho, s
     assert found["shapley"].sum() == pytest.approx(1.0)
 
 
+def test_knn_on_few_rows_or_a_nearly_constant_output_gives_an_error_or_null_intervals():
+    """The halves need neighbours of their own; an output that varies in one row leaves every
+    half but some constant: the effects stand, their intervals are null (NaN)."""
+    from studyrun.analyses.shapley.estimator import TooFew
+
+    x = np.random.default_rng(2).standard_normal((200, 3))
+    with pytest.raises(TooFew):
+        knn_indices(x[:7], x[:7].sum(axis=1), 3, 10, 0.95, 1)
+    y = np.zeros(200)
+    y[17] = 1.0
+    found = knn_indices(x, y, 3, 4, 0.95, 1)
+    assert found["shapley"].sum() == pytest.approx(1.0) and np.isfinite(found["shapley"]).all()
+    assert np.isnan(found["shapley_conf"]).all()
+
+
 def test_the_closed_form_agrees_with_the_conditional_variances():
     """The test's own two known answers agree with each other."""
     for rho, sigma in CASES:
@@ -327,6 +342,8 @@ def test_sobol_under_correlation_gives_kucherenkos_indices_and_says_so(tmp_path)
     ("{type: shapley, samples: 100}", "analysis.samples", ["{total, outer, inner, permutations}"]),
     ("{type: shapley, method: permutations, from: rows.csv}", "analysis", ["needs method: knn"]),
     ("{type: shapley, samples: {inner: 1}}", "analysis.samples.inner", ["must be at least 2, got 1"]),
+    ("{type: shapley, method: knn, samples: 1000000, resamples: 40}", "analysis.samples",
+     ["41 times", "each of 40 splits into halves", "fewer resamples"]),
 ])
 def test_mistakes_are_located(tmp_path, analysis, where, words):
     path = correlated_study(tmp_path, analysis)
