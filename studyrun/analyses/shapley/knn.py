@@ -5,7 +5,7 @@ and no model runs.
 
 The interval comes from splitting the rows into random halves and estimating again on each
 half: the local variances share rows, so resampling them as if independent understates the
-spread (it covered 45-95% where 95% was asked). The halves' neighbours are farther apart, and
+spread (it covered 60-100% where 95% was asked). The halves' neighbours are farther apart, and
 how much their costs rise measures the neighbour bias: it is taken off the estimate and, as the
 correction's own uncertainty, added to the interval.
 
