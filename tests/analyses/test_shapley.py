@@ -290,6 +290,21 @@ def test_a_surrogate_of_200_runs_gives_the_closed_form(tmp_path, surrogate):
     assert results["q2"] > 0.99
 
 
+@pytest.mark.thorough
+@pytest.mark.parametrize("rho, sigma", CASES)
+def test_a_pce_of_200_runs_gives_the_closed_form_in_every_case(tmp_path, rho, sigma):
+    """The issue's known answers for the surrogate route, at every (rho, sigma)."""
+    study = correlated_study(tmp_path, "{type: shapley, method: surrogate, samples: 200}",
+                             execution="execution: {scheduler: sync, on_failure: continue}")
+    study.write_text(study.read_text().replace("std: 2", f"std: {sigma}").replace(
+        "[x2, x3, 0.5]", f"[x2, x3, {rho}]"))
+    y = studyrun.run(study, tmp_path / "out").results["y"]
+    found = np.array([y["shapley"][n] for n in ("x1", "x2", "x3")])
+    conf = np.array([y["shapley_conf"][n] for n in ("x1", "x2", "x3")])
+    error = np.abs(found - iooss_prieur(rho, sigma))
+    assert (error < 0.02).all() and (error <= conf).all(), (found, conf)
+
+
 ISHIGAMI = '''
 import numpy as np
 
