@@ -95,6 +95,10 @@ def test_knn_on_5000_given_rows_gives_the_closed_form_within_its_interval(rho, s
     error = np.abs(found["shapley"] - iooss_prieur(rho, sigma))
     assert (error < 0.02).all() and (error <= found["shapley_conf"]).all(), (error, found)
     assert found["shapley"].sum() == pytest.approx(1.0)
+    kucherenko = linear_gaussian(np.ones(3), covariance(rho, sigma))
+    for key in ("S1", "ST"):  # the bias taken off S1 = 1 - c(all but i) once had the 1 too
+        error = np.abs(found[key] - kucherenko[key])
+        assert (error < 0.05).all() and (error <= found[key + "_conf"]).all(), (key, found)
 
 
 def test_knn_on_few_rows_or_a_nearly_constant_output_gives_an_error_or_null_intervals():

@@ -56,8 +56,7 @@ def costs(u: np.ndarray, y: np.ndarray, s: Scheme, neighbours: int) -> np.ndarra
 
 
 def effects(s: Scheme, c: np.ndarray) -> np.ndarray:
-    """Shapley effects, then Kucherenko's S1, then ST (each d long), from the costs; linear in
-    them, so it maps a bias of the costs too."""
+    """Shapley effects, then Kucherenko's S1, then ST (each d long), from the costs."""
     return np.concatenate([s.weights() @ c, *kucherenko(s, c)])
 
 
@@ -94,7 +93,8 @@ def knn_indices(x: np.ndarray, y: np.ndarray, neighbours: int, splits: int, conf
     growth = np.where(searched > 0, 2.0 ** (2.0 / np.maximum(searched, 1)) - 1, np.inf)
     # every split had a constant half (y varies in a row or two): no bias to take off, and no
     # interval (null)
-    bias = effects(s, np.mean(rises, axis=0) / growth) if rises else np.zeros(3 * d)
+    zero = effects(s, np.zeros_like(whole))  # S1 = 1 - c(all but i) is affine in the costs
+    bias = effects(s, np.mean(rises, axis=0) / growth) - zero if rises else np.zeros(3 * d)
     spread = np.sqrt(np.mean(np.square(gaps), axis=0) / 4) if gaps else np.full(3 * d, np.nan)
     t = float(stats.t.ppf(0.5 + confidence / 2, max(1, len(gaps))))
     values = effects(s, whole) - bias
