@@ -91,9 +91,9 @@ def knn_indices(x: np.ndarray, y: np.ndarray, neighbours: int, splits: int, conf
         rises.append((a + b) / 2 - whole)
     searched = np.array([0, 0, *[d - bin(mask).count("1") for mask in s.blocks]])
     growth = np.where(searched > 0, 2.0 ** (2.0 / np.maximum(searched, 1)) - 1, np.inf)
-    # every split had a constant half (y varies in a row or two): no bias to take off, and no
-    # interval (null)
     zero = effects(s, np.zeros_like(whole))  # S1 = 1 - c(all but i) is affine in the costs
+    # no split without a constant half (y varies in a row or two): no bias to take off, and no
+    # interval (null)
     bias = effects(s, np.mean(rises, axis=0) / growth) - zero if rises else np.zeros(3 * d)
     spread = np.sqrt(np.mean(np.square(gaps), axis=0) / 4) if gaps else np.full(3 * d, np.nan)
     t = float(stats.t.ppf(0.5 + confidence / 2, max(1, len(gaps))))
