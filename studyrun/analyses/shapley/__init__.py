@@ -45,16 +45,19 @@ if TYPE_CHECKING:
 RANDOM_PERMUTATIONS = 100  # permutations: auto beyond EXACT_UP_TO inputs
 KNN_SAMPLES, SURROGATE_SAMPLES = 1000, 400
 WIDE_INTERVAL = 0.1
+RESAMPLES = 100  # permutations: bootstrap resamples
 
 
 class Sizes(BaseModel):
-    """Song et al.'s sample sizes for `method: permutations`."""
+    """Song et al.'s sample sizes for `method: permutations`. The defaults cost 2,300 runs at 3
+    inputs (N_V + 6 N_O N_I) and leave effects within about 0.03 (half-widths about 0.06); an
+    expensive model is better served by `method: surrogate` (400 runs)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    total: PositiveInt = Field(1000, ge=2, description="N_V: independent runs for the output's "
+    total: PositiveInt = Field(500, ge=2, description="N_V: independent runs for the output's "
                                "variance")
-    outer: PositiveInt = Field(300, ge=2, description="N_O: draws of the other inputs for each "
+    outer: PositiveInt = Field(100, ge=2, description="N_O: draws of the other inputs for each "
                                "subset's cost")
     inner: PositiveInt = Field(3, ge=2, description="N_I: conditional draws of the subset for "
                                "each outer draw (Song et al. advise 3)")
@@ -88,7 +91,9 @@ class Shapley(ReadsGiven):
                             "estimates a conditional variance")
     surrogate: Literal["pce", "gp"] = Field("pce", description="surrogate: which one")
     confidence: Confidence = 0.95
-    resamples: Resamples = 100
+    resamples: Resamples | None = Field(
+        None, description="permutations: bootstrap resamples for the intervals (default 100); "
+        "knn: splits of the rows into halves, each estimated again (default 10)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Shapley":
@@ -128,7 +133,7 @@ class Shapley(ReadsGiven):
         return KNN_SAMPLES if self.method == "knn" else SURROGATE_SAMPLES
 
     def check(self, context: StudyContext) -> list[Problem]:
-        from studyrun.analyses.shapley.knn import MOST_INPUTS, MOST_SEARCHES
+        from studyrun.analyses.shapley.knn import MOST_INPUTS, MOST_SEARCHES, SPLITS
 
         problems = super().check(context)
         d = len(context.varied)
@@ -149,12 +154,14 @@ class Shapley(ReadsGiven):
             problems.append(Problem(f"{self.from_} holds {rows.size} runs; knn needs at least "
                                     f"{MIN_RUNS}", "from"))
         size = rows.size if rows is not None else self.runs()
-        if self.method == "knn" and not problems and size * ((1 << d) - 2) > MOST_SEARCHES:
+        rounds = 1 + (self.resamples or SPLITS)  # the whole, then each split's two halves
+        if self.method == "knn" and not problems and rounds * size * ((1 << d) - 2) > MOST_SEARCHES:
             problems.append(Problem(
                 f"knn searches the neighbours of {size:,} rows in each of {(1 << d) - 2:,} "
-                f"subsets of the inputs, more than {MOST_SEARCHES:,} searches (about ten minutes "
-                "of CPU); use fewer rows, or method: surrogate", "from" if rows is not None
-                else "samples"))
+                f"subsets of the inputs, {rounds} times (the rows, then each of {rounds - 1} "
+                f"splits into halves), more than {MOST_SEARCHES:,} searches (about ten minutes "
+                "of CPU); use fewer rows, fewer resamples, or method: surrogate",
+                "from" if rows is not None else "samples"))
         return problems
 
     def run_count(self, context: StudyContext) -> tuple[int, str] | None:
@@ -208,8 +215,10 @@ class Shapley(ReadsGiven):
             return ""
         orders = ("every subset's cost once (exact permutations)" if info["permutations"] == "exact"
                   else f"{info['permutations']} random permutations")
+        runs = info["total"] + info["blocks"] * info["outer"] * info["inner"]
         return (f"shapley: {info['total']} runs for the variance, then {info['blocks']} costs of "
-                f"{info['outer']} x {info['inner']} conditional runs: {orders}")
+                f"{info['outer']} x {info['inner']} conditional runs: {orders}; {runs:,} runs in "
+                f"all (for an expensive model, method: surrogate fits {SURROGATE_SAMPLES})")
 
     def analyse(self, outcome: Outcome, context: StudyContext) -> dict[str, Any]:
         return {name: self.analyse_quantity(values, failed_rows(outcome, name, values),
@@ -248,18 +257,19 @@ class Shapley(ReadsGiven):
         m = None if info["permutations"] == "exact" else int(info["permutations"])
         plan = scheme(d, m, np.random.default_rng(info["design_seed"]))
         counts = Counts(info["total"], info["outer"], info["inner"])
-        return estimate(y, bad, plan, counts, self.resamples, self.confidence, info["analysis_seed"])
+        return estimate(y, bad, plan, counts, self.resamples or RESAMPLES, self.confidence,
+                        info["analysis_seed"])
 
     def by_neighbours(self, x: np.ndarray, y: np.ndarray, bad: np.ndarray,
                       info: dict[str, Any]) -> dict[str, Any]:
         from studyrun.analyses.shapley.estimator import TooFew
-        from studyrun.analyses.shapley.knn import knn_indices
+        from studyrun.analyses.shapley.knn import SPLITS, knn_indices
 
         keep = ~bad
-        if keep.sum() < max(MIN_RUNS, self.neighbours + 1):
+        if keep.sum() < max(MIN_RUNS, 2 * (self.neighbours + 1)):  # the halves need neighbours
             raise TooFew(int(keep.sum()))
-        found = knn_indices(x[keep], y[keep], self.neighbours, self.resamples, self.confidence,
-                            info["analysis_seed"])
+        found = knn_indices(x[keep], y[keep], self.neighbours, self.resamples or SPLITS,
+                            self.confidence, info["analysis_seed"])
         return found | {"effective_N": int(keep.sum())}
 
     def by_surrogate(self, x: np.ndarray, y: np.ndarray, bad: np.ndarray, info: dict[str, Any],

@@ -26,7 +26,8 @@ INTRO = ("A parameter's Shapley effect is its share of the output's variance; th
          "every other parameter is known. When two inputs are correlated, the variance they "
          "explain together is split between them: a high effect with a low ST means the "
          "parameter matters mostly through what it shares with its partners, so fixing it "
-         "alone removes little. Intervals are bootstrap half-widths.")
+         "alone removes little. Intervals are bootstrap half-widths (knn: from splits of the rows "
+         "into halves, with the nearest-neighbour bias added).")
 KEYS = ("shapley", "shapley_conf", "S1", "S1_conf", "ST", "ST_conf")
 
 
