@@ -14,7 +14,10 @@ SORM are deterministic: their runs and their pf's error. AK-MCS (5 seeds: a Gaus
 on every run costs seconds) stands beside crude Monte Carlo's runs for 5%. studyrun's methods
 are called as the analysis calls them (studyrun/analyses/reliability), on g in the standard
 normal space: the executor adds no runs. OpenTURNS runs in the peer environment
-(benchmarks/peers/reliability_peers.py; `bash benchmarks/peers/setup_venv.sh` installs it).
+(benchmarks/peers/reliability_peers.py; `bash benchmarks/peers/setup_venv.sh` installs it);
+UQpy's FORM and subset simulation, where benchmarks/out/uqpy-venv holds it, in that one
+(benchmarks/peers/reliability_uqpy.py says how to make it), with at most UQPY_SEEDS seeds: it
+runs its model one point at a time.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from studyrun.analyses.reliability.sampling import (  # noqa: E402
 )
 
 PEER_PYTHON = str(HERE / "out" / "peers-venv" / "bin" / "python")
+UQPY_PYTHON = HERE / "out" / "uqpy-venv" / "bin" / "python"
+UQPY_SEEDS = 20
 sys.path.insert(0, str(HERE / "peers"))
 from reliability_peers import CAP, REFERENCE, SETTINGS, g_of, runs_of  # noqa: E402
 
@@ -124,6 +129,8 @@ def summary(rows: list, ref: float) -> dict[str, dict]:
 def cell(s: dict | None, deterministic: bool) -> str:
     if s is None:
         return "-"
+    if not np.isfinite(s["bias"]):
+        return f"{s['runs']:,.0f} runs, no pf"
     if deterministic:
         return f"{s['runs']:,.0f} runs, error {s['bias']:+.1%}"
     five = "-" if s["for_5"] is None else f"{s['for_5']:,.0f}"
@@ -152,6 +159,7 @@ def main() -> None:
     parser.add_argument("--peer-python", default=PEER_PYTHON)
     parser.add_argument("--subset", action="store_true")
     parser.add_argument("--peers-json", help="the peer script's output from an earlier run")
+    parser.add_argument("--uqpy-json", help="reliability_uqpy.py's output from an earlier run")
     args = parser.parse_args()
     if args.subset:
         subset_scatter()
@@ -161,9 +169,15 @@ def main() -> None:
         peer = None if args.peers_json else subprocess.Popen(
             [args.peer_python, str(HERE / "peers" / "reliability_peers.py"), str(args.seeds),
              str(out)])
+        uq_out = Path(args.uqpy_json or Path(tmp) / "uqpy.json")
+        uq = None if args.uqpy_json or not UQPY_PYTHON.exists() else subprocess.Popen(
+            [str(UQPY_PYTHON), str(HERE / "peers" / "reliability_uqpy.py"),
+             str(min(args.seeds, UQPY_SEEDS)), str(uq_out)])
         mine = {case: studyrun_rows(case, args.seeds) for case in REFERENCE}
         peers = json.loads(out.read_text()) if peer is None or peer.wait() == 0 \
             else {"cases": {}}
+        uqpy = json.loads(uq_out.read_text()) if (uq is None and uq_out.exists()) or \
+            (uq is not None and uq.wait() == 0) else {"cases": {}}
     table, csv_rows = [], []
     for case, ref in REFERENCE.items():
         theirs = peers["cases"].get(case, {})
@@ -174,6 +188,9 @@ def main() -> None:
             deterministic = kind in ("form", "sorm")
             ours = summary(rows, ref)
             peer = summary(theirs[kind], ref) if kind in theirs else {}
+            other = uqpy["cases"].get(case, {})
+            third = summary(other[kind], ref) if kind in other and method != \
+                "form (4 starts, check)" else {}
             for setting, s in ours.items():
                 p = peer.get(setting)
                 if method == "ak-mcs":
@@ -185,15 +202,17 @@ def main() -> None:
                         p["for_5"] else "-"
                 label = "" if deterministic else f" at {setting}"
                 table.append(f"| {case} | {method}{label} | {cell(s, deterministic)} | "
-                             f"{cell(p, deterministic)} | {ratio} |")
+                             f"{cell(p, deterministic)} | {ratio} | "
+                             f"{cell(third.get(setting), deterministic)} |")
                 csv_rows.append({"case": case, "method": method, "setting": setting,
                                  **{f"studyrun_{k}": v for k, v in s.items()},
                                  **{f"openturns_{k}": v for k, v in (p or {}).items()}})
-    print(f"\nOpenTURNS {peers.get('openturns', 'not run')}; {args.seeds} seeds (AK-MCS "
-          f"{min(args.seeds, AK_SEEDS)}); a sampling cell: mean runs, rmse of pf / exact (bias), "
-          "runs for 5%\n")
-    print("| case | method | studyrun | OpenTURNS | ratio (runs for 5%) |")
-    print("| --- | --- | --- | --- | --- |")
+    print(f"\nOpenTURNS {peers.get('openturns', 'not run')}, UQpy {uqpy.get('uqpy', 'not run')}; "
+          f"{args.seeds} seeds (AK-MCS {min(args.seeds, AK_SEEDS)}, UQpy "
+          f"{min(args.seeds, UQPY_SEEDS)}); a sampling cell: mean runs, rmse of pf / exact "
+          "(bias): runs for 5%\n")
+    print("| case | method | studyrun | OpenTURNS | ratio to OpenTURNS (runs for 5%) | UQpy |")
+    print("| --- | --- | --- | --- | --- | --- |")
     print("\n".join(table))
     write_rows("reliability", csv_rows)
 
