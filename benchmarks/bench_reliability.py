@@ -160,20 +160,28 @@ def main() -> None:
     parser.add_argument("--subset", action="store_true")
     parser.add_argument("--peers-json", help="the peer script's output from an earlier run")
     parser.add_argument("--uqpy-json", help="reliability_uqpy.py's output from an earlier run")
+    parser.add_argument("--table", action="store_true",
+                        help="the table again from benchmarks/out/reliability_studyrun.json")
     args = parser.parse_args()
     if args.subset:
         subset_scatter()
         return
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.peers_json or Path(tmp) / "peers.json")
-        peer = None if args.peers_json else subprocess.Popen(
+        peer = None if args.peers_json or args.table else subprocess.Popen(
             [args.peer_python, str(HERE / "peers" / "reliability_peers.py"), str(args.seeds),
              str(out)])
         uq_out = Path(args.uqpy_json or Path(tmp) / "uqpy.json")
-        uq = None if args.uqpy_json or not UQPY_PYTHON.exists() else subprocess.Popen(
+        uq = None if args.uqpy_json or args.table or not UQPY_PYTHON.exists() else subprocess.Popen(
             [str(UQPY_PYTHON), str(HERE / "peers" / "reliability_uqpy.py"),
              str(min(args.seeds, UQPY_SEEDS)), str(uq_out)])
-        mine = {case: studyrun_rows(case, args.seeds) for case in REFERENCE}
+        kept = HERE / "out" / "reliability_studyrun.json"
+        if args.table:
+            mine = json.loads(kept.read_text())
+        else:
+            mine = {case: studyrun_rows(case, args.seeds) for case in REFERENCE}
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(json.dumps(mine))
         peers = json.loads(out.read_text()) if peer is None or peer.wait() == 0 \
             else {"cases": {}}
         uqpy = json.loads(uq_out.read_text()) if (uq is None and uq_out.exists()) or \

@@ -181,7 +181,7 @@ def test_form_stops_close_to_the_limit_state_and_still_stops_where_g_is_noisy():
         rng = np.random.default_rng(seed)
         calls = []
 
-        def noisy(u):
+        def noisy(u, rng=rng, calls=calls):
             calls.append(len(u))
             return 3 - u.sum(axis=1) / np.sqrt(3) + 3e-5 * rng.standard_normal(len(u))
 
