@@ -115,8 +115,8 @@ def test_monte_carlo_grows_to_the_runs_the_cov_needs():
 
 def test_subset_finds_beta_4_75_in_10_normals():
     """pf = Phi(-4.75) = 1.017e-6 in at most 20,000 runs, each of seeds 0-9 within 30% and
-    their mean within 10%. Honestly: over 200 seeds one run's error has sd 0.25 and lands within
-    30% 80% of the time (sampling from the exact conditional laws at the same N: sd 0.15, 95%);
+    their mean within 10%. Honestly: over 400 seeds one run's error has sd 0.23 and lands within
+    30% 82% of the time (sampling from the exact conditional laws at the same N: sd 0.15, 95%);
     seeds 0-9 hold 8 of 10 within 30%, checked as that. With the modified Metropolis sampler
     of before: sd 0.31, 68% within 30% (benchmarks/bench_reliability.py --subset)."""
     exact = 1.0170832425687034e-06
