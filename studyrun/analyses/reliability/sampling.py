@@ -248,12 +248,9 @@ def markov_chains(g: GFunction, seeds: np.ndarray, seed_values: np.ndarray, thre
 
 
 def spread(deltas: list[float], deviation: np.ndarray) -> float:
-    """The cov of subset's pf: the larger of Au and Beck's sqrt(sum delta_i^2) and the spread of
-    log pf over the level-0 ancestors. Au and Beck's sum leaves out the correlation between
-    levels (a level's seeds are the last level's states, often several from one chain), and
-    understated the scatter by 10-20%; grouping every state under its level-0 ancestor counts
-    it (as particle filters' variance estimators do, Lee and Whiteley 2018). Au and Beck's
-    stands where few ancestors are left and the spread would be too low."""
+    """Subset's cov: the spread of log pf over the level-0 ancestors, which counts the levels'
+    shared seeds that Au and Beck's sqrt(sum delta_i^2) leaves out (Lee and Whiteley 2018), or
+    Au and Beck's where larger: where few ancestors are left, the spread is too low."""
     if not np.isfinite(deltas[-1]):
         return float("inf")
     return float(np.sqrt(max(sum(deltas), float(deviation @ deviation))))
