@@ -89,8 +89,9 @@ def test_form_by_the_models_gradient_finds_the_analytic_design_point(tmp_path, e
     by = run(tmp_path / exact, logistic(5, exact))
     fd = run(tmp_path / "fd", logistic(5, "differences"))
     assert by["gradient"]["method"] == exact and fd["gradient"] == {"method": "differences"}
-    # FORM stops at |g| <= 0.001 |g(0)|: beta within 0.002 of the answer, both alike
-    assert by["beta"] == pytest.approx(beta, abs=2e-3) and fd["beta"] == pytest.approx(beta, abs=2e-3)
+    # FORM stops at |g| <= 1e-6 |g(0)|: beta within 1e-5 of the answer (1.6e-3 low when it
+    # stopped at 1e-3 |g(0)|), both alike
+    assert by["beta"] == pytest.approx(beta, abs=1e-5) and fd["beta"] == pytest.approx(beta, abs=1e-5)
     assert by["beta"] == pytest.approx(fd["beta"], abs=2e-5)
     assert standard(by) == pytest.approx(standard(fd), abs=1e-4)
     assert standard(by) / np.linalg.norm(standard(by)) == pytest.approx(
@@ -106,7 +107,7 @@ def test_runs_per_iteration_do_not_grow_with_the_parameters(tmp_path):
     found = {k + 1: run(tmp_path / str(k), logistic(k, "adjoint", "\n  design_points: false",
                                                     correlated=False)) for k in (4, 49)}
     for m, results in found.items():
-        assert results["beta"] == pytest.approx(analytic(m - 1, False)[0], abs=2e-3)
+        assert results["beta"] == pytest.approx(analytic(m - 1, False)[0], abs=1e-5)
         assert set(per_iteration(results)) == {1}, per_iteration(results)
         used = results["gradient"]
         assert used["integrations"] == 2 * used["gradients"] == 2 * results["iterations"]
@@ -166,7 +167,9 @@ def sir_example(folder, change: tuple[str, str] = ("", ""), execution: str = "")
 def test_the_sir_example_finds_the_analytic_peak_answer_by_the_adjoint(tmp_path):
     """The peak is the largest of the grid's values (a fiftieth of a day apart), a piecewise
     smooth function of the parameters: FORM by the adjoint lands within 1e-4 of beta and 0.005
-    of u*; differences (with a step of 1e-4 standard deviations) need three times the runs."""
+    of u*; differences (with a step of 1e-4 standard deviations) need more than twice the runs
+    (81 against 34: the peak's kinks, where the grid's largest value moves from one point to the
+    next, take the adjoint's search two more steps to |g| <= 1e-6 |g(0)| than to 1e-3)."""
     beta, point = sir_answer()
     done = run_cli("run", sir_example(tmp_path / "adjoint"), "--out", tmp_path / "adjoint" / "out",
                    cwd=tmp_path)
@@ -181,7 +184,7 @@ def test_the_sir_example_finds_the_analytic_peak_answer_by_the_adjoint(tmp_path)
                       tmp_path / "fd" / "out", report=False).results
     assert fd["beta"] == pytest.approx(by["beta"], abs=1e-3)
     assert standard(fd) == pytest.approx(standard(by), abs=5e-3)
-    assert 3 * by["runs"] <= fd["runs"]
+    assert 2 * by["runs"] <= fd["runs"]
 
 
 def test_results_do_not_depend_on_the_batch_size(tmp_path):

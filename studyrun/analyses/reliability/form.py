@@ -15,7 +15,10 @@ import numpy as np
 
 from studyrun.analyses.reliability.space import GFunction
 
-TOLERANCE = 1e-3  # |g| relative to its value at the start, and u's distance from the line of alpha
+# converged: |g| <= CLOSE |g(0)| and u's distance from the line of alpha <= ALIGNED max(1, |u|)
+# (beta then within about 1e-6 of itself), or, where g's noise stops the search short of that,
+# |g| <= NEAR |g(0)| and aligned when a step moves u by under STALLED max(1, |u|)
+CLOSE, NEAR, ALIGNED, STALLED = 1e-6, 1e-3, 1e-3, 1e-6
 MAX_ITERATIONS = 100
 HESSIAN_STEP = 0.05  # in standard deviations: well above the noise of a solver's tolerance
 ARMIJO = 1e-4
@@ -83,8 +86,9 @@ def differences(step: float) -> Slope:
 
 def search(g: Budget, start: np.ndarray, differentiate: Slope, origin_safe: bool, scale: float) -> Search:
     """iHL-RF from `start`: the HL-RF direction, its step length chosen by Armijo's rule on the
-    merit m(u) = |u|^2 / 2 + c |g(u)|, until g is near 0 and u lies along alpha; the gradient
-    of g by `differentiate` at each point the search moves to (none at the line search's trials)."""
+    merit m(u) = |u|^2 / 2 + c |g(u)|, until g is near 0 and u lies along alpha (CLOSE, ALIGNED;
+    NEAR where g's noise stalls the search); the gradient of g by `differentiate` at each point
+    the search moves to (none at the line search's trials)."""
     u = np.asarray(start, dtype=float).copy()
     value = float(g(u[None])[0])
     if np.isnan(value):
@@ -92,6 +96,7 @@ def search(g: Budget, start: np.ndarray, differentiate: Slope, origin_safe: bool
     grad = differentiate(g, u, value)
     c = 0.0
     history: list[dict[str, Any]] = []
+    moved = np.inf  # the last step's length
     for iteration in range(1, MAX_ITERATIONS + 1):
         norm2 = float(grad @ grad)
         if norm2 == 0:
@@ -100,8 +105,10 @@ def search(g: Budget, start: np.ndarray, differentiate: Slope, origin_safe: bool
                           origin_safe)
         alpha = -grad / np.sqrt(norm2)
         history.append({"runs": g.runs, "beta": float(np.linalg.norm(u)), "g": value})
-        if (abs(value) <= TOLERANCE * scale
-                and np.linalg.norm(u - (alpha @ u) * alpha) <= TOLERANCE * max(1.0, np.linalg.norm(u))):
+        size = max(1.0, float(np.linalg.norm(u)))
+        aligned = np.linalg.norm(u - (alpha @ u) * alpha) <= ALIGNED * size
+        if aligned and (abs(value) <= CLOSE * scale
+                        or (abs(value) <= NEAR * scale and moved <= STALLED * size)):
             return Search(u, value, grad, True, iteration, history, "", origin_safe)
         direction = (grad @ u - value) / norm2 * grad - u
         c = max(c, 2 * np.linalg.norm(u) / np.sqrt(norm2) + 1.0)
@@ -115,9 +122,12 @@ def search(g: Budget, start: np.ndarray, differentiate: Slope, origin_safe: bool
                 break
             length /= 2
         else:
+            if aligned and abs(value) <= NEAR * scale:  # g's noise: no step lowers the merit
+                return Search(u, value, grad, True, iteration, history, "", origin_safe)
             return Search(u, value, grad, False, iteration, history,
                           "the line search found no step that lowers the merit function",
                           origin_safe)
+        moved = float(np.linalg.norm(trial - u))
         u, value = trial, found
         grad = differentiate(g, u, value)
     return Search(u, value, grad, False, MAX_ITERATIONS, history,

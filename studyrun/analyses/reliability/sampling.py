@@ -150,7 +150,8 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
            p0: float, max_runs: int) -> dict[str, Any]:
     """Subset simulation: Monte Carlo, then levels of intermediate failure domains g <= b_i,
     each holding the p0 fraction of the previous level's runs, populated by Markov chains from
-    those seeds (adaptive conditional sampling)."""
+    those seeds (adaptive conditional sampling). The cov counts the correlation of the states
+    within a level and across levels (`spread`)."""
     chains = max(int(round(p0 * per_level)), 1)
     length = per_level // chains
     n = chains * length
@@ -164,6 +165,7 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
     u = rng.standard_normal((n, d))
     values = counted(u)
     product, deltas = 1.0, []
+    roots, deviation = np.arange(n), np.zeros(n)  # each state's level-0 ancestor; its share
     convergence: list[dict[str, Any]] = []
     levels: list[float] = []
     states_by_chain = None  # (chains, length) indices of the level's states, None at level 0
@@ -184,8 +186,11 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
         gamma = 0.0 if states_by_chain is None else correlation_factor(
             indicator[states_by_chain], p)
         deltas.append((1 - p) / (n * p) * (1 + gamma) if p > 0 else np.inf)
+        if p > 0:
+            deviation += np.bincount(roots, (indicator - p) / (n * p), minlength=n)
         product *= p
-        convergence.append({"runs": evaluated[0], "pf": product, "cov": float(np.sqrt(sum(deltas))),
+        level_cov = spread(deltas, deviation)
+        convergence.append({"runs": evaluated[0], "pf": product, "cov": level_cov,
                             "threshold": threshold})
         if seeds_next is None:
             converged = p > 0
@@ -196,8 +201,9 @@ def subset(g: GFunction, fails: Fails, d: int, seed: np.random.SeedSequence, per
         levels.append(threshold)
         u, values = markov_chains(counted, u[seeds_next], values[seeds_next], threshold, length,
                                   rng)
+        roots = np.repeat(roots[seeds_next], length)
         states_by_chain = np.arange(n).reshape(chains, length)
-    cov = float(np.sqrt(sum(deltas))) if converged else None
+    cov = level_cov if converged else None
     ci = None
     if pf is not None and cov is not None:
         half = Z95 * cov * pf
@@ -239,6 +245,15 @@ def markov_chains(g: GFunction, seeds: np.ndarray, seed_values: np.ndarray, thre
         states[:, step], values[:, step] = current, now
         scale *= float(np.exp((accept.mean() - ACCEPTANCE) / np.sqrt(step)))
     return states.reshape(chains * length, d), values.reshape(chains * length)
+
+
+def spread(deltas: list[float], deviation: np.ndarray) -> float:
+    """Subset's cov: the spread of log pf over the level-0 ancestors, which counts the levels'
+    shared seeds that Au and Beck's sqrt(sum delta_i^2) leaves out (Lee and Whiteley 2018), or
+    Au and Beck's where larger: where few ancestors are left, the spread is too low."""
+    if not np.isfinite(deltas[-1]):
+        return float("inf")
+    return float(np.sqrt(max(sum(deltas), float(deviation @ deviation))))
 
 
 def correlation_factor(indicator: np.ndarray, p: float) -> float:
