@@ -215,7 +215,7 @@ def test_a_results_folder_of_another_version_of_the_study_is_said_to_be_stale(tm
     revision, not since): its results are not the edited study's, and the comparison says so
     rather than show them as the current study's."""
     repo, git = committed_study(tmp_path)
-    studyrun.run(repo / "study.yaml", tmp_path / "results")
+    studyrun.run(repo / "study.yaml", tmp_path / "results", report=False)
     (repo / "study.yaml").write_text(MONTECARLO.replace("samples: 256", "samples: 512"))
     done = run_cli("diff", repo / "study.yaml", "--rev", "HEAD", "--results", tmp_path / "results",
                    "--json")

@@ -103,11 +103,11 @@ def test_another_study_on_the_same_runs_replaces_the_outputs_before_it_runs(fold
     (its runs are reused) but not the outputs: they go before its runs, and a failure leaves the
     folder without results rather than with the other study's."""
     out = folder / "out"
-    studyrun.run(write_study(folder, FIRST, "first.yaml"), out, quiet=True)
+    studyrun.run(write_study(folder, FIRST, "first.yaml"), out, quiet=True, report=False)
     other = FIRST.replace("name: first", "name: other").replace(
         "{type: montecarlo, samples: 200}", "{type: sobol, samples: 32}").replace(
         "m:linear", "m:broken").replace("vectorized: true", "vectorized: false")
-    error = one_line_error(run_cli("run", write_study(folder, other, "other.yaml"), "--out", out,
+    error = one_line_error(run_cli("run", "--no-report", write_study(folder, other, "other.yaml"), "--out", out,
                                    "--quiet"))
     assert "this model is broken" in error
     assert not any((out / name).exists() for name in RESULTS)

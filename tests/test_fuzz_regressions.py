@@ -147,7 +147,7 @@ def test_a_quantity_naming_what_the_run_lacks_says_which_name(tmp_path, quantity
                     "parameters:\n  a: {bounds: [0, 1]}\n"
                     f"quantities: {{y: '{quantity}'}}\nanalysis: {{type: montecarlo, samples: 4}}\n"
                     "execution: {scheduler: sync}\n")
-    done = run_cli("run", path, "--out", tmp_path / "out", cwd=tmp_path)
+    done = run_cli("run", "--no-report", path, "--out", tmp_path / "out", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("studyrun: run ") and message in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1

@@ -73,7 +73,7 @@ def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
 
 def run_in(repo: Path) -> dict:
     out = repo.parent / "results"
-    done = run_cli("run", repo / "study.yaml", "--out", out, "--quiet")
+    done = run_cli("run", "--no-report", repo / "study.yaml", "--out", out, "--quiet")
     assert done.returncode == 0, done.stderr
     return json.loads((out / "analysis.json").read_text())["provenance"]["git"]
 
@@ -135,7 +135,7 @@ def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_
     (tmp_path / "evil.py").write_text(EVIL_COMMAND if model == "command" else EVIL_PYTHON)
     study = write_study(tmp_path, STUDY.format(model=MODELS[model], on_failure=on_failure))
     out = tmp_path / "results"
-    outputs = [run_cli("run", study, "--out", out, "--quiet")]
+    outputs = [run_cli("run", "--no-report", study, "--out", out, "--quiet")]
     assert outputs[0].returncode == 1, outputs[0].stderr  # continue: no run succeeded
     outputs += [run_cli("runs", out, "--failed"), run_cli("status", out)]
     for done in outputs:
@@ -168,7 +168,7 @@ def test_a_python_models_own_prints_reach_the_terminal_escaped(tmp_path, executi
     (tmp_path / "evil.py").write_text(PRINTING_PYTHON)
     text = STUDY.format(model=MODELS["python"], on_failure="abort")
     study = write_study(tmp_path, text.replace("{scheduler: sync, on_failure: abort}", execution))
-    done = run_cli("run", study, "--out", tmp_path / "results", "--quiet")
+    done = run_cli("run", "--no-report", study, "--out", tmp_path / "results", "--quiet")
     assert done.returncode == 0, done.stderr
     analysis = json.loads((tmp_path / "results" / "analysis.json").read_text())
     if "batch_size: 2" in execution:
@@ -253,7 +253,7 @@ def test_a_template_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
     model = MODELS["command"].replace("params_file: params.json",
                                       "params_file: {template: in.tmpl, file: in.txt}")
     study = write_study(tmp_path, STUDY.format(model=model, on_failure="abort"))
-    done = run_cli("run", study, "--out", tmp_path / "results", "--quiet")
+    done = run_cli("run", "--no-report", study, "--out", tmp_path / "results", "--quiet")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "in.tmpl: not a UTF-8 text file" in done.stderr
 
@@ -333,7 +333,7 @@ def test_the_python_api_names_a_file_outside_the_study_folder_never_quotes_it(tm
 
     study = outside_study(tmp_path, "design.csv")
     with pytest.raises(studyrun.StudyError) as raised:
-        studyrun.run(study, tmp_path / "results")
+        studyrun.run(study, tmp_path / "results", report=False)
     message = str(raised.value)
     assert "design.csv:1:1" in message and "outside the study's folder" in message, message
     for secret in ("root:", "SECRET_TOKEN", "hunter2"):

@@ -51,7 +51,7 @@ def test_names_runs_csv_once_kept_and_keywords_are_varied_and_read(tmp_path, qua
     checked = run_cli("validate", study)
     assert checked.returncode == 0, checked.stderr
     out = tmp_path / "out"
-    done = run_cli("run", study, "--out", out, "--quiet", cwd=tmp_path)
+    done = run_cli("run", "--no-report", study, "--out", out, "--quiet", cwd=tmp_path)
     assert done.returncode == 0 and "30 of 30 runs succeeded" in done.stdout, done.stderr
     with open(out / "runs.csv", newline="") as handle:
         header = next(csv.reader(handle))
@@ -93,13 +93,13 @@ def test_a_csv_of_runs_may_have_columns_named_time_id_or_status(tmp_path):
                                        .replace(",id,", ",time,", 1) + "\n")
     study = write_study(tmp_path, GIVEN.replace("QUANTITIES", "quantities: {id: time * 1}")
                         .replace("  time:", "  t:"), "column.yaml")
-    result = studyrun.run(study, tmp_path / "column", quiet=True)  # a column `time`, read bare
+    result = studyrun.run(study, tmp_path / "column", quiet=True, report=False)  # a column `time`, read bare
     assert result.analysis["results"]["id"]["mean"] == pytest.approx(rows.sum(axis=1).mean(),
                                                                      rel=1e-12)
     (tmp_path / "runs.csv").write_text("\n".join(lines) + "\n")
     for quantities in ("", "quantities: {id: id, in: 'status + error'}"):
         study = write_study(tmp_path, GIVEN.replace("QUANTITIES", quantities))
-        result = studyrun.run(study, tmp_path / f"out{len(quantities)}", quiet=True)
+        result = studyrun.run(study, tmp_path / f"out{len(quantities)}", quiet=True, report=False)
         assert result.analysis["runs"]["succeeded"] == 20
         mean = result.analysis["results"]["id"]["mean"]
         assert mean == pytest.approx(rows.sum(axis=1).mean(), rel=1e-12)
@@ -118,7 +118,7 @@ def test_runs_csv_of_format_2_is_read_under_the_new_names(tmp_path):
     study = names_study(tmp_path, "quantities: {yield: yield}")
     study.write_text(study.read_text().replace("samples: 30", "samples: 12"))
     out = tmp_path / "out"
-    first = studyrun.run(study, out, quiet=True)
+    first = studyrun.run(study, out, quiet=True, report=False)
     path = out / "runs.csv"
     head, rest = path.read_bytes().split(b"\r\n", 1)
     assert head.decode().split(",")[6:] == [*NAMES, "yield"]
@@ -132,7 +132,7 @@ def test_runs_csv_of_format_2_is_read_under_the_new_names(tmp_path):
     (tmp_path / "old.csv").write_text("\n".join(lines) + "\n")
     given = write_study(tmp_path, "name: old\nparameters: {a: {bounds: [0, 1]}}\n"
                         "analysis: {type: montecarlo, from: old.csv}\n", "old.yaml")
-    result = studyrun.run(given, tmp_path / "old", quiet=True)
+    result = studyrun.run(given, tmp_path / "old", quiet=True, report=False)
     assert result.analysis["runs"]["succeeded"] == 4 and result.analysis["runs"]["failed"] == 6
     assert result.analysis["results"]["yield"]["mean"] == pytest.approx(4.5)
 
@@ -173,11 +173,11 @@ execution: {scheduler: sync}
 @pytest.mark.slow
 def test_keywords_name_the_states_constants_and_fields_of_equation_and_command_models(tmp_path):
     """Fails before: an ode's `yield` and `lambda` were refused as Python keywords."""
-    ode = studyrun.run(write_study(tmp_path, ODE, "ode.yaml"), tmp_path / "ode", quiet=True).runs
+    ode = studyrun.run(write_study(tmp_path, ODE, "ode.yaml"), tmp_path / "ode", quiet=True, report=False).runs
     np.testing.assert_allclose(ode["class"], np.exp(-5 * ode["lambda"]), rtol=1e-7)
     assert (ode["for"] == 2.0).all()
     runs = studyrun.run(write_study(tmp_path, COMMAND, "command.yaml"), tmp_path / "command",
-                        quiet=True).runs
+                        quiet=True, report=False).runs
     assert (runs["yield"] == 2 * runs["lambda"] + runs["in"]).all() and len(runs) == 4
 
 

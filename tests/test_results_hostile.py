@@ -58,7 +58,7 @@ def made(tmp_path_factory) -> Path:
     (folder / "bowl.py").write_text(MODEL)
     for name, analysis in ANALYSES.items():
         studyrun.run(write_study(folder, STUDY.format(name=name, analysis=analysis),
-                                 f"{name}.yaml"), folder / name)
+                                 f"{name}.yaml"), folder / name, report=False)
     return folder
 
 
@@ -367,7 +367,7 @@ def test_a_quoted_error_cell_holding_line_breaks_is_one_cell(tmp_path):
         ",".join(f'"{c}"' if c == r[3] and c else c for c in r) + "\r\n" for r in rows)
     (tmp_path / "runs.csv").write_bytes(text.encode())
     write_study(tmp_path, GIVEN.format(source="runs.csv"))
-    done = run_cli("run", tmp_path / "study.yaml", "--out", tmp_path / "out", "--quiet",
+    done = run_cli("run", "--no-report", tmp_path / "study.yaml", "--out", tmp_path / "out", "--quiet",
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     analysis = json.loads((tmp_path / "out" / "analysis.json").read_text())
@@ -412,7 +412,7 @@ def test_a_column_named_twice_is_a_located_error(tmp_path, where):
             analysis: {{type: montecarlo, samples: 2}}
             execution: {{scheduler: sync, on_failure: continue}}
             """)
-        run_cli("run", study, "--out", tmp_path / "out", "--quiet", cwd=tmp_path)
+        run_cli("run", "--no-report", study, "--out", tmp_path / "out", "--quiet", cwd=tmp_path)
         done = run_cli("runs", tmp_path / "out", "--failed")
         assert "results.csv:1:" in done.stdout and "named twice" in done.stdout, done.stdout
         return
@@ -430,7 +430,7 @@ def test_runs_csv_quotes_text_a_spreadsheet_would_run_and_readers_undo_it(tmp_pa
             for i, e in enumerate(errors)] + ["-0.5,1.5,ok,,-3.25"]
     (tmp_path / "runs.csv").write_text("a,b,run.status,run.error,y\n" + "\n".join(rows) + "\n")
     write_study(tmp_path, GIVEN.format(source="runs.csv"))
-    done = run_cli("run", tmp_path / "study.yaml", "--out", tmp_path / "out", "--quiet",
+    done = run_cli("run", "--no-report", tmp_path / "study.yaml", "--out", tmp_path / "out", "--quiet",
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "out" / "runs.csv", newline="") as handle:
@@ -443,7 +443,7 @@ def test_runs_csv_quotes_text_a_spreadsheet_would_run_and_readers_undo_it(tmp_pa
     runs = studyrun.open_results(tmp_path / "out").runs
     assert sorted(e for e in runs["run.error"] if isinstance(e, str)) == sorted(errors)
     again = write_study(tmp_path, GIVEN.format(source="out"), "again.yaml")
-    done = run_cli("run", again, "--out", tmp_path / "again", "--quiet", cwd=tmp_path)
+    done = run_cli("run", "--no-report", again, "--out", tmp_path / "again", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert sorted(e for e in studyrun.open_results(tmp_path / "again").runs["run.error"]
                   if isinstance(e, str)) == sorted(errors)

@@ -105,7 +105,7 @@ def test_command_study_gives_the_simulators_exact_answers(tmp_path):
 
     import pandas
 
-    done = run_cli("run", STUDIES / "decay-command.yaml", "--out", tmp_path, "--quiet")
+    done = run_cli("run", "--no-report", STUDIES / "decay-command.yaml", "--out", tmp_path, "--quiet")
     assert done.returncode == 0, done.stderr
     runs = pandas.read_csv(tmp_path / "runs.csv")
     assert (runs["half_life"] - math.log(2) / runs["k"]).abs().max() < 1e-9
@@ -144,7 +144,7 @@ def test_step_check_compares_the_step_with_half_of_it(tmp_path):
 
 @pytest.mark.slow
 def test_run_warns_when_the_step_is_too_coarse(tmp_path):
-    done = run_cli("run", STUDIES / "flowers-morris.yaml", "--out", tmp_path, "--quiet")
+    done = run_cli("run", "--no-report", STUDIES / "flowers-morris.yaml", "--out", tmp_path, "--quiet")
     assert done.returncode == 0
     # before the runs, and not again in the closing summary
     assert done.stderr.count("warning: the integration step may be too coarse") == 1
@@ -154,7 +154,7 @@ def test_run_warns_when_the_step_is_too_coarse(tmp_path):
 @pytest.fixture(scope="session")  # once per test process, however pytest-xdist splits the module
 def doe_results(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bowl-doe")
-    done = run_cli("run", STUDIES / "bowl-doe.yaml", "--out", folder, "--quiet")
+    done = run_cli("run", "--no-report", STUDIES / "bowl-doe.yaml", "--out", folder, "--quiet")
     assert done.returncode == 0, done.stderr
     return folder
 

@@ -43,7 +43,7 @@ def test_the_analysis_holds_blas_threads_to_the_cores(tmp_path):
         """)
     many = usable_cores() + 6
     with threadpool_limits(limits=many):
-        studyrun.run(path, tmp_path / "out")
+        studyrun.run(path, tmp_path / "out", report=False)
         assert set(blas_threads()) == {many}
     counts = {int(line) for line in seen.read_text().split()}
     assert counts == {usable_cores()}

@@ -349,7 +349,7 @@ def test_the_dnase_example_gives_rs_nls_answer(tmp_path):
     2.34518 (0.07815), xmid 1.48309 (0.08135), scal 1.04146 (0.03227), residual standard error
     0.01919 on 13 degrees of freedom."""
     result = studyrun.run(STUDIES / "dnase-calibrate.yaml", tmp_path / "out", scheduler="sync",
-                          quiet=True).results
+                          quiet=True, report=False).results
     published = {"Asym": (2.34518, 0.07815), "xmid": (1.48309, 0.08135), "scal": (1.04146, 0.03227)}
     for name, (estimate, std_error) in published.items():
         assert result["parameters"][name]["estimate"] == pytest.approx(estimate, abs=2e-5)
@@ -420,7 +420,7 @@ analysis:
 execution: {scheduler: sync}
 """)
     estimates = {name: found["estimate"] for name, found in
-                 studyrun.run(path, tmp_path / "out", quiet=True).results["parameters"].items()}
+                 studyrun.run(path, tmp_path / "out", quiet=True, report=False).results["parameters"].items()}
     scipy = {"alpha": 0.54016, "beta": 0.027165, "gamma": 0.79639, "delta": 0.023695,
              "hare0": 34.602, "lynx0": 5.8445}
     assert estimates == pytest.approx(scipy, rel=1e-3)

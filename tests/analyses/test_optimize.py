@@ -112,7 +112,7 @@ quantities: {f: f}
 analysis: {type: optimize, minimize: [f], method: lbfgsb}
 execution: {scheduler: sync}
 """)
-    result = studyrun.run(path, tmp_path / "out").results
+    result = studyrun.run(path, tmp_path / "out", report=False).results
     assert result["parameters"]["x"]["optimum"] == pytest.approx(1, abs=1e-4)
     assert result["parameters"]["y"]["optimum"] == pytest.approx(1, abs=1e-4)
     assert result["objective"]["final"] < 1e-8

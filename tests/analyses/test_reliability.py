@@ -57,7 +57,7 @@ def four_branch_study(folder, method: str, extra: str = "", max_runs: int = 2000
 
 def run(folder, method: str, extra: str = "", max_runs: int = 2000, **execution) -> dict:
     path = example(folder, method, extra, max_runs)
-    return studyrun.run(path, folder / "out", **execution).results
+    return studyrun.run(path, folder / "out", **execution, report=False).results
 
 
 @pytest.mark.parametrize("method", ["form", "sorm"])
@@ -340,7 +340,7 @@ def test_ak_mcs_resumes_after_sigkill_with_the_same_result(tmp_path):
     path.write_text(path.read_text() + "execution: {scheduler: sync, batch_size: 1}\n")
     stored, analysis = killed_and_resumed(path, tmp_path / "out", 20)
     assert 8 < stored < analysis["results"]["runs"], stored
-    fresh = studyrun.run(path, tmp_path / "fresh")
+    fresh = studyrun.run(path, tmp_path / "fresh", report=False)
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
@@ -351,7 +351,7 @@ def test_subset_resumes_after_sigkill_with_the_same_result(tmp_path):
     stored, analysis = killed_and_resumed(path, tmp_path / "out", 1100)
     assert 1000 < stored < analysis["runs"]["planned"], stored
     assert analysis["runs"]["reused"] >= stored - 100
-    fresh = studyrun.run(path, tmp_path / "fresh")
+    fresh = studyrun.run(path, tmp_path / "fresh", report=False)
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 

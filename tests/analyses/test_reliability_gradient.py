@@ -283,6 +283,7 @@ def test_sorm_takes_its_hessian_from_the_models_gradients_without_runs(tmp_path)
     assert fd["runs"] >= fd["convergence"][-1]["runs"] + 2 * 3 ** 2
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_sorm_on_a_peak_takes_its_hessian_from_runs(tmp_path):
     """The gradient of a peak jumps where the grid point of the maximum changes, so differences

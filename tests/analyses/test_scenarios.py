@@ -217,7 +217,7 @@ def test_failed_and_nan_runs_are_counted_apart(tmp_path):
         analysis: {type: scenarios, of_interest: "y > 1.2 and z > 0", samples: 400}
         execution: {on_failure: continue}
         """)
-    done = studyrun.run(path, tmp_path / "out", scheduler="sync")
+    done = studyrun.run(path, tmp_path / "out", scheduler="sync", report=False)
     results = done.results
     failed = done.analysis["runs"]["failed"]
     # a NaN or inf quantity fails its run: more runs than those of a > 0.9
@@ -242,7 +242,7 @@ def test_no_run_of_interest_every_run_of_interest_and_a_box_past_the_trajectory(
     assert results["boxes"][0]["step"] == last
     assert any("box: 10000 is beyond the trajectory's last step" in w for w in results["warnings"])
     path = example(tmp_path, **{"samples: 2000": "samples: 50", "cost > 100": "cost > 1e9"})
-    results = studyrun.run(path, tmp_path / "none", scheduler="sync").results
+    results = studyrun.run(path, tmp_path / "none", scheduler="sync", report=False).results
     assert results["runs_of_interest"] == 0 and results["boxes"][0]["restricted"] == []
     assert "no run is of interest" in results["warnings"][0]
 
@@ -255,7 +255,7 @@ def test_a_condition_on_an_output_the_model_does_not_give_is_refused(tmp_path):
         parameters: {a: {bounds: [0, 1]}}
         analysis: {type: scenarios, of_interest: "z > 1", samples: 20}
         """)
-    done = run_cli("run", path, "--out", tmp_path / "out", cwd=tmp_path)
+    done = run_cli("run", "--no-report", path, "--out", tmp_path / "out", cwd=tmp_path)
     assert done.returncode == 2 and "'z' is not a quantity of the runs (quantities: y)" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -289,7 +289,7 @@ def test_from_a_results_folder_and_a_csv(tmp_path):
     first = example(tmp_path, **{"samples: 2000": "samples: 500"})
     ran = studyrun.run(first, tmp_path / "first", scheduler="sync", report=False)
     again = example(tmp_path, **{"  samples: 2000\n": "  from: first\n"})
-    given = studyrun.run(again, tmp_path / "again", scheduler="sync").results
+    given = studyrun.run(again, tmp_path / "again", scheduler="sync", report=False).results
     assert given == ran.results
     rows = ["demand_growth,capacity_cost,supplier,discount,cost,reliability"]
     rng = np.random.default_rng(0)
@@ -298,7 +298,7 @@ def test_from_a_results_folder_and_a_csv(tmp_path):
                     f"{min(1, 150 / (100 * (1 + 0.05 * g) ** 20))}")
     (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
     csv = example(tmp_path, **{"  samples: 2000\n": "  from: runs.csv\n"})
-    box = studyrun.run(csv, tmp_path / "csv", scheduler="sync").results["boxes"][0]
+    box = studyrun.run(csv, tmp_path / "csv", scheduler="sync", report=False).results["boxes"][0]
     assert {"demand_growth", "capacity_cost"} <= set(box["restricted"])
 
 

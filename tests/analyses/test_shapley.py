@@ -241,7 +241,7 @@ def test_results_do_not_depend_on_the_batch_size(tmp_path, analysis):
         path = correlated_study(folder, analysis,
                                 execution=f"execution: {{scheduler: sync, batch_size: {size}, "
                                           "on_failure: continue}")
-        found.append(studyrun.run(path, folder / "out").results)
+        found.append(studyrun.run(path, folder / "out", report=False).results)
     assert found[0] == found[1] == found[2]
 
 
@@ -254,7 +254,7 @@ def test_a_killed_study_resumes_with_the_same_result(tmp_path):
     killed.mkdir()
     path = correlated_study(killed, analysis, "slow", "execution: {scheduler: sync, batch_size: 50}")
     whole_path = correlated_study(whole, analysis, "slow", "execution: {scheduler: sync}")
-    expected = studyrun.run(whole_path, whole / "out").results
+    expected = studyrun.run(whole_path, whole / "out", report=False).results
     stored, resumed = killed_and_resumed(path, killed / "out", 600)
     assert 0 < stored < 2100 and resumed["runs"]["reused"] >= stored
     assert resumed["results"] == expected
@@ -273,7 +273,7 @@ def test_knn_reads_given_rows_from_a_csv(tmp_path):
           x3: {distribution: normal, mean: 0, std: 1}
         analysis: {type: shapley, method: knn, from: rows.csv}
         """)
-    done = run_cli("run", path, "--out", tmp_path / "out", timeout=300)
+    done = run_cli("run", "--no-report", path, "--out", tmp_path / "out", timeout=300)
     assert done.returncode == 0, done.stderr
     y = json.loads((tmp_path / "out" / "analysis.json").read_text())["results"]["y"]
     assert [y["shapley"][n] for n in ("x1", "x2", "x3")] == pytest.approx(
@@ -286,7 +286,7 @@ def test_a_surrogate_of_200_runs_gives_the_closed_form(tmp_path, surrogate):
     path = correlated_study(tmp_path, f"{{type: shapley, method: surrogate, surrogate: {surrogate}, "
                                       "samples: 200}",
                             execution="execution: {scheduler: sync, on_failure: continue}")
-    results = studyrun.run(path, tmp_path / "out").results["y"]
+    results = studyrun.run(path, tmp_path / "out", report=False).results["y"]
     found = np.array([results["shapley"][n] for n in ("x1", "x2", "x3")])
     conf = np.array([results["shapley_conf"][n] for n in ("x1", "x2", "x3")])
     error = np.abs(found - iooss_prieur(0.5, 2.0))
@@ -302,7 +302,7 @@ def test_a_pce_of_200_runs_gives_the_closed_form_in_every_case(tmp_path, rho, si
                              execution="execution: {scheduler: sync, on_failure: continue}")
     study.write_text(study.read_text().replace("std: 2", f"std: {sigma}").replace(
         "[x2, x3, 0.5]", f"[x2, x3, {rho}]"))
-    y = studyrun.run(study, tmp_path / "out").results["y"]
+    y = studyrun.run(study, tmp_path / "out", report=False).results["y"]
     found = np.array([y["shapley"][n] for n in ("x1", "x2", "x3")])
     conf = np.array([y["shapley_conf"][n] for n in ("x1", "x2", "x3")])
     error = np.abs(found - iooss_prieur(rho, sigma))
@@ -333,7 +333,7 @@ def test_a_pce_of_200_runs_gives_ishigamis_nonlinear_effects_within_its_interval
         analysis: {type: shapley, method: surrogate, samples: 200}
         execution: {scheduler: sync}
         """)
-    y = studyrun.run(path, tmp_path / "out").results["y"]
+    y = studyrun.run(path, tmp_path / "out", report=False).results["y"]
     found = np.array([y["shapley"][n] for n in ("x1", "x2", "x3")])
     conf = np.array([y["shapley_conf"][n] for n in ("x1", "x2", "x3")])
     error = np.abs(found - np.array([0.3139 + 0.2437 / 2, 0.4424, 0.2437 / 2]))
@@ -343,7 +343,7 @@ def test_a_pce_of_200_runs_gives_ishigamis_nonlinear_effects_within_its_interval
 def test_sobol_under_correlation_gives_kucherenkos_indices_and_says_so(tmp_path):
     path = correlated_study(tmp_path, "{type: sobol, samples: 4096}",
                             execution="execution: {scheduler: sync, on_failure: continue}")
-    results = studyrun.run(path, tmp_path / "out")
+    results = studyrun.run(path, tmp_path / "out", report=False)
     analysis = json.loads((tmp_path / "out" / "analysis.json").read_text())
     y = results.results["y"]
     exact = linear_gaussian(np.ones(3), covariance(0.5, 2.0))
@@ -391,7 +391,7 @@ def test_a_constant_or_failing_quantity_gets_zeros_or_an_error(tmp_path, formula
         analysis: {type: shapley, samples: {total: 20, outer: 5, inner: 2}}
         execution: {scheduler: sync, on_failure: continue}
         """)
-    q = studyrun.run(path, tmp_path / "out").results["q"]
+    q = studyrun.run(path, tmp_path / "out", report=False).results["q"]
     if expect == "zeros":
         assert q["shapley"] == {"x1": 0.0, "x2": 0.0, "x3": 0.0} and "same in every run" in q[
             "warnings"][0]

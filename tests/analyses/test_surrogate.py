@@ -398,7 +398,7 @@ def subsampled_study(tmp_path, monkeypatch, batch, seed=1):
                  "{type: surrogate, method: gp, samples: 80}", seed=seed)
     text = path.read_text().replace("{scheduler: sync}", f"{{scheduler: sync, batch_size: {batch}}}")
     path = write_study(tmp_path, text, f"s-{batch}-{seed}.yaml")
-    return studyrun.run(path, tmp_path / f"out-{batch}-{seed}").results["y"]
+    return studyrun.run(path, tmp_path / f"out-{batch}-{seed}", report=False).results["y"]
 
 
 def test_past_subsample_runs_a_gp_takes_its_hyperparameters_from_a_subsample(tmp_path, monkeypatch):

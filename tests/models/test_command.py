@@ -643,11 +643,11 @@ def test_a_results_file_beyond_max_output_fails_its_run_unread(tmp_path, max_out
     from conftest import run_cli, write_study
 
     text = BIG_RESULTS.replace("PYTHON", PY).replace("SIZE", str(size)).replace("MAX", max_output)
-    done = run_cli("run", write_study(tmp_path, text), "--out", tmp_path / "out", cwd=tmp_path)
+    done = run_cli("run", "--no-report", write_study(tmp_path, text), "--out", tmp_path / "out", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("studyrun: run ") and message in done.stderr
     small = text.replace(f'"{size}"', '"11"')
-    done = run_cli("run", write_study(tmp_path, small), "--out", tmp_path / "out2", cwd=tmp_path)
+    done = run_cli("run", "--no-report", write_study(tmp_path, small), "--out", tmp_path / "out2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
 
 

@@ -190,7 +190,7 @@ def test_a_variable_is_one_name_however_the_study_writes_it(tmp_path, cache):
     import pandas
 
     shutil.copy(NAMES, tmp_path / "names.mdl")
-    done = run_cli("run", write_study(tmp_path, NAMED), "--out", tmp_path / "out", "--quiet")
+    done = run_cli("run", "--no-report", write_study(tmp_path, NAMED), "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 0 and "4 of 4 runs succeeded" in done.stdout, done.stderr
     runs = pandas.read_csv(tmp_path / "out" / "runs.csv")
     assert list(runs.columns)[6:] == ["birth_rate", "input", "duration", "yield", "north",
@@ -220,7 +220,7 @@ def test_pysd_python_name_of_a_renamed_variable_is_the_same_name(tmp_path, cache
     python = NAMED.replace("Input]", "input_1]").replace("  Input:", "  input_1:").replace(
         "final(input)", "final(input_1)")
     assert "input_1" in python and "Input" not in python and "(input)" not in python
-    done = run_cli("run", write_study(tmp_path, python), "--out", tmp_path / "out", "--quiet")
+    done = run_cli("run", "--no-report", write_study(tmp_path, python), "--out", tmp_path / "out", "--quiet")
     assert done.returncode == 0 and "4 of 4 runs succeeded" in done.stdout, done.stderr
     runs = pandas.read_csv(tmp_path / "out" / "runs.csv")
     assert "input" in runs.columns and "input_1" not in runs.columns
