@@ -112,13 +112,14 @@ def _matern(left: np.ndarray, right: np.ndarray, signal: float) -> np.ndarray:
     return out
 
 
-def refit(model, scaled: np.ndarray, y: np.ndarray):
-    """A fit on other training data (a cross-validation fold), its optimiser started from
-    `model`'s hyperparameters only."""
+def refit(model, scaled: np.ndarray, y: np.ndarray, restarts: int = 0, seed: int | None = None):
+    """A fit on other training data (a cross-validation fold, a round's new runs), its optimiser
+    started from `model`'s hyperparameters and from `restarts` random ones drawn with `seed`."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    again = GaussianProcessRegressor(model.kernel_, normalize_y=True, n_restarts_optimizer=0)
+    again = GaussianProcessRegressor(model.kernel_, normalize_y=True, n_restarts_optimizer=restarts,
+                                     random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return again.fit(scaled, y)
