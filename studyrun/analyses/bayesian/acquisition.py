@@ -63,6 +63,13 @@ def bilog(gap: np.ndarray) -> np.ndarray:
     return np.sign(gap) * np.log1p(np.abs(gap))
 
 
+def modelled(gaps: np.ndarray, ratios: np.ndarray) -> np.ndarray:
+    """Each constraint's column as its GP models it: log(left / right) (`ratios`) while both
+    sides were positive in every run, else bilog(left - right); either is <= 0 where it is met."""
+    logged = np.isfinite(ratios).all(axis=0)
+    return np.where(logged, ratios, bilog(np.where(np.isfinite(gaps), gaps, 0.0)))
+
+
 @dataclass(frozen=True)
 class Data:
     """What the GPs are fitted on, in unit coordinates: the runs that gave every value (their

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.analyses.bayesian.acquisition import Data, bilog, fill, fit_models, labels, propose
+from studyrun.analyses.bayesian.acquisition import Data, fill, fit_models, labels, modelled, propose
 from studyrun.analyses.pareto.terms import constraint
 from studyrun.analyses.search.batching import Evaluations
 from studyrun.analyses.search.fit import Box, make_box
@@ -85,15 +85,12 @@ class Runs:
         return np.array([a[name] for a in self.answers])
 
     def data(self) -> Data:
-        """The GPs' data; each constraint on the scale its GP models: log(left / right) while
-        both sides were positive in every run, else bilog(left - right)."""
+        """The GPs' data, each constraint on the scale its GP models (modelled())."""
         unit, ok = np.array(self.unit), self.column("ok").astype(bool)
         shape = (len(unit), len(self.constraints))
         gaps = np.array([a["gaps"] for a in self.answers]).reshape(shape)[ok]
         ratios = np.array([a["ratios"] for a in self.answers]).reshape(shape)[ok]
-        logged = np.isfinite(ratios).all(axis=0)
-        scaled = np.where(logged, ratios, bilog(np.where(np.isfinite(gaps), gaps, 0.0)))
-        return Data(unit[ok], self.column("cost")[ok], scaled, unit, labels(~ok))
+        return Data(unit[ok], self.column("cost")[ok], modelled(gaps, ratios), unit, labels(~ok))
 
     def feasible(self) -> np.ndarray:
         gaps = np.array([a["gaps"] for a in self.answers]).reshape(len(self.unit), -1)
