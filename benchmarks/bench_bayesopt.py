@@ -195,11 +195,12 @@ def peer_runs(problem: str, seed: int, python: str) -> tuple[int | None, int, fl
     return answer["runs"], answer["made"], time.time() - start
 
 
-def overhead(rounds: int = 5) -> float:
+def overhead(rounds: int = 10) -> float:
     """CPU seconds of each of `rounds` rounds on 100 runs (and on) of 10 parameters: the GP fitted
     on one run more than the round before (warm-started from its hyperparameters, one seeded
-    random start beside) and a point chosen. The round before (99 runs, fitted from restarts)
-    and scikit-learn's import (once a process) are not counted. Returns the largest."""
+    random start beside, each stopped after LIKELIHOOD_EVALUATIONS) and a point chosen. Not
+    counted: the round before (99 runs, fitted from restarts) and scikit-learn's import (once a
+    process, about 0.8 s). Returns the largest."""
     from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: F401 (imported once)
 
     from studyrun.analyses.bayesian.acquisition import Data, fit_models, propose
@@ -254,6 +255,8 @@ def main() -> None:
             print(f"== {problem} {method}: median {median}", flush=True)
             write_rows(args.csv, rows)  # after each method: a long run keeps what it measured
     write_rows(args.csv, rows)
+    if "bayesian" in args.methods.split(","):
+        overhead()
 
 
 if __name__ == "__main__":

@@ -26,10 +26,13 @@ CANDIDATES = 1024
 # a small ball that 1,024 random points all miss
 AROUND = 256
 BEST_SHARE = 0.05
-# a round's GPs: from the last round's hyperparameters and this many seeded random starts; the
-# restarts are spread over the rounds, so each round costs the same (at 100 runs of 10
-# parameters, 5 starts every 5th round cost 1.1 CPU s, beyond the 1 s a round of issue 34)
+# a round's GPs: from the last round's hyperparameters and this many seeded random starts, each
+# stopped after LIKELIHOOD_EVALUATIONS; the restarts are spread over the rounds, so that each
+# costs about the same (at 100 runs of 10 parameters, 5 starts every 5th round cost 1.1 CPU s,
+# beyond the 1 s a round of issue 34; a random start that wandered 223 evaluations, 0.9 s, to
+# the warm start's optimum). A warm start stopped early goes on from there the round after.
 RESTARTS_WARM = 1
+LIKELIHOOD_EVALUATIONS = 60
 STEP = 1e-6  # forward-difference step of the acquisition's gradient, unit coordinates
 _LOG_ROOT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -73,7 +76,8 @@ def modelled(gaps: np.ndarray, ratios: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Data:
     """What the GPs are fitted on, in unit coordinates: the runs that gave every value (their
-    objective and constraint gaps' bilog, <= 0 where met) and every run with whether it failed."""
+    objective and constraints as modelled() gives them, <= 0 where met) and every run with
+    whether it failed."""
 
     @property
     def any_failed(self) -> bool:
@@ -81,7 +85,7 @@ class Data:
 
     ran: np.ndarray  # (n, m)
     objective: np.ndarray  # (n,)
-    gaps: np.ndarray  # (n, constraints), bilog(gap)
+    gaps: np.ndarray  # (n, constraints): log ratios or bilog(gap), modelled()
     every: np.ndarray  # (N, m)
     failure: np.ndarray  # (N,) +1 failed, -1 ran (labels()); a liar's point: its predicted mean
 
@@ -159,7 +163,7 @@ def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
     def fitted(inputs, y, before):
         if before is None:
             return gp.fit(inputs, y, seed)
-        return gp.refit(before, inputs, y, restarts=RESTARTS_WARM, seed=seed)
+        return gp.refit(before, inputs, y, RESTARTS_WARM, seed, LIKELIHOOD_EVALUATIONS)
 
     was = previous or Models(data, None, (None,) * data.gaps.shape[1], None, None, 1.0)
     objective = fitted(data.ran, data.objective, was.objective)

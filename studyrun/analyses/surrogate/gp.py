@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,15 @@ def _kept(objective, theta, bounds):
     return theta, np.nan
 
 
+def _capped(evaluations: int, objective, theta, bounds):
+    """scikit-learn's L-BFGS-B of the likelihood, stopped after `evaluations` evaluations."""
+    from scipy.optimize import minimize
+
+    found = minimize(objective, theta, method="L-BFGS-B", jac=True, bounds=bounds,
+                     options={"maxfun": evaluations})
+    return found.x, found.fun
+
+
 def subsample(n: int, seed: int) -> np.ndarray:
     """The training rows the hyperparameters are fitted on: all, or SUBSAMPLE drawn with the
     fit's seed (in their order)."""
@@ -112,14 +122,17 @@ def _matern(left: np.ndarray, right: np.ndarray, signal: float) -> np.ndarray:
     return out
 
 
-def refit(model, scaled: np.ndarray, y: np.ndarray, restarts: int = 0, seed: int | None = None):
+def refit(model, scaled: np.ndarray, y: np.ndarray, restarts: int = 0, seed: int | None = None,
+          evaluations: int | None = None):
     """A fit on other training data (a cross-validation fold, a round's new runs), its optimiser
-    started from `model`'s hyperparameters and from `restarts` random ones drawn with `seed`."""
+    started from `model`'s hyperparameters and from `restarts` random ones drawn with `seed`,
+    each start stopped after `evaluations` of the likelihood if given."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
 
+    optimizer: Any = "fmin_l_bfgs_b" if evaluations is None else partial(_capped, evaluations)
     again = GaussianProcessRegressor(model.kernel_, normalize_y=True, n_restarts_optimizer=restarts,
-                                     random_state=seed)
+                                     random_state=seed, optimizer=optimizer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return again.fit(scaled, y)
