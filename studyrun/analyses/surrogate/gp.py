@@ -27,19 +27,21 @@ PREDICTED_CELLS = 1 << 25  # points x training runs a prediction holds at once (
 KERNEL_CELLS = 1 << 18  # of which the kernel's arithmetic works on this many at a time (2 MB)
 
 
-def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False):
-    """Constant * Matern(nu 5/2, one length scale per input) + White noise."""
+def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False,
+           longest: float = 1e3):
+    """Constant * Matern(nu 5/2, one length scale per input, at most `longest`) + White noise."""
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
     bounds = "fixed" if fixed else None
     scales = np.full(dimension, 0.3) if scales is None else np.asarray(scales, dtype=float)
     return (ConstantKernel(signal, bounds or (1e-4, 1e4))
-            * Matern(scales, bounds or (1e-3, 1e3), nu=NU)
+            * Matern(scales, bounds or (1e-3, longest), nu=NU)
             + WhiteKernel(noise, bounds or (1e-10, 1.0)))
 
 
-def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
-    """A regressor fitted by maximum likelihood, from RESTARTS + 1 seeded starts; past
+def fit(scaled: np.ndarray, y: np.ndarray, seed: int, longest: float = 1e3):
+    """A regressor fitted by maximum likelihood (length scales at most `longest`), from
+    RESTARTS + 1 seeded starts; past
     SUBSAMPLE runs, from RESTARTS_SUBSAMPLED + 1 starts on a seeded subsample of SUBSAMPLE runs,
     then on all runs with those hyperparameters fixed."""
     from sklearn.exceptions import ConvergenceWarning
@@ -47,7 +49,7 @@ def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
 
     rows = subsample(len(y), seed)
     restarts = RESTARTS if len(rows) == len(y) else RESTARTS_SUBSAMPLED
-    model = GaussianProcessRegressor(kernel(scaled.shape[1]),
+    model = GaussianProcessRegressor(kernel(scaled.shape[1], longest=longest),
                                      normalize_y=True, n_restarts_optimizer=restarts,
                                      random_state=seed)
     with warnings.catch_warnings():
