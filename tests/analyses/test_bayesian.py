@@ -105,7 +105,10 @@ def test_branin_comes_within_1e3_of_its_minimum_in_at_most_50_runs(tmp_path):
         x = (r["parameters"]["x1"]["optimum"], r["parameters"]["x2"]["optimum"])
         minimisers = [(-np.pi, 12.275), (np.pi, 2.275), (9.42478, 2.475)]
         assert min(np.hypot(x[0] - a, x[1] - b) for a, b in minimisers) < 0.1, x
-        assert r["history"][-1] == r["objective"]["final"] and len(r["history"]) == r["evaluations"]
+        # the optimum is the run of least GP mean: on this noise-free model, the best run seen
+        # or one within 1e-5 of it (one seed: 0.3978882 beside 0.3978874)
+        assert 0 <= r["objective"]["final"] - r["history"][-1] < 1e-5
+        assert len(r["history"]) == r["evaluations"]
         assert r["surrogate"]["q2"] > 0.9 and set(r["surrogate"]["length_scales"]) == {"x1", "x2"}
     assert min(gaps) >= 0 and np.median(gaps) < 1e-3, gaps
     assert max(runs) <= 50, runs
@@ -163,6 +166,19 @@ def test_the_beam_example_finds_the_lightest_section_within_the_stress_limit(tmp
 
 
 @pytest.mark.slow
+def test_the_search_does_not_stop_short_of_a_sliver_along_an_active_constraint(tmp_path):
+    """The beam one run a round (seed 4): the area improves only in a sliver along the stress
+    limit, which 1,024 random points miss, so the EI they find falls below the tolerance and
+    the search stopped at 730.5 mm^2 (723.4 before issue 34's second pass). The maximiser also
+    starts near the best feasible runs: within 0.1% of 720."""
+    r = run_example(tmp_path, "beam-bayesian", report=False, **{
+        "seed: 3": "seed: 4", "initial: 8": "initial: 6", "batch: 4": "batch: 1",
+        "max_evaluations: 48": "max_evaluations: 40"}).results
+    assert r["objective"]["final"] == pytest.approx(720, rel=1e-3)
+    assert r["constraint_values"]["stress <= 250"]["met"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("function, batch", [("branin_failing", 1), ("branin_nan", 1),
                                              ("branin_failing", 3)])
 def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_path, function,
@@ -177,9 +193,10 @@ def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_pat
     failed = r["failed"]
     assert failed and all(f["parameters"]["x1"] < 0 for f in failed)
     later = [f for f in failed if f["round"] > 0]
-    # a third of the box fails: random runs after the first design would put 14 or 15 there;
-    # rounds of three put 9 to 11 there with seeds 2 to 4 (the liar's points explore)
-    assert len(later) <= (6 if batch == 1 else 10), later
+    # a third of the box fails: random runs after the first design would put 14 or 15 there.
+    # Seeds 1-4 put 8, 8, 5, 6 there one run a round (before issue 34's second pass: 6, 9, 9,
+    # 14) and 5, 9, 9, 9 in rounds of three (8, 9, 10, 11)
+    assert len(later) <= 8, later
     assert sum(o is None for o in r["evaluated"]["objective"]) == len(failed)
     if function == "branin_failing":
         assert done.analysis["runs"]["failed"] == len(failed)
@@ -427,8 +444,8 @@ def test_a_positive_constraint_is_modelled_as_a_log_ratio_and_any_other_by_bilog
 def test_a_round_proposes_the_sliver_of_improvement_along_an_active_constraint():
     """17 runs of the beam, the best feasible area 807 at h = 100 (the bound) and b = 8.07, the
     constraint met for b >= 7.2 there: the area improves only in a sliver of width 0.02 of the
-    box along h = 100. The round's point lies in it (1,024 random starting points miss it: the
-    maximiser also starts near the best feasible runs)."""
+    box along h = 100. The round's point lies in it: its GP of log(stress / 250) is sure where
+    the constraint holds (on the gap itself, 36 to 36,000 MPa, the round chose b = 5, h = 61)."""
     from studyrun.analyses.bayesian.acquisition import Data, fit_models, modelled, propose
 
     unit, area, gap, ratio = beam_runs([
