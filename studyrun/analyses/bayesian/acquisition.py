@@ -67,7 +67,7 @@ def bilog(gap: np.ndarray) -> np.ndarray:
     as Ax's BilogY): the same sign, so the same probability of being met, but a stress that spans
     36 to 36,000 MPa spans -5 to 10, and the GP's scale is that of the boundary, not of the runs
     far beyond it."""
-    return np.sign(gap) * np.log1p(np.abs(gap))
+    return np.asarray(np.sign(gap) * np.log1p(np.abs(gap)))
 
 
 def modelled(gaps: np.ndarray, ratios: np.ndarray) -> np.ndarray:

@@ -70,13 +70,13 @@ def _kept(objective, theta, bounds):
     return theta, np.nan
 
 
-def _capped(evaluations: int, objective, theta, bounds):
+def _capped(evaluations: int, objective: Any, theta: np.ndarray, bounds: Any) -> tuple[Any, float]:
     """scikit-learn's L-BFGS-B of the likelihood, stopped after `evaluations` evaluations."""
     from scipy.optimize import minimize
 
     found = minimize(objective, theta, method="L-BFGS-B", jac=True, bounds=bounds,
                      options={"maxfun": evaluations})
-    return found.x, found.fun
+    return found.x, float(found.fun)
 
 
 def subsample(n: int, seed: int) -> np.ndarray:
