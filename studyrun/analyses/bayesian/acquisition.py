@@ -32,11 +32,14 @@ BEST_SHARE = 0.05
 # beyond the 1 s a round of issue 34; a random start that wandered 223 evaluations, 0.9 s, to
 # the warm start's optimum). A warm start stopped early goes on from there the round after.
 RESTARTS_WARM = 1
-LIKELIHOOD_EVALUATIONS = 60
+LIKELIHOOD_EVALUATIONS = 25
 # the GPs' longest length scale (unit box): at the surrogate module's 1,000 a GP of a 10-parameter
 # ellipsoid put one at 406, took that parameter for one that does not matter, and the search
 # stopped 2.25% above the minimum, that parameter 0.15 off (benchmarks/bench_bayesopt.py)
 LONGEST = 10.0
+# each L-BFGS-B start of the acquisition stopped after this many evaluations (of 11 points in
+# 10 dimensions): late in a 10-parameter search the line searches took 112 a start, up to 281
+ACQUISITION_EVALUATIONS = 40
 STEP = 1e-6  # forward-difference step of the acquisition's gradient, unit coordinates
 _LOG_ROOT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -223,7 +226,7 @@ def maximise(score, dimension: int, rng: np.random.Generator,
         if not np.isfinite(score(start[None])[0]):
             continue
         found = minimize(negative, start, jac=True, method="L-BFGS-B",
-                         bounds=[(0.0, 1.0)] * dimension, options={"maxiter": 200})
+                         bounds=[(0.0, 1.0)] * dimension, options={"maxfun": ACQUISITION_EVALUATIONS})
         u = np.clip(found.x, 0.0, 1.0)
         v = float(score(u[None])[0])
         if v > best_v:
