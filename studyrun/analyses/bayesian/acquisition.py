@@ -29,8 +29,8 @@ BEST_SHARE = 0.05
 # a round's GPs: from the last round's hyperparameters and this many seeded random starts, each
 # stopped after LIKELIHOOD_EVALUATIONS; the restarts are spread over the rounds, so that each
 # costs about the same (at 100 runs of 10 parameters, 5 starts every 5th round cost 1.1 CPU s,
-# beyond the 1 s a round of issue 34; a random start that wandered 223 evaluations, 0.9 s, to
-# the warm start's optimum). A warm start stopped early goes on from there the round after.
+# beyond the 1 s a round of issue 34; a random start wandered 223 evaluations, 0.9 s, to the
+# warm start's optimum). A warm start stopped early goes on from there the round after.
 RESTARTS_WARM = 1
 LIKELIHOOD_EVALUATIONS = 25
 # the GPs' longest length scale (unit box): at the surrogate module's 1,000 a GP of a 10-parameter
