@@ -218,7 +218,7 @@ def overhead(runs: int = 110, seed: int = 2) -> float:
     analysis.iterate(evaluate, context, np.random.SeedSequence(seed))
     late = [b - a for (n, a), (_, b) in zip(stamps, stamps[1:]) if n >= 90]
     if not late:
-        print(f"overhead: the search stopped at {made[0]} runs, before 90; try another --seed")
+        print(f"overhead: the search stopped at {made[0]} runs, before 90: no round to time")
         return float("nan")
     print(f"overhead, rounds on 90 to {runs - 1} runs of 10 parameters, CPU seconds: mean "
           f"{np.mean(late):.2f}, largest {max(late):.2f} (target 1 s, every round)")
