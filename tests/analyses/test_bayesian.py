@@ -194,9 +194,9 @@ def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_pat
     assert failed and all(f["parameters"]["x1"] < 0 for f in failed)
     later = [f for f in failed if f["round"] > 0]
     # a third of the box fails: random runs after the first design would put 14 or 15 there.
-    # Seeds 1-4 put 8, 8, 5, 6 there one run a round (before issue 34's second pass: 6, 9, 9,
+    # Seeds 1-4 put 4, 7, 5, 7 there one run a round (before issue 34's second pass: 6, 9, 9,
     # 14) and 5, 9, 9, 9 in rounds of three (8, 9, 10, 11)
-    assert len(later) <= 8, later
+    assert len(later) <= (6 if batch == 1 else 8), later
     assert sum(o is None for o in r["evaluated"]["objective"]) == len(failed)
     if function == "branin_failing":
         assert done.analysis["runs"]["failed"] == len(failed)
