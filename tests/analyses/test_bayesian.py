@@ -92,6 +92,7 @@ def branin(tmp_path, seed=1, function="branin", vectorized="true", extra=""):
 
 
 @pytest.mark.slow
+@pytest.mark.thorough
 @pytest.mark.timeout(1200)  # five searches: 66 s alone, over 300 s at a load of 15 on 2 cores
 def test_branin_comes_within_1e3_of_its_minimum_in_at_most_50_runs(tmp_path):
     """The median over five seeds of the best objective's distance to 0.397887 is below 1e-3,
@@ -104,7 +105,10 @@ def test_branin_comes_within_1e3_of_its_minimum_in_at_most_50_runs(tmp_path):
         x = (r["parameters"]["x1"]["optimum"], r["parameters"]["x2"]["optimum"])
         minimisers = [(-np.pi, 12.275), (np.pi, 2.275), (9.42478, 2.475)]
         assert min(np.hypot(x[0] - a, x[1] - b) for a, b in minimisers) < 0.1, x
-        assert r["history"][-1] == r["objective"]["final"] and len(r["history"]) == r["evaluations"]
+        # the optimum is the run of least GP mean: on this noise-free model, the best run seen
+        # or one within 1e-5 of it (one seed: 0.3978882 beside 0.3978874)
+        assert 0 <= r["objective"]["final"] - r["history"][-1] < 1e-5
+        assert len(r["history"]) == r["evaluations"]
         assert r["surrogate"]["q2"] > 0.9 and set(r["surrogate"]["length_scales"]) == {"x1", "x2"}
     assert min(gaps) >= 0 and np.median(gaps) < 1e-3, gaps
     assert max(runs) <= 50, runs
@@ -149,13 +153,29 @@ def test_a_linear_constraint_active_at_the_optimum_is_met_there(tmp_path):
 
 @pytest.mark.slow
 def test_the_beam_example_finds_the_lightest_section_within_the_stress_limit(tmp_path):
+    """The stress, 36 to 36,000 MPa over the box, is modelled as log(stress / 250): the area
+    within 0.1% of 720 mm^2 (720.003 in 48 runs), and within 1% by the 24th run (the 17th)."""
     r = run_example(tmp_path, "beam-bayesian").results
-    assert r["objective"]["final"] == pytest.approx(720, rel=0.03)
+    assert r["objective"]["final"] == pytest.approx(720, rel=1e-3)
+    assert next(i for i, v in enumerate(r["history"]) if v is not None and v <= 727.2) < 24
     assert r["constraint_values"]["stress <= 250"]["met"]
     assert r["parameters"]["depth"]["optimum"] > 95
     report = (tmp_path / "out" / "report.md").read_text()
     assert "optimize-history" in report and "optimize-runs" in report and "Q2" in report
     assert "| stress <= 250 |" in report and "| yes |" in report  # the constraint at the optimum
+
+
+@pytest.mark.slow
+def test_the_search_does_not_stop_short_of_a_sliver_along_an_active_constraint(tmp_path):
+    """The beam one run a round (seed 4): the area improves only in a sliver along the stress
+    limit, which 1,024 random points miss, so the EI they find falls below the tolerance and
+    the search stopped at 730.5 mm^2 (723.4 before issue 34's second pass). The maximiser also
+    starts near the best feasible runs: within 0.1% of 720 (720.012)."""
+    r = run_example(tmp_path, "beam-bayesian", report=False, **{
+        "seed: 3": "seed: 4", "initial: 8": "initial: 6", "batch: 4": "batch: 1",
+        "max_evaluations: 48": "max_evaluations: 40"}).results
+    assert r["objective"]["final"] == pytest.approx(720, rel=1e-3)
+    assert r["constraint_values"]["stress <= 250"]["met"]
 
 
 @pytest.mark.slow
@@ -173,7 +193,9 @@ def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_pat
     failed = r["failed"]
     assert failed and all(f["parameters"]["x1"] < 0 for f in failed)
     later = [f for f in failed if f["round"] > 0]
-    # a third of the box fails: random runs after the first design would put 14 or 15 there
+    # a third of the box fails: random runs after the first design would put 14 or 15 there.
+    # Seeds 1-4 put 4, 7, 5, 7 there one run a round (before issue 34's second pass: 6, 9, 9,
+    # 14) and 5, 9, 9, 9 in rounds of three (8, 9, 10, 11)
     assert len(later) <= (6 if batch == 1 else 8), later
     assert sum(o is None for o in r["evaluated"]["objective"]) == len(failed)
     if function == "branin_failing":
@@ -383,3 +405,87 @@ def test_the_report_draws_pairs_of_the_five_parameters_of_shortest_length_scale(
     assert image.shape[0] > 900 and image.shape[1] > 900  # a 4 x 4 grid of panels
     report = (tmp_path / "out" / "report.md").read_text()
     assert "optimize-history" in report and "leave-one-out Q2" in report
+
+
+def beam_runs(rows):
+    """A cantilever's area b h and stress 6 F L / (b h^2) (F 2 kN, L 1.5 m) at (b, h) in mm:
+    unit coordinates of b in [5, 50] and h in [10, 100], the area, and stress <= 250 as its
+    gap and its log ratio."""
+    from studyrun.analyses.bayesian.search import log_ratio
+    from studyrun.analyses.pareto.terms import constraint
+
+    rows = np.array(rows, dtype=float)
+    stress = 6 * 2000 * 1500 / (rows[:, 0] * rows[:, 1] ** 2)
+    limit = constraint("stress <= 250", False, 0)
+    ratio = log_ratio(limit, {"stress": stress}, len(rows))
+    return (rows - [5, 10]) / [45, 90], rows[:, 0] * rows[:, 1], stress - 250, ratio
+
+
+def test_a_positive_constraint_is_modelled_as_a_log_ratio_and_any_other_by_bilog():
+    """stress <= 250 with a stress of 36 to 36,000 MPa: its GP models log(stress / 250), of the
+    gap's sign; a constraint whose sides are not all positive, bilog(gap); `>=` the other way."""
+    from studyrun.analyses.bayesian.acquisition import bilog, modelled
+    from studyrun.analyses.bayesian.search import log_ratio
+    from studyrun.analyses.pareto.terms import constraint
+
+    _, _, gap, ratio = beam_runs([[5, 10], [50, 100], [7.2, 100]])
+    np.testing.assert_allclose(ratio, np.log([36000 / 250, 36 / 250, 1.0]), atol=1e-12)
+    mixed = np.column_stack([ratio, [1.0, np.nan, 2.0]])
+    gaps = np.column_stack([gap, [-3.0, 0.5, 99.0]])
+    out = modelled(gaps, mixed)
+    np.testing.assert_allclose(out[:, 0], ratio)
+    np.testing.assert_allclose(out[:, 1], np.sign(gaps[:, 1]) * np.log1p(np.abs(gaps[:, 1])))
+    assert bilog(np.array([-1e6, 0.0, 1e6])).tolist() == pytest.approx([-13.8155, 0, 13.8155],
+                                                                       abs=1e-4)
+    above = log_ratio(constraint("depth >= 20", False, 0), {"depth": np.array([10.0, 40.0])}, 2)
+    np.testing.assert_allclose(above, [np.log(2), -np.log(2)])
+
+
+def test_a_round_proposes_the_sliver_of_improvement_along_an_active_constraint():
+    """17 runs of the beam, the best feasible area 807 at h = 100 (the bound) and b = 8.07, the
+    constraint met for b >= 7.2 there: the area improves only in a sliver of width 0.02 of the
+    box along h = 100. The round's point lies in it: its GP of log(stress / 250) is sure where
+    the constraint holds (on the gap itself, 36 to 36,000 MPa, the round chose b = 5, h = 61)."""
+    from studyrun.analyses.bayesian.acquisition import Data, fit_models, modelled, propose
+
+    unit, area, gap, ratio = beam_runs([
+        [27.5, 55], [42.07, 29.9], [30.17, 74.98], [5.34, 20], [38.21, 46.05], [19.81, 92.01],
+        [5, 41.16], [20.06, 10], [5, 84.6], [23.66, 50.86], [35.3, 10], [30.83, 38.76],
+        [7.13, 100], [10.22, 100], [8.07, 100], [11.9, 10], [5, 100]])
+    data = Data(unit, area, modelled(gap[:, None], ratio[:, None]), unit, -np.ones(len(unit)))
+    for seed in (1, 2):
+        models = fit_models(data, seed)
+        (u,), _ = propose(models, 1, "ei", np.random.default_rng(seed))
+        b, h = 5 + 45 * u[0], 10 + 90 * u[1]
+        assert 7.0 < b < 8.07 and h > 97, (b, h)
+
+
+ELLIPSOID = """
+name: ellipsoid
+seed: 3
+model: {type: python, function: models:ellipsoid, vectorized: true}
+parameters:
+PARAMETERS
+quantities: {f: f}
+analysis: {type: optimize, method: bayesian, minimize: f, max_evaluations: 70}
+execution: {scheduler: sync}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.thorough
+@pytest.mark.timeout(1200)
+def test_a_ten_parameter_ellipsoid_comes_within_1_percent_of_its_minimum(tmp_path):
+    """1 + sum (i + 1) (x_i - c_i)^2 over ten parameters, the centre off the box's: within 1% of
+    1 in at most 70 runs (60 in the benchmark). The seed is one whose search stopped 2.25% above, x0 0.15
+    off, while the GPs' length scales went to 1,000: the GP put x0's, the gentlest term's, past
+    400 and took it for a parameter that does not matter."""
+    names = [f"x{i}" for i in range(10)]
+    (tmp_path / "models.py").write_text(
+        "import numpy as np\n"
+        f"def ellipsoid({', '.join(names)}):\n"
+        f"    x = np.column_stack([{', '.join(names)}])\n"
+        "    return {'f': 1 + (np.arange(1, 11) * (x - np.linspace(0.15, 0.85, 10)) ** 2).sum(axis=1)}\n")
+    text = ELLIPSOID.replace("PARAMETERS", "\n".join(f"  {n}: {{bounds: [0, 1]}}" for n in names))
+    r = studyrun.run(write_study(tmp_path, text), tmp_path / "out", report=False).results
+    assert r["objective"]["final"] <= 1.01, r["objective"]

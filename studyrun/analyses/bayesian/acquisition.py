@@ -18,8 +18,28 @@ from scipy.special import erfcx, log_ndtr, ndtr
 from studyrun.analyses.surrogate import gp
 
 KAPPA = 2.0  # lcb: mean - KAPPA x standard deviation
-STARTS = 8  # L-BFGS-B starts: the best of CANDIDATES random points
+STARTS = 8  # L-BFGS-B starts: the best of CANDIDATES random points and AROUND near the best
 CANDIDATES = 1024
+# points near the best feasible runs (the best 5% by the GP's mean), half each a step of standard
+# deviation 1e-3 and half 0.1 away (unit box; BoTorch's sample_around_best): the region that
+# improves on the incumbent can be a sliver along a constraint's boundary or, in 10 dimensions,
+# a small ball that 1,024 random points all miss
+AROUND = 256
+BEST_SHARE = 0.05
+# a round's GPs: from the last round's hyperparameters and this many seeded random starts, each
+# stopped after LIKELIHOOD_EVALUATIONS; the restarts are spread over the rounds, so that each
+# costs about the same (at 100 runs of 10 parameters, 5 starts every 5th round cost 1.1 CPU s,
+# beyond the 1 s a round of issue 34; a random start wandered 223 evaluations, 0.9 s, to the
+# warm start's optimum). A warm start stopped early goes on from there the round after.
+RESTARTS_WARM = 1
+LIKELIHOOD_EVALUATIONS = 25
+# the GPs' longest length scale (unit box): at the surrogate module's 1,000 a GP of a 10-parameter
+# ellipsoid put one at 406, took that parameter for one that does not matter, and the search
+# stopped 2.25% above the minimum, that parameter 0.15 off (benchmarks/bench_bayesopt.py)
+LONGEST = 10.0
+# each L-BFGS-B start of the acquisition stopped after this many evaluations (of 11 points in
+# 10 dimensions): late in a 10-parameter search the line searches took 112 a start, up to 281
+ACQUISITION_EVALUATIONS = 40
 STEP = 1e-6  # forward-difference step of the acquisition's gradient, unit coordinates
 _LOG_ROOT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -45,10 +65,26 @@ def log_expected_improvement(mean: np.ndarray, std: np.ndarray, best: float) -> 
     return np.log(std) + log_h((best - mean) / std)
 
 
+def bilog(gap: np.ndarray) -> np.ndarray:
+    """sign(g) log(1 + |g|): a constraint's gap as its GP models it (Eriksson and Poloczek 2021,
+    as Ax's BilogY): the same sign, so the same probability of being met, but a stress that spans
+    36 to 36,000 MPa spans -5 to 10, and the GP's scale is that of the boundary, not of the runs
+    far beyond it."""
+    return np.asarray(np.sign(gap) * np.log1p(np.abs(gap)))
+
+
+def modelled(gaps: np.ndarray, ratios: np.ndarray) -> np.ndarray:
+    """Each constraint's column as its GP models it: log(left / right) (`ratios`) while both
+    sides were positive in every run, else bilog(left - right); either is <= 0 where it is met."""
+    logged = np.isfinite(ratios).all(axis=0)
+    return np.where(logged, ratios, bilog(np.where(np.isfinite(gaps), gaps, 0.0)))
+
+
 @dataclass(frozen=True)
 class Data:
     """What the GPs are fitted on, in unit coordinates: the runs that gave every value (their
-    objective and constraint gaps, <= 0 where met) and every run with whether it failed."""
+    objective and constraints as modelled() gives them, <= 0 where met) and every run with
+    whether it failed."""
 
     @property
     def any_failed(self) -> bool:
@@ -56,7 +92,7 @@ class Data:
 
     ran: np.ndarray  # (n, m)
     objective: np.ndarray  # (n,)
-    gaps: np.ndarray  # (n, constraints)
+    gaps: np.ndarray  # (n, constraints): log ratios or bilog(gap), modelled()
     every: np.ndarray  # (N, m)
     failure: np.ndarray  # (N,) +1 failed, -1 ran (labels()); a liar's point: its predicted mean
 
@@ -128,10 +164,13 @@ def labels(failed: np.ndarray) -> np.ndarray:
 
 def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
     """The objective's GP and each constraint's (on the runs that gave values), fitted by the
-    surrogate module's maximum likelihood: from seeded restarts, or (given the last round's
-    models) from their hyperparameters alone; and once a run failed, the failure labels' GP."""
+    surrogate module's maximum likelihood: the first from seeded restarts, later ones (given the
+    last round's models) from their hyperparameters and one seeded random start, the better
+    likelihood kept; and once a run failed, the failure labels' GP."""
     def fitted(inputs, y, before):
-        return gp.fit(inputs, y, seed) if before is None else gp.refit(before, inputs, y)
+        if before is None:
+            return gp.fit(inputs, y, seed, LONGEST)
+        return gp.refit(before, inputs, y, RESTARTS_WARM, seed, LIKELIHOOD_EVALUATIONS)
 
     was = previous or Models(data, None, (None,) * data.gaps.shape[1], None, None, 1.0)
     objective = fitted(data.ran, data.objective, was.objective)
@@ -150,12 +189,28 @@ def fit_models(data: Data, seed: int, previous: Models | None = None) -> Models:
     return Models(data, objective, constraints, failure, best, spread if spread > 0 else 1.0)
 
 
-def maximise(score, dimension: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+def around(models: Models, rng: np.random.Generator) -> np.ndarray:
+    """AROUND points near the best feasible runs (none while no run met every constraint)."""
+    data = models.data
+    met = (data.gaps <= 0).all(axis=1)
+    if not met.any():
+        return np.empty((0, data.ran.shape[1]))
+    mean = gp.predict(models.objective, data.ran[met])
+    order = np.argsort(mean, kind="stable")[:max(1, math.ceil(BEST_SHARE * met.sum()))]
+    picks = data.ran[met][order][rng.integers(len(order), size=AROUND)]
+    sigma = np.where(np.arange(AROUND) % 2, 0.1, 1e-3)[:, None]
+    return np.clip(picks + sigma * rng.standard_normal(picks.shape), 0.0, 1.0)
+
+
+def maximise(score, dimension: int, rng: np.random.Generator,
+             near: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """The unit-box point of the largest score: L-BFGS-B from the best STARTS of CANDIDATES
-    random points, each gradient by forward differences in one call of `score`."""
+    random points and `near`, each gradient by forward differences in one call of `score`."""
     from scipy.optimize import minimize
 
     points = rng.random((CANDIDATES, dimension))
+    if near is not None:
+        points = np.vstack([points, near])
     values = score(points)
     order = np.argsort(-values, kind="stable")[:STARTS]
     best_u, best_v = points[order[0]], float(values[order[0]])
@@ -171,7 +226,7 @@ def maximise(score, dimension: int, rng: np.random.Generator) -> tuple[np.ndarra
         if not np.isfinite(score(start[None])[0]):
             continue
         found = minimize(negative, start, jac=True, method="L-BFGS-B",
-                         bounds=[(0.0, 1.0)] * dimension, options={"maxiter": 200})
+                         bounds=[(0.0, 1.0)] * dimension, options={"maxfun": ACQUISITION_EVALUATIONS})
         u = np.clip(found.x, 0.0, 1.0)
         v = float(score(u[None])[0])
         if v > best_v:
@@ -187,7 +242,8 @@ def propose(models: Models, count: int, kind: str, rng: np.random.Generator
     chosen: list[np.ndarray] = []
     measure = math.nan
     for i in range(count):
-        u, _ = maximise(lambda points, ms=models: ms.log_acquisition(points, kind), dimension, rng)
+        u, _ = maximise(lambda points, ms=models: ms.log_acquisition(points, kind), dimension, rng,
+                        around(models, rng))
         if i == 0:
             measure = float(np.exp(models.log_acquisition(u[None], "ei")[0])) \
                 if models.best is not None else math.inf

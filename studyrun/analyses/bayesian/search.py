@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from studyrun.analyses.bayesian.acquisition import Data, fill, fit_models, labels, propose
+from studyrun.analyses.bayesian.acquisition import Data, fill, fit_models, labels, modelled, propose
 from studyrun.analyses.pareto.terms import constraint
 from studyrun.analyses.search.batching import Evaluations
 from studyrun.analyses.search.fit import Box, make_box
@@ -26,7 +26,6 @@ from studyrun.core.threads import held_to_cores
 # objectives are sure of themselves: on a 10-parameter ellipsoid EI was 1e-7 x its spread with the
 # best run still 2.3% above the minimum (benchmarks/bench_bayesopt.py)
 TOLERANCE = 1e-12
-RESTART_EVERY = 5  # the GPs' likelihood from seeded restarts every 5th round, else warm-started
 SAME = 1e-9  # a proposed point this near (unit box, each coordinate) to a run is that run
 
 
@@ -67,11 +66,13 @@ class Runs:
     def summarise(self, outcome: Outcome) -> dict[str, np.ndarray]:
         summary = self.cost(outcome)
         env = {q: summary["values"][:, i] for i, q in enumerate(self.quantities)}
+        n = len(outcome.ok)
         with np.errstate(all="ignore"):
-            gaps = np.column_stack([c.gap(env) for c in self.constraints]
-                                   + [np.zeros(len(outcome.ok))])[:, :-1]
+            gaps = np.column_stack([c.gap(env) for c in self.constraints] + [np.zeros(n)])[:, :-1]
+            ratios = np.column_stack([log_ratio(c, env, n) for c in self.constraints]
+                                     + [np.zeros(n)])[:, :-1]
         ok = np.isfinite(summary["cost"]) & np.isfinite(gaps).all(axis=1)
-        return {**summary, "gaps": gaps, "ok": ok}
+        return {**summary, "gaps": gaps, "ratios": ratios, "ok": ok}
 
     def ask(self, unit: np.ndarray, round_: int) -> None:
         answer = self.evaluations(self.box.to_natural(unit))
@@ -84,9 +85,12 @@ class Runs:
         return np.array([a[name] for a in self.answers])
 
     def data(self) -> Data:
+        """The GPs' data, each constraint on the scale its GP models (modelled())."""
         unit, ok = np.array(self.unit), self.column("ok").astype(bool)
-        gaps = np.array([a["gaps"] for a in self.answers]).reshape(len(unit), len(self.constraints))
-        return Data(unit[ok], self.column("cost")[ok], gaps[ok], unit, labels(~ok))
+        shape = (len(unit), len(self.constraints))
+        gaps = np.array([a["gaps"] for a in self.answers]).reshape(shape)[ok]
+        ratios = np.array([a["ratios"] for a in self.answers]).reshape(shape)[ok]
+        return Data(unit[ok], self.column("cost")[ok], modelled(gaps, ratios), unit, labels(~ok))
 
     def feasible(self) -> np.ndarray:
         gaps = np.array([a["gaps"] for a in self.answers]).reshape(len(self.unit), -1)
@@ -94,6 +98,17 @@ class Runs:
 
     def known(self, u: np.ndarray) -> bool:
         return any(np.all(np.abs(u - v) <= SAME) for v in self.unit)
+
+
+def log_ratio(c: Any, env: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """log(left / right) of `left <= right` (log(right / left) of `>=`), where both sides are
+    positive, else NaN: positive exactly where the constraint is not met, like the gap, and
+    smooth where a positive quantity spans decades (a stress of 36 to 36,000 MPa, b h^2 in
+    its denominator) where its gap is not."""
+    left, right = (np.broadcast_to(np.asarray(side(env), dtype=float), (n,)) for side in
+                   (c.left, c.right))
+    ratio = np.where((left > 0) & (right > 0), np.log(np.abs(left)) - np.log(np.abs(right)), np.nan)
+    return ratio if c.at_most else -ratio
 
 
 def search(spec: Any, evaluate: Evaluate, context: Any, seed: np.random.SeedSequence) -> dict[str, Any]:
@@ -116,8 +131,7 @@ def search(spec: Any, evaluate: Evaluate, context: Any, seed: np.random.SeedSequ
             if len(data.objective) < 2:
                 models, chosen = None, fill(data.every, min(spec.batch, left), rng)
             else:
-                again = models if models is not None and round_ % RESTART_EVERY else None
-                models = fit_models(data, int(child(seed, 2, round_).generate_state(1)[0]), again)
+                models = fit_models(data, int(child(seed, 2, round_).generate_state(1)[0]), models)
                 fitted_on = len(runs.unit)
                 chosen, measure = propose(models, min(spec.batch, left), spec.acquisition, rng)
                 small = measure < tolerance * spread(data.objective)
@@ -135,7 +149,7 @@ def search(spec: Any, evaluate: Evaluate, context: Any, seed: np.random.SeedSequ
             runs.ask(np.array(new), round_)
         data = runs.data()
         if len(data.objective) >= 2 and fitted_on != len(runs.unit):
-            models = fit_models(data, int(child(seed, 2, 0).generate_state(1)[0]))
+            models = fit_models(data, int(child(seed, 2, 0).generate_state(1)[0]), models)
         return results(spec, runs, models, converged, message, initial, most)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,19 +27,21 @@ PREDICTED_CELLS = 1 << 25  # points x training runs a prediction holds at once (
 KERNEL_CELLS = 1 << 18  # of which the kernel's arithmetic works on this many at a time (2 MB)
 
 
-def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False):
-    """Constant * Matern(nu 5/2, one length scale per input) + White noise."""
+def kernel(dimension: int, scales=None, signal: float = 1.0, noise: float = 1e-6, fixed=False,
+           longest: float = 1e3):
+    """Constant * Matern(nu 5/2, one length scale per input, at most `longest`) + White noise."""
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
     bounds = "fixed" if fixed else None
     scales = np.full(dimension, 0.3) if scales is None else np.asarray(scales, dtype=float)
     return (ConstantKernel(signal, bounds or (1e-4, 1e4))
-            * Matern(scales, bounds or (1e-3, 1e3), nu=NU)
+            * Matern(scales, bounds or (1e-3, longest), nu=NU)
             + WhiteKernel(noise, bounds or (1e-10, 1.0)))
 
 
-def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
-    """A regressor fitted by maximum likelihood, from RESTARTS + 1 seeded starts; past
+def fit(scaled: np.ndarray, y: np.ndarray, seed: int, longest: float = 1e3):
+    """A regressor fitted by maximum likelihood (length scales at most `longest`), from
+    RESTARTS + 1 seeded starts; past
     SUBSAMPLE runs, from RESTARTS_SUBSAMPLED + 1 starts on a seeded subsample of SUBSAMPLE runs,
     then on all runs with those hyperparameters fixed."""
     from sklearn.exceptions import ConvergenceWarning
@@ -46,7 +49,7 @@ def fit(scaled: np.ndarray, y: np.ndarray, seed: int):
 
     rows = subsample(len(y), seed)
     restarts = RESTARTS if len(rows) == len(y) else RESTARTS_SUBSAMPLED
-    model = GaussianProcessRegressor(kernel(scaled.shape[1]),
+    model = GaussianProcessRegressor(kernel(scaled.shape[1], longest=longest),
                                      normalize_y=True, n_restarts_optimizer=restarts,
                                      random_state=seed)
     with warnings.catch_warnings():
@@ -65,6 +68,15 @@ def _kept(objective, theta, bounds):
     likelihood, which scikit-learn's fit with `optimizer=None` computes again (a second n x n
     kernel and Cholesky factorisation), is not needed."""
     return theta, np.nan
+
+
+def _capped(evaluations: int, objective: Any, theta: np.ndarray, bounds: Any) -> tuple[Any, float]:
+    """scikit-learn's L-BFGS-B of the likelihood, stopped after `evaluations` evaluations."""
+    from scipy.optimize import minimize
+
+    found = minimize(objective, theta, method="L-BFGS-B", jac=True, bounds=bounds,
+                     options={"maxfun": evaluations})
+    return found.x, float(found.fun)
 
 
 def subsample(n: int, seed: int) -> np.ndarray:
@@ -112,13 +124,17 @@ def _matern(left: np.ndarray, right: np.ndarray, signal: float) -> np.ndarray:
     return out
 
 
-def refit(model, scaled: np.ndarray, y: np.ndarray):
-    """A fit on other training data (a cross-validation fold), its optimiser started from
-    `model`'s hyperparameters only."""
+def refit(model, scaled: np.ndarray, y: np.ndarray, restarts: int = 0, seed: int | None = None,
+          evaluations: int | None = None):
+    """A fit on other training data (a cross-validation fold, a round's new runs), its optimiser
+    started from `model`'s hyperparameters and from `restarts` random ones drawn with `seed`,
+    each start stopped after `evaluations` of the likelihood if given."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    again = GaussianProcessRegressor(model.kernel_, normalize_y=True, n_restarts_optimizer=0)
+    optimizer: Any = "fmin_l_bfgs_b" if evaluations is None else partial(_capped, evaluations)
+    again = GaussianProcessRegressor(model.kernel_, normalize_y=True, n_restarts_optimizer=restarts,
+                                     random_state=seed, optimizer=optimizer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return again.fit(scaled, y)
