@@ -114,6 +114,7 @@ def test_branin_comes_within_1e3_of_its_minimum_in_at_most_50_runs(tmp_path):
     assert max(runs) <= 50, runs
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_hartmann_6_comes_within_1_percent_of_its_minimum_in_at_most_150_runs(tmp_path):
     (tmp_path / "models.py").write_text(MODELS)
@@ -165,6 +166,7 @@ def test_the_beam_example_finds_the_lightest_section_within_the_stress_limit(tmp
     assert "| stress <= 250 |" in report and "| yes |" in report  # the constraint at the optimum
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_the_search_does_not_stop_short_of_a_sliver_along_an_active_constraint(tmp_path):
     """The beam one run a round (seed 4): the area improves only in a sliver along the stress
@@ -180,7 +182,8 @@ def test_the_search_does_not_stop_short_of_a_sliver_along_an_active_constraint(t
 
 @pytest.mark.slow
 @pytest.mark.parametrize("function, batch", [("branin_failing", 1), ("branin_nan", 1),
-                                             ("branin_failing", 3)])
+                                             pytest.param("branin_failing", 3,
+                                                          marks=pytest.mark.thorough)])
 def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_path, function,
                                                                          batch):
     """Left of x1 = 0 the model raises (or gives NaN): the runs there are in `failed` with where
@@ -215,6 +218,7 @@ def test_a_killed_study_resumes_and_ends_with_the_same_result(tmp_path):
     assert analysis["results"] == json.loads(json.dumps(fresh.results))
 
 
+@pytest.mark.thorough
 @pytest.mark.slow
 def test_results_do_not_depend_on_the_executors_batch_size(tmp_path):
     """One process, then a LocalCluster of two workers with batch sizes 1, the default and 64:
