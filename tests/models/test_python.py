@@ -245,7 +245,7 @@ def test_each_argument_reaches_its_parameter_however_the_function_is_called(tmp_
               "    def __call__(self, a, b, k):\n        return {'a': a, 'b': b, 'k': k}\n"
               "made = Callable()\n")
     inputs = {"a": np.array([1.0, 2.0]), "b": np.array([10.0, 20.0]), "k": np.array([5.0, 6.0])}
-    for i, name in enumerate(["f", "kwonly", "wrapped", "made"]):
+    for name in ["f", "kwonly", "wrapped", "made"]:
         folder = tmp_path / name  # functions are cached per folder
         folder.mkdir()
         (folder / "m.py").write_text(source)
