@@ -56,7 +56,12 @@ def test_a_file_a_model_never_closed_is_written_when_the_command_ends(tmp_path):
     from conftest import run_cli
 
     (tmp_path / "leaky.py").write_text(
+        "import io\n"
         "LOG = open('calls.txt', 'a')  # never closed\n"
+        "class Broken(io.RawIOBase):  # a file whose flush fails: the command still ends well\n"
+        "    def writable(self):\n        return True\n"
+        "    def flush(self):\n        raise RuntimeError('cannot flush')\n"
+        "BROKEN = Broken()\n"
         "def f(a):\n    LOG.write(f'{a!r}\\n')\n    return a\n")
     path = write_study(tmp_path, STUDY.replace("linear:linear", "leaky:f").replace(
         "b: {bounds: [0, 1]}", ""))
