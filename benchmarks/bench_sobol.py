@@ -6,7 +6,7 @@ studyrun: `studyrun run` of the study (vectorized Ishigami, first and total orde
 start to analysis.json and report (target < 20 s). SALib directly: a fresh interpreter that
 imports SALib, samples with `SALib.sample.sobol` (N = 2^16, no second order), evaluates the same
 vectorized function and calls `SALib.analyze.sobol` with the same resamples and confidence
-(target: studyrun within 2x of it). Both are timed from process start.
+(issue 4: studyrun within 2x of it; issue 33: 1.5x). Both are timed from process start.
 
 Writes benchmarks/measured/sobol.csv.
 """
@@ -86,8 +86,11 @@ def main() -> None:
            **{k: round(last_float(salib["stdout"], k), 3)
               for k in ("import", "sample", "evaluate", "analyse")})
     ratio = done["wall"] / salib["wall"]
-    record(f"Sobol' Ishigami N={n}: studyrun / SALib directly", "< 2", ratio, "x", ratio < 2,
-           command)
+    record(f"Sobol' Ishigami N={n}: studyrun / SALib directly", "<= 1.5", ratio, "x",
+           ratio <= 1.5, command)
+    cpu = done["cpu"] / salib["cpu"]  # what a loaded machine inflates less
+    record(f"Sobol' Ishigami N={n}: studyrun / SALib directly, CPU", "<= 1.5", cpu, "x",
+           cpu <= 1.5, command)
     print(f"\nwrote {write_rows('sobol', ROWS)}")
 
 

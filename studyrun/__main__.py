@@ -1,5 +1,3 @@
-import sys
+from studyrun.cli import console
 
-from studyrun.cli import main
-
-sys.exit(main())
+console()

@@ -20,6 +20,7 @@ import inspect
 import re
 import sys
 import threading
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -233,15 +234,16 @@ def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n:
     """Loop over the batch; collect numbers, dicts of numbers, or series with a `time` key.
     `extra` gives more arguments, a list of n values each (a run's Generator, its seed)."""
     extra = extra or {}
-    names = [*inputs, *extra]
-    columns = [np.broadcast_to(inputs[name], (n,)).tolist() for name in inputs]
-    columns += list(extra.values())
+    values = {name: np.broadcast_to(inputs[name], (n,)).tolist() for name in inputs}
+    values.update(extra)
+    order = positional_order(function, list(values))
+    names = order or list(values)
+    rows = zip(*(values[name] for name in names)) if names else [()] * n
     results: list[Any] = [None] * n
     out = ModelOutput(n)
-    rows = zip(*columns) if columns else [()] * n
     for i, row in enumerate(rows):
         try:
-            results[i] = function(**dict(zip(names, row)))
+            results[i] = function(*row) if order else function(**dict(zip(names, row)))
         except BaseException as error:  # sys.exit and KeyboardInterrupt too: only this run fails
             if not fails_the_run(error):
                 raise
@@ -250,11 +252,22 @@ def call_per_run(function: Callable[..., Any], inputs: dict[str, np.ndarray], n:
     return out
 
 
+def positional_order(function: Callable[..., Any], names: list[str]) -> list[str] | None:
+    """The names in the order of a plain function's first parameters when they are exactly
+    those (then a positional call binds as the keyword call does, and costs less a run), else
+    None. Only a `def` or lambda: a wrapper's own code, not the signature it shows, decides."""
+    code = getattr(function, "__code__", None)
+    if type(function) is not types.FunctionType or code is None or code.co_posonlyargcount:
+        return None
+    first = list(code.co_varnames[:len(names)])
+    return first if len(names) <= code.co_argcount and set(first) == set(names) else None
+
+
 def gather_results(results: list[Any], out: ModelOutput) -> None:
     """Turn per-run return values into batch arrays; a run of the wrong shape fails alone.
     Each run's series stay on its own `time` (runs sharing a grid are stacked)."""
-    if results and all(e is None for e in out.errors) and all(
-            isinstance(r, (float, int)) for r in results):
+    if results and out.errors.count(None) == len(out.errors) and all(
+            issubclass(kind, (float, int)) for kind in set(map(type, results))):
         out.scalars = {"value": np.array(results, dtype=float)}  # the common case, in one step
         return
     scalars: dict[str, np.ndarray] = {}

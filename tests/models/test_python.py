@@ -229,3 +229,35 @@ def test_what_the_interpreter_imports_at_start_up_is_not_the_models(tmp_path, mo
     monkeypatch.setenv("PYTHONPATH", str(custom))
     found = find_in_fresh_interpreter("m", [str(tmp_path), str(custom)], tmp_path)
     assert sorted(f.name for f in found) == ["helper.py", "m.py"]
+
+
+def test_each_argument_reaches_its_parameter_however_the_function_is_called(tmp_path):
+    """A plain function whose first parameters are the inputs is called positionally, in its
+    own order (not the study's); a wrapper, a keyword-only or positional-only parameter, a
+    callable object: by keyword. The same values arrive either way."""
+    source = ("import functools\n"
+              "def f(b, a, k=1.0):\n    return {'a': a, 'b': b, 'k': k}\n"
+              "def kwonly(b, *, a):\n    return {'a': a, 'b': b, 'k': 1.0}\n"
+              "def posonly(b, /, a=0.0, **more):\n    return {'a': a, 'b': b, 'k': more['k']}\n"
+              "@functools.wraps(f)\n"
+              "def wrapped(*args, **kwargs):\n    return f(*args, **kwargs)\n"
+              "class Callable:\n"
+              "    def __call__(self, a, b, k):\n        return {'a': a, 'b': b, 'k': k}\n"
+              "made = Callable()\n")
+    inputs = {"a": np.array([1.0, 2.0]), "b": np.array([10.0, 20.0]), "k": np.array([5.0, 6.0])}
+    for name in ["f", "kwonly", "wrapped", "made"]:
+        folder = tmp_path / name  # functions are cached per folder
+        folder.mkdir()
+        (folder / "m.py").write_text(source)
+        function_inputs = inputs if name != "kwonly" else {"a": inputs["a"], "b": inputs["b"]}
+        out = Python(type="python", function=f"m:{name}").build(folder)(
+            function_inputs, RunContext(run_ids=np.arange(2)))
+        assert out.errors == [None, None], name
+        assert out.scalars["a"].tolist() == [1.0, 2.0] and out.scalars["b"].tolist() == [10.0, 20.0]
+        assert out.scalars["k"].tolist() == ([1.0, 1.0] if name == "kwonly" else [5.0, 6.0])
+    folder = tmp_path / "posonly"
+    folder.mkdir()
+    (folder / "m.py").write_text(source)
+    out = Python(type="python", function="m:posonly").build(folder)(
+        inputs, RunContext(run_ids=np.arange(2)))  # b only by position: each run fails alike
+    assert all("missing 1 required positional argument: 'b'" in e for e in out.errors)
