@@ -46,8 +46,13 @@ def test_study_validates_and_plans(tmp_path, path):
 ON_THE_DEFAULT_SCHEDULER = {"decay-sweep"}  # twelve runs: never long enough for a cluster
 
 
+# examples another test of the suite runs from the command line, to their known answers
+COVERED = {"sir-hospital-reliability": "tests/analyses/test_reliability_gradient.py"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.thorough)
+                                  if name in COVERED else name for name in SMALL])
 def test_small_study_runs(tmp_path, name):
     study = STUDIES / f"{name}.yaml"
     threads = "scheduler:" not in study.read_text() and name not in ON_THE_DEFAULT_SCHEDULER

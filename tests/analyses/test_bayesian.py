@@ -181,7 +181,9 @@ def test_the_search_does_not_stop_short_of_a_sliver_along_an_active_constraint(t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("function, batch", [("branin_failing", 1), ("branin_nan", 1),
+@pytest.mark.parametrize("function, batch", [("branin_failing", 1),
+                                             pytest.param("branin_nan", 1,
+                                                          marks=pytest.mark.thorough),
                                              pytest.param("branin_failing", 3,
                                                           marks=pytest.mark.thorough)])
 def test_a_region_that_fails_is_learned_and_the_optimum_outside_it_found(tmp_path, function,

@@ -198,7 +198,8 @@ def test_results_do_not_depend_on_the_batch_size(tmp_path):
 
 @pytest.mark.slow
 def test_the_adjoint_form_resumes_after_sigkill_with_the_same_result(tmp_path):
-    path = sir_example(tmp_path, execution="execution: {scheduler: sync, batch_size: 1}\n")
+    path = write_study(tmp_path, logistic(5, "adjoint").replace(
+        "execution: {scheduler: sync}", "execution: {scheduler: sync, batch_size: 1}"))
     stored, analysis = killed_and_resumed(path, tmp_path / "out", 6)
     assert 6 <= stored < analysis["results"]["runs"] - 1, stored
     assert analysis["runs"]["reused"] >= stored

@@ -281,7 +281,7 @@ def test_knn_reads_given_rows_from_a_csv(tmp_path):
     assert y["effective_N"] == 5000
 
 
-@pytest.mark.parametrize("surrogate", ["pce", "gp"])
+@pytest.mark.parametrize("surrogate", ["pce", pytest.param("gp", marks=pytest.mark.thorough)])
 def test_a_surrogate_of_200_runs_gives_the_closed_form(tmp_path, surrogate):
     path = correlated_study(tmp_path, f"{{type: shapley, method: surrogate, surrogate: {surrogate}, "
                                       "samples: 200}",
