@@ -3,8 +3,9 @@
 This process imports studyrun and its heavy dependencies once (about 2 s of CPU that every
 `python -m studyrun run` pays), then forks a child per request: each call is still a process of
 its own, with its own folder, environment, output, exit status and signals, that runs
-`studyrun/__main__.py` as `python -m studyrun` does and exits as the interpreter does, less its
-modules' teardown (`leave`).
+`studyrun/__main__.py` as `python -m studyrun` does and ends as studyrun's CLI ends
+(`studyrun.cli.end`: without its modules' teardown, which in a fork writes to every page it
+shares with this server).
 Requests and answers are JSON lines on stdin and stdout; a request is
 {"args", "cwd", "env", "stdout", "stderr"} (files for the child's output), the answers are the
 child's pid, then its exit status and CPU seconds.
@@ -60,31 +61,17 @@ def become(request: dict) -> None:
     sys.argv = ["studyrun", *request["args"]]
 
 
-def leave(code: int) -> None:
-    """End this child as the interpreter ends (threads joined, atexit handlers run, output
-    flushed) but without tearing its modules down: in a fork, that teardown writes to every page
-    shared with this server, which costs each `studyrun` call some 0.2 s of CPU."""
-    import atexit
-
-    threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter's exit calls first
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
-
-
 if __name__ == "__main__":
     become(serve())
     import runpy
 
-    try:
+    from studyrun.cli import end
+
+    try:  # studyrun/__main__.py ends through `end` itself; argparse's exits (--help) end here
         runpy.run_module("studyrun", run_name="__main__", alter_sys=True)
     except SystemExit as exit:
         # a status as a number ends fast; a message, Ctrl-C or a traceback ends as Python does
         if exit.code is not None and not isinstance(exit.code, int):
             raise
-        leave(exit.code or 0)
-    leave(0)
+        end(exit.code or 0)
+    end(0)
