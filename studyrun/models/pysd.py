@@ -108,7 +108,7 @@ class Pysd(ModelSpec):
         PySD's `contact_rate`, and PySD's own Python name of a variable it renames: `input_1`
         for `Input`, in quantities' expressions too)."""
         data = dict(data)
-        aliases = python_aliases(data["model"], context)
+        aliases = {**written_names(data), **python_aliases(data["model"], context)}
         if isinstance(data.get("parameters"), dict):
             data["parameters"] = dict(zip(study_names(list(data["parameters"]), "parameters",
                                                       aliases),
@@ -326,6 +326,17 @@ def study_names(names: list, where: str, aliases: dict[str, str]) -> list:
                              f"model, {name!r} (Vensim's names and PySD's are one name in a "
                              "study); give it once")
     return named
+
+
+def written_names(data: dict[str, Any]) -> dict[str, str]:
+    """The study's own spellings of its parameters and outputs that a quantity can write
+    (`Infectious` in `outputs: [Infectious]`) -> their study names (`infectious`)."""
+    model = data.get("model")
+    outputs = model.get("outputs") if isinstance(model, dict) else None
+    names = [*(data.get("parameters") or {} if isinstance(data.get("parameters"), dict) else {}),
+             *(outputs if isinstance(outputs, list) else [])]
+    return {name: plain_name(name) for name in names if isinstance(name, str)
+            and name.isidentifier() and plain_name(name) != name}
 
 
 def python_aliases(model: Any, context: dict[str, Any]) -> dict[str, str]:

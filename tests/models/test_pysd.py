@@ -230,6 +230,22 @@ def test_pysd_python_name_of_a_renamed_variable_is_the_same_name(tmp_path, cache
     assert done.returncode == 2 and "'input_1' and 'Input' name the same variable" in done.stderr
 
 
+def test_a_quantity_reads_an_output_or_parameter_as_the_study_spells_it():
+    """Fails before: `max(Infectious)` beside `outputs: [Infectious]` (PySD's SIR sample, tried
+    as a new user) failed every run, the output being called `infectious`; a name the study does
+    not give, a function's and a spelling with spaces are left as they are."""
+    data = {"model": {"type": "pysd", "file": "sir.mdl", "outputs": ["Infectious", "Recovered"]},
+            "parameters": {"Contact Rate": {"bounds": [1, 2]}, "Duration": {"bounds": [4, 6]}},
+            "quantities": {"peak": "max(Infectious)", "end": "final(Recovered) / Duration",
+                           "other": "max(Susceptible) + Infectious_2"}}
+    named = Pysd.names_in_study(data, {})
+    assert named["quantities"] == {"peak": "max(infectious)",
+                                   "end": "final(recovered) / duration",
+                                   "other": "max(Susceptible) + Infectious_2"}
+    assert named["model"]["outputs"] == ["infectious", "recovered"]
+    assert list(named["parameters"]) == ["contact_rate", "duration"]
+
+
 def test_renamed_names_are_read_from_a_translation_never_run(tmp_path):
     """A translation's names are read from its decorators, not by running it; one a parser
     cannot read (nested past Python's limit) has none, and a name that is also a study name
