@@ -29,6 +29,8 @@ def serve() -> dict:
     """Answer requests until stdin closes; returns only in a forked child, with its request."""
     for name in PRELOADED:
         importlib.import_module(name)
+    # the installed versions analysis.json records, read once here rather than in every child
+    importlib.import_module("studyrun.results.provenance").package_versions(("pysd",))
     assert threading.active_count() == 1, "a preloaded module started a thread: fork is unsafe"
     # the preloaded objects are never collected: out of the collector's sight, a child neither
     # scans them nor copies every page it touches when it does (0.8 s of CPU at each child's exit)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from importlib import metadata
 
 import numpy as np
 import pytest
 from conftest import run_cli, write_study
 
 import studyrun
+from studyrun.results.provenance import PACKAGES
 
 LINEAR_MC = """
 name: linear-mc
@@ -193,6 +195,8 @@ def test_analysis_json_has_the_contracted_keys(study_dir):
     assert set(provenance) >= {"studyrun", "python", "packages", "study_sha256", "git", "seed",
                                "started", "finished"}
     assert provenance["seed"] == 42 and len(provenance["study_sha256"]) == 64
+    # the versions as importlib.metadata reads them, every installed package of the list
+    assert provenance["packages"] == {name: metadata.version(name) for name in PACKAGES}
     assert result.analysis["results"] == data["results"]
 
 
