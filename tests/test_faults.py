@@ -527,7 +527,7 @@ def test_nothing_a_command_run_started_outlives_it(study_dir):
         analysis: {{type: sweep, levels: {{a: [0.25, 0.75]}}}}
         execution: {{scheduler: threads, workers: 2, timeout: 1.5, on_failure: continue}}
     """)
-    result = studyrun.run(study, study_dir / "out", quiet=True)
+    result = studyrun.run(study, study_dir / "out", quiet=True, report=False)
     runs = result.runs.set_index("a")
     assert runs.loc[0.25, "run.status"] == "ok"
     assert runs.loc[0.75, "run.error"].startswith("timed out after 1.5 s")

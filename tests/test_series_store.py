@@ -132,14 +132,14 @@ def test_series_analysed_a_chunk_at_a_time_give_the_results_of_reading_them_whol
 
     (tmp_path / "curve.py").write_text(CURVE)
     path = write_study(tmp_path, CURVE_SOBOL)
-    whole = run_study(path, tmp_path / "whole", fresh=True, quiet=True)["results"]
+    whole = run_study(path, tmp_path / "whole", fresh=True, quiet=True, report=False)["results"]
     assert whole["y"]["dropped_blocks"] > 0 and "stop before" in whole["y"]["warnings"][0]
     assert whole["trajectory"]["effective_N"] == whole["y"]["effective_N"]
     monkeypatch.setattr(planned, "SERIES_CHUNK_BYTES", 8 * 40 * 2 * 35)
-    chunked = run_study(path, tmp_path / "chunked", fresh=True, quiet=True)
+    chunked = run_study(path, tmp_path / "chunked", fresh=True, quiet=True, report=False)
     assert_close(whole, chunked["results"])
     monkeypatch.undo()
-    again = run_study(path, tmp_path / "chunked", quiet=True)
+    again = run_study(path, tmp_path / "chunked", quiet=True, report=False)
     assert again["runs"]["reused"] == 64 * 5 - chunked["runs"]["failed"]  # failed: run again
     assert json.dumps(again["results"]) == json.dumps(whole)
 
@@ -179,7 +179,7 @@ def test_runs_with_long_series_are_batched_by_their_bytes(tmp_path):
         analysis: {type: montecarlo, samples: 600}
         execution: {scheduler: sync}
         """)
-    analysis = run_study(path, tmp_path / "out", fresh=True, quiet=True)
+    analysis = run_study(path, tmp_path / "out", fresh=True, quiet=True, report=False)
     assert analysis["runs"]["succeeded"] == 600
     assert 1 <= analysis["execution"]["batch_size"] <= BATCH_BYTES // 800_000
 
@@ -213,7 +213,7 @@ def test_the_store_keeps_the_series_asked_for_or_every_one_with_keep_series(tmp_
     for keep, outputs in (("", ["time", "y"]), (", keep: series", ["time", "v", "y"])):
         path = write_study(tmp_path, text % keep)
         out = tmp_path / f"out{len(outputs)}"
-        run_study(path, out, fresh=True, quiet=True)
+        run_study(path, out, fresh=True, quiet=True, report=False)
         with RunStore.open_readonly(out / "runs.sqlite") as store:
             stored = store.series_reader().read(store.recorded()[0])
         assert len(stored) == 40

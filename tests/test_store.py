@@ -81,7 +81,7 @@ def test_runs_csv_reads_back_exactly(moody, tmp_path, monkeypatch, chunk):
         monkeypatch.setattr(studyrun.commands.pipeline, "CHUNK_ROWS", chunk)
         monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", chunk)
     (tmp_path / "broken").write_text("")
-    result = studyrun.run(moody, tmp_path / "out", quiet=True)
+    result = studyrun.run(moody, tmp_path / "out", quiet=True, report=False)
     table = rows(tmp_path / "out" / "runs.csv")
     assert [int(row["run.index"]) for row in table] == list(range(300))
     assert not list((tmp_path / "out").glob(".*"))  # no part left behind

@@ -47,11 +47,11 @@ def study(folder: Path, name: str, model: str, parameters: str, analysis: str) -
     return path
 
 
-def run(path: Path) -> dict:
+def run(path: Path, report: bool = False) -> dict:
     """The study run in this process (a changed model file is imported afresh), its
     analysis.json as written."""
     out = path.parent / "results" / path.stem
-    studyrun.run(path, out, scheduler="sync", quiet=True)
+    studyrun.run(path, out, scheduler="sync", quiet=True, report=report)
     return json.loads((out / "analysis.json").read_text())
 
 
@@ -83,7 +83,7 @@ def test_a_fold_over_clears_main_effects_of_two_factor_interactions(fraction):
     assert plan.returncode == 0, plan.stderr
     assert "grown by foldover" in plan.stdout and "holds 8 of the 16 runs" in plan.stdout
     assert "every run would run" not in plan.stdout  # 8 are copied
-    analysis = run(folded)
+    analysis = run(folded, report=True)
     fit = analysis["results"]["y"]
     assert fit["coefficients"]["x1"]["estimate"] == pytest.approx(3.0, abs=1e-12)
     assert all(not chain for chain in fit["aliases"].values())  # every main effect clear of 2FIs

@@ -139,7 +139,7 @@ quantities: {f: value}
 analysis: {type: optimize, minimize: [f], method: differential-evolution}
 execution: {scheduler: sync}
 """)
-    result = studyrun.run(path, tmp_path / "out").results
+    result = studyrun.run(path, tmp_path / "out", report=False).results
     assert result["objective"]["final"] == pytest.approx(0.397887, abs=1e-6)
     optimum = (result["parameters"]["x1"]["optimum"], result["parameters"]["x2"]["optimum"])
     minima = [(-np.pi, 12.275), (np.pi, 2.275), (9.42478, 2.475)]

@@ -109,7 +109,7 @@ execution: {scheduler: threads, workers: 2, batch_size: 16}
 def test_a_c_program_reads_whole_numbers_with_d_and_every_real_bit_for_bit(tmp_path):
     compiled(PROGRAMS / "echo.c", tmp_path)
     (tmp_path / "echo.tmpl").write_text("n, x and m as echo.c reads them\n{n} {x} {m}\n")
-    result = run_study(write_study(tmp_path, ECHO_STUDY), tmp_path / "out", quiet=True)
+    result = run_study(write_study(tmp_path, ECHO_STUDY), tmp_path / "out", quiet=True, report=False)
     assert result["runs"]["succeeded"] == 64, result["runs"]
     for row in runs_of(tmp_path / "out"):
         assert float(row["n_read"]) == float(row["n"])
@@ -141,7 +141,7 @@ def test_whole_numbers_are_written_as_integers_wherever_the_study_says_so(tmp_pa
           levels: {listed: 2, levels: [4, 8], real_levels: [4.0, 8.0], ranged: 2}
         execution: {scheduler: sync}
         """)
-    result = run_study(study, tmp_path / "out", quiet=True)
+    result = run_study(study, tmp_path / "out", quiet=True, report=False)
     assert result["runs"]["succeeded"] == 16, result["runs"]
     texts = {p.read_text() for p in (tmp_path / "out" / "work").rglob("in.txt")}
     assert len(texts) == 16
@@ -214,7 +214,7 @@ def test_a_fortran_namelist_reads_integers_and_reals_at_every_batch_size(tmp_pat
     found = {}
     for size in BATCH_SIZES:
         study = write_study(tmp_path, FORTRAN_STUDY.replace("SIZE", size), f"namelist-{size}.yaml")
-        result = run_study(study, tmp_path / size, quiet=True)
+        result = run_study(study, tmp_path / size, quiet=True, report=False)
         assert result["runs"]["succeeded"] == 48, result["runs"]
         found[size] = [(r["steps"], r["rate"], r["final_y"]) for r in runs_of(tmp_path / size)]
     assert found["1"] == found["auto"] == found["64"]
@@ -275,7 +275,7 @@ def test_format_specs_and_literal_braces_reach_the_file_and_the_arguments(tmp_pa
     text = study.read_text().replace("  type: command\n", "  type: command\n  keep_workdirs: all\n")
     study.write_text(text)
     assert run_cli("validate", study).returncode == 0
-    result = run_study(study, tmp_path / "out", quiet=True)
+    result = run_study(study, tmp_path / "out", quiet=True, report=False)
     assert result["runs"]["succeeded"] == 4, result["runs"]
     for written in (tmp_path / "out" / "work").rglob("in.txt"):
         first, second = written.read_text().splitlines()
@@ -331,7 +331,7 @@ def test_columns_reach_the_run_through_a_study(tmp_path):
         analysis: {type: montecarlo, samples: 2}
         execution: {scheduler: sync}
         """)
-    result = run_study(study, tmp_path / "out", quiet=True)
+    result = run_study(study, tmp_path / "out", quiet=True, report=False)
     assert result["results"]["last"]["mean"] == math.exp(-1.5)
     assert result["results"]["span"]["mean"] == 1.5
     assert json.loads((tmp_path / "out" / "analysis.json").read_text())["runs"]["failed"] == 0
@@ -349,7 +349,7 @@ def test_integers_reach_the_file_exact_and_those_a_design_cannot_hold_are_refuse
         analysis: {type: montecarlo, samples: 2}
         execution: {scheduler: sync}
         """
-    run_study(write_study(tmp_path, text.replace("VALUES", "[1, 2]")), tmp_path / "out", quiet=True)
+    run_study(write_study(tmp_path, text.replace("VALUES", "[1, 2]")), tmp_path / "out", quiet=True, report=False)
     assert {p.read_text() for p in (tmp_path / "out" / "work").rglob("in.txt")} <= {
         "9007199254740993 1\n", "9007199254740993 2\n"}
     done = run_cli("validate", write_study(tmp_path, text.replace("VALUES", "[1, 9007199254740993]")))
