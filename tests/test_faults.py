@@ -208,6 +208,38 @@ def test_a_batch_longer_than_the_scheduler_check_is_waited_for(study_dir, dask_s
     assert result.analysis["runs"]["succeeded"] == 40
 
 
+def test_a_scheduler_that_misses_one_check_is_not_lost(dask_scheduler, monkeypatch):
+    """A scheduler too busy to answer one check in time (here: stopped for 0.8 s, past the
+    0.5 s a check waits) answers the next and is not reported lost; one that never answers is."""
+    import threading
+
+    from distributed import Client
+
+    from studyrun.core.errors import ExecutionError
+    from studyrun.execution.executors import DaskExecutor
+
+    monkeypatch.setattr(DaskExecutor, "ANSWER_SECONDS", 0.5)
+    monkeypatch.setattr(DaskExecutor, "ANSWER_PAUSE", 0.5)
+    with Client(dask_scheduler, timeout="10s") as client:
+        executor = DaskExecutor(client, name="scheduler")
+        pid = client.run_on_scheduler(os.getpid)
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(0.8, os.kill, (pid, signal.SIGCONT)).start()
+        try:
+            executor.check_scheduler()  # the first check times out; the second is answered
+        finally:
+            time.sleep(0.8)
+            os.kill(pid, signal.SIGCONT)
+        assert not executor.scheduler_lost
+        monkeypatch.setattr(DaskExecutor, "ANSWER_TRIES", 1)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(ExecutionError, match="lost the Dask scheduler"):
+                executor.check_scheduler()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
 # -- models that fail -----------------------------------------------------------------------------
 
 FAILING = '''

@@ -14,6 +14,7 @@ import logging
 import socket
 import struct
 import sys
+import time
 from collections.abc import Callable, Collection, Hashable
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -118,7 +119,9 @@ class DaskExecutor:
     existing scheduler (whose loss it reports as an ExecutionError)."""
 
     POLL_SECONDS = 5.0  # how often a wait checks that the scheduler is still there
-    ANSWER_SECONDS = 5.0  # how long the scheduler may take to answer before it counts as lost
+    ANSWER_SECONDS = 5.0  # how long the scheduler may take to answer a check
+    ANSWER_TRIES = 3  # checks in a row it must miss to count as lost
+    ANSWER_PAUSE = 1.0  # seconds between them
 
     def __init__(self, client: Client, cluster: SpecCluster | None = None, name: str = "local",
                  planned_workers: int = 0) -> None:
@@ -189,14 +192,16 @@ class DaskExecutor:
             cluster.scale(len(cluster.worker_spec))
 
     def check_scheduler(self) -> None:
-        """Raise an ExecutionError when the scheduler does not answer within ANSWER_SECONDS."""
+        """Raise an ExecutionError when the scheduler does not answer ANSWER_TRIES times in a
+        row, each within ANSWER_SECONDS: one missed answer may be a busy machine."""
         scheduler = self.client.scheduler  # None once the client is closed
-        try:
-            if scheduler is not None:
+        for attempt in range(self.ANSWER_TRIES if scheduler is not None else 0):
+            try:
                 self.client.sync(scheduler.identity, callback_timeout=self.ANSWER_SECONDS)
                 return
-        except Exception:  # refused, reset or timed out: it is gone, whatever the cause
-            pass
+            except Exception:  # refused, reset or timed out: gone, if it stays so
+                if attempt + 1 < self.ANSWER_TRIES:
+                    time.sleep(self.ANSWER_PAUSE)
         address = getattr(scheduler, "address", None) or "its address"
         self.scheduler_lost = True
         raise ExecutionError(
