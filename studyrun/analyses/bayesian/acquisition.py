@@ -117,7 +117,7 @@ class Models:
     def log_acquisition(self, unit: np.ndarray, kind: str) -> np.ndarray:
         """log EI (or the negated lcb in units of the objective's spread) plus the log
         probabilities that every constraint holds and that the run does not fail."""
-        mean, std = self.objective.predict(unit, return_std=True)
+        mean, std = gp.predict_with_std(self.objective, unit)
         if kind == "lcb":
             score = -(mean - KAPPA * std) / self.scale
         elif self.best is None:
@@ -125,10 +125,10 @@ class Models:
         else:
             score = log_expected_improvement(mean, std, self.best)
         for model in self.constraints:
-            m, s = model.predict(unit, return_std=True)
+            m, s = gp.predict_with_std(model, unit)
             score = score + log_ndtr(-m / np.maximum(s, 1e-12))
         if self.failure is not None:
-            m, s = self.failure.predict(unit, return_std=True)
+            m, s = gp.predict_with_std(self.failure, unit)
             score = score + log_ndtr(-m / np.maximum(s, 1e-12))
         return np.where(np.isnan(score), -np.inf, score)
 
