@@ -195,7 +195,9 @@ class DaskExecutor:
         """Raise an ExecutionError when the scheduler does not answer ANSWER_TRIES times in a
         row, each within ANSWER_SECONDS: one missed answer may be a busy machine."""
         scheduler = self.client.scheduler  # None once the client is closed
-        for attempt in range(self.ANSWER_TRIES if scheduler is not None else 0):
+        for attempt in range(self.ANSWER_TRIES):
+            if scheduler is None:
+                break
             try:
                 self.client.sync(scheduler.identity, callback_timeout=self.ANSWER_SECONDS)
                 return
