@@ -13,7 +13,8 @@ import yaml
 from conftest import STUDIES, run_cli, write_study
 
 import studyrun
-from studyrun.analyses.gradient.objective import parse_objective
+import studyrun.analyses.gradient.objective as objective_module
+from studyrun.analyses.gradient.objective import Objective, parse_objective
 
 CHAIN = """
 name: chain
@@ -243,14 +244,20 @@ def test_a_fixed_step_model_gets_forward_sensitivities_from_auto(tmp_path):
 @pytest.mark.parametrize("text", ["final(y)", "initial(y, 0.3, 1)", "at(y, 0.35)", "at(y, 2)",
                                   "integral(y)", "integral(y, 0.25, 1.5)", "mean(y, 0.5, 2)",
                                   "max(y)", "min(y, 0.6, 2)", "max(y, 0, 0.2)"])
-def test_objective_weights_give_the_quantity_a_run_reports(text):
-    """evaluate() is the quantities' own reduction; J = w @ y must give the same numbers."""
+def test_objective_weights_give_the_quantity_a_run_reports(text, monkeypatch):
+    """evaluate() is the quantities' own reduction; J = w @ y must give the same numbers, and
+    the weights are the same whether the identity is evaluated whole or two rows at a time."""
     times = np.array([0.0, 0.1, 0.3, 0.5, 0.9, 1.4, 2.0])
     rng = np.random.default_rng(3)
     y = rng.normal(size=(4, len(times)))
     objective = parse_objective(text)
     assert np.allclose(objective.evaluate(y, times), [objective.weights(row, times) @ row
                                                       for row in y])
+    whole = [objective.weights(row, times) for row in y]
+    monkeypatch.setattr(objective_module, "IDENTITY_ROWS", 2)
+    Objective._linear.cache_clear()
+    Objective._points.cache_clear()
+    assert all(np.array_equal(w, objective.weights(row, times)) for w, row in zip(whole, y))
 
 
 @pytest.mark.parametrize("objective, message", [

@@ -8,7 +8,7 @@ interpolated linearly between grid times), linear interpolation for `at`, the wi
 the extreme for `max` and `min`. `weights` gives w by evaluating the very same reduction on the
 rows of the identity (the extremes: the window's points so evaluated, and the one that is the
 extreme of this run), so the adjoint and the forward sensitivities differentiate exactly the
-number a run reports.
+number a run reports. The identity is evaluated a block of rows at a time, once a grid.
 """
 
 from __future__ import annotations
@@ -41,13 +41,51 @@ class Objective:
 
     def weights(self, y: np.ndarray, times: np.ndarray) -> np.ndarray:
         """w (T,) with J = w @ y for the run whose output is y (T,)."""
-        identity = np.eye(len(times))
+        times = np.asarray(times, dtype=float)
         if self.kind not in EXTREMES:
-            return reduce(self.text, self.output, identity, times)
+            return self._linear(times.tobytes()).copy()
         bounds = tuple(float(parse_quantity(a)({})) for a in self.arguments[1:])
-        clock = np.broadcast_to(np.asarray(times, dtype=float), identity.shape)
-        points, _ = window(identity, clock, bounds)  # column k: the weights of the k-th point
-        return points[:, EXTREMES[self.kind](np.asarray(y, dtype=float) @ points)]
+        values, _ = window(np.asarray(y, dtype=float)[None], times[None], bounds)
+        rows, columns, shares = self._points(times.tobytes(), bounds)
+        picked = columns == EXTREMES[self.kind](values[0])  # the point the run's quantity takes
+        w = np.zeros(len(times))
+        w[rows[picked]] = shares[picked]
+        return w
+
+    @lru_cache(maxsize=8)  # noqa: B019 - a study's objectives and grids are few
+    def _linear(self, grid: bytes) -> np.ndarray:
+        """The weights of a reduction that is linear in the output (all but the extremes), on
+        the grid whose times' bytes are `grid`: the same for every run on it."""
+        times = np.frombuffer(grid)
+        return np.concatenate(on_identity(len(times),
+                                          lambda rows: reduce(self.text, self.output, rows, times)))
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def _points(self, grid: bytes, bounds: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The window's points as weights on the grid (row, point, weight), their nonzeros: a
+        point of the grid is one 1, an end between two grid times two shares."""
+        times = np.frombuffer(grid)
+        found = []
+        for start, part in zip(range(0, len(times), IDENTITY_ROWS), on_identity(
+                len(times), lambda rows: window(rows, np.broadcast_to(times, rows.shape), bounds)[0])):
+            row, column = np.nonzero(part)
+            found.append((row + start, column, part[row, column]))
+        return tuple(np.concatenate(a) for a in zip(*found))  # type: ignore[return-value]
+
+
+IDENTITY_ROWS = 256  # rows of the identity evaluated at once: a block, not the T x T matrix
+
+
+def on_identity(size: int, function) -> list[np.ndarray]:
+    """`function` (row-wise, one result row per input row) of the rows of the identity of
+    `size`, IDENTITY_ROWS at a time: the numbers of the whole identity in a block's memory (a
+    grid of 7,501 times made a 450 MB identity, most of a gradient's cost)."""
+    parts = []
+    for start in range(0, size, IDENTITY_ROWS):
+        rows = np.zeros((min(IDENTITY_ROWS, size - start), size))
+        rows[np.arange(len(rows)), start + np.arange(len(rows))] = 1.0
+        parts.append(function(rows))
+    return parts
 
 
 def reduce(text: str, output: str, series: np.ndarray, times: np.ndarray) -> np.ndarray:
