@@ -14,6 +14,7 @@ number a run reports. The identity is evaluated a block of rows at a time, once 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -57,8 +58,8 @@ class Objective:
         """The weights of a reduction that is linear in the output (all but the extremes), on
         the grid whose times' bytes are `grid`: the same for every run on it."""
         times = np.frombuffer(grid)
-        return np.concatenate(on_identity(len(times),
-                                          lambda rows: reduce(self.text, self.output, rows, times)))
+        return np.concatenate([reduce(self.text, self.output, rows, times)
+                               for _, rows in on_identity(len(times))])
 
     @lru_cache(maxsize=8)  # noqa: B019
     def _points(self, grid: bytes, bounds: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,8 +67,8 @@ class Objective:
         point of the grid is one 1, an end between two grid times two shares."""
         times = np.frombuffer(grid)
         found = []
-        for start, part in zip(range(0, len(times), IDENTITY_ROWS), on_identity(
-                len(times), lambda rows: window(rows, np.broadcast_to(times, rows.shape), bounds)[0])):
+        for start, rows in on_identity(len(times)):
+            part, _ = window(rows, np.broadcast_to(times, rows.shape), bounds)
             row, column = np.nonzero(part)
             found.append((row + start, column, part[row, column]))
         return tuple(np.concatenate(a) for a in zip(*found))  # type: ignore[return-value]
@@ -76,16 +77,14 @@ class Objective:
 IDENTITY_ROWS = 256  # rows of the identity evaluated at once: a block, not the T x T matrix
 
 
-def on_identity(size: int, function) -> list[np.ndarray]:
-    """`function` (row-wise, one result row per input row) of the rows of the identity of
-    `size`, IDENTITY_ROWS at a time: the numbers of the whole identity in a block's memory (a
-    grid of 7,501 times made a 450 MB identity, most of a gradient's cost)."""
-    parts = []
+def on_identity(size: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The rows of the identity of `size`, IDENTITY_ROWS at a time, each block with the index of
+    its first row: a row-wise function of each gives the numbers of the whole identity in a
+    block's memory (a grid of 7,501 times made a 450 MB identity, most of a gradient's cost)."""
     for start in range(0, size, IDENTITY_ROWS):
         rows = np.zeros((min(IDENTITY_ROWS, size - start), size))
         rows[np.arange(len(rows)), start + np.arange(len(rows))] = 1.0
-        parts.append(function(rows))
-    return parts
+        yield start, rows
 
 
 def reduce(text: str, output: str, series: np.ndarray, times: np.ndarray) -> np.ndarray:
