@@ -10,7 +10,7 @@ from conftest import STUDIES, run_cli, write_study
 from scipy.integrate import solve_ivp, trapezoid
 
 import studyrun
-from studyrun.blocks.quantities import Quantities
+from studyrun.blocks.quantities import Quantities, parse_quantity
 from studyrun.core.batch import ModelOutput, SeriesGroup
 
 # x = t on a grid crowded near 0: t_k = 10 (k / 25)^4, 26 points over [0, 10], the first after
@@ -52,6 +52,21 @@ def test_every_windowed_reduction_takes_the_window_ends_between_output_times():
 def test_mean_points_keeps_the_grid_points_of_its_window():
     got = reduce({"points": "mean_points(x, 0.05, 10)"})
     assert got["points"] == pytest.approx(np.mean(RAMP[RAMP >= 0.05]))
+
+
+@pytest.mark.parametrize("text", ["mean(x)", "mean(x, 10, 50)", "mean_points(x, 10, 50)",
+                                  "integral(x, 10.1, 40)", "integral(x)", "mean_points(x)"])
+def test_a_runs_reduction_does_not_depend_on_the_runs_in_its_batch(text):
+    """The same series reduced alone and among six others, and handed in as a transposed view,
+    give the same bits: numpy sums a strided row in another order, and a window's columns, cut
+    by fancy indexing, were strided (a sweep's means changed with its batch size)."""
+    time = np.arange(0, 50.0001, 0.25)
+    series = np.random.default_rng(1).random((7, len(time))) * 10
+    quantity = parse_quantity(text)
+    together = quantity({"x": series, "time": np.broadcast_to(time, series.shape)})
+    strided = quantity({"x": np.asfortranarray(series), "time": np.broadcast_to(time, series.shape)})
+    alone = [quantity({"x": series[i:i + 1], "time": time[None]})[0] for i in range(len(series))]
+    assert np.array_equal(together, alone) and np.array_equal(strided, alone)
 
 
 @pytest.mark.parametrize("text, message", [

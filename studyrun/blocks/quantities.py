@@ -45,7 +45,9 @@ def window(x, time, bounds: tuple, points_only: bool = False) -> tuple[np.ndarra
     if low > high or (points_only and not len(inside)):
         raise ValueError(f"the window [{t0:g}, {t1:g}] holds no output time "
                          f"(outputs run from {time[0]:g} to {time[-1]:g})")
-    values, times = [x[:, inside]], [time[inside]]
+    # row by row in memory: numpy sums a strided row in another order than a lone run's row,
+    # and a run's mean must not depend on the runs that share its batch
+    values, times = [np.ascontiguousarray(x[:, inside])], [time[inside]]
     if points_only:
         return values[0], times[0]
     if not len(inside) or time[inside[0]] > low:
@@ -70,7 +72,7 @@ def _interpolate(values: np.ndarray, time: np.ndarray, when: float) -> np.ndarra
 def _as_series(x, time) -> tuple[np.ndarray, np.ndarray]:
     """x as a series (runs, T) and the runs' grid (T,); `time` is the clock as the env holds
     it, a series like any other (runs, T) whose rows are the one grid of these runs."""
-    array = np.asarray(x, dtype=float)
+    array = np.ascontiguousarray(x, dtype=float)  # a run's row in one piece, as above
     clock = None if time is None else np.asarray(time)
     if clock is None or clock.ndim != 2 or array.ndim != 2 or array.shape[1] != clock.shape[1]:
         raise ValueError("expects a time series output of the model (a name whose value changes "
