@@ -162,17 +162,18 @@ def _rk45_attempt(compiled: CompiledSystem, ens: _Ensemble, out: np.ndarray, tim
 def _save_dense(ens: _Ensemble, a: Any, h: np.ndarray, t_new: np.ndarray,
                 stages: list[np.ndarray], out: np.ndarray, times: np.ndarray) -> None:
     """Store the quartic interpolant at every output time in (t, t_new] of accepted members."""
-    T = len(times)
+    nxt = ens.next_out[a]
+    counts = np.maximum(np.searchsorted(times, t_new, side="right") - nxt, 0)
+    if not counts.any():
+        return
     q = [_combine(list(_P[:, k]), stages) for k in range(4)]
-    t_old, y_old, members = ens.t[a], ens.y[:, a], ens.idx[a]
-    nxt = ens.next_out[a].copy()
-    while True:
-        target = times[np.minimum(nxt, T - 1)]
-        due = np.flatnonzero((nxt < T) & (target <= t_new))
-        if not due.size:
-            break
-        x = (target - t_old) / h  # every accepted member: cheaper than gathering the due ones
-        values = y_old + h * ((((q[3] * x + q[2]) * x + q[1]) * x + q[0]) * x)
-        out[:, nxt[due], members[due]] = values[:, due]
-        nxt[due] += 1
-    ens.next_out[a] = nxt
+    # every (member, output time) due, member by member: a step may pass hundreds of outputs
+    col = np.repeat(np.arange(len(nxt)), counts)
+    first = np.cumsum(counts) - counts
+    due = np.repeat(nxt, counts) + np.arange(len(col)) - np.repeat(first, counts)
+    h, t_old = h[col], ens.t[a][col]
+    x = (times[due] - t_old) / h
+    values = ens.y[:, a][:, col] + h * (
+        (((q[3][:, col] * x + q[2][:, col]) * x + q[1][:, col]) * x + q[0][:, col]) * x)
+    out[:, due, ens.idx[a][col]] = values
+    ens.next_out[a] = nxt + counts
