@@ -1,6 +1,9 @@
 """The python model: constants reach the function; per-run results gather into batch arrays."""
 
+import sys
+
 import numpy as np
+import pytest
 
 from studyrun.core.batch import RunContext
 from studyrun.models.python import Python
@@ -229,6 +232,44 @@ def test_what_the_interpreter_imports_at_start_up_is_not_the_models(tmp_path, mo
     monkeypatch.setenv("PYTHONPATH", str(custom))
     found = find_in_fresh_interpreter("m", [str(tmp_path), str(custom)], tmp_path)
     assert sorted(f.name for f in found) == ["helper.py", "m.py"]
+
+
+def test_a_forked_interpreter_answers_as_a_fresh_one(tmp_path, monkeypatch):
+    """From a process's second question on, a child of an interpreter that imported numpy
+    answers: the same files, the same located error, an import that ends the interpreter said
+    so; a study folder whose numpy.py would shadow the preloaded numpy is asked in a fresh
+    interpreter, which finds that file."""
+    import numpy  # noqa: F401 - the process has it, so the zygote preloads it
+
+    from studyrun.core.errors import StudyError
+    from studyrun.models import imports
+
+    monkeypatch.setattr(imports, "_ASKED", [0])
+    monkeypatch.setattr(imports.Zygote, "running", None)  # another test's stays to the end
+    (tmp_path / "m.py").write_text("import numpy\nimport helper\nX = numpy.ones(1)\n")
+    (tmp_path / "helper.py").write_text("import os\nK = os.environ.get('STUDYRUN_TEST_K')\n")
+    (tmp_path / "broken.py").write_text("import no_such_module_anywhere\n")
+    (tmp_path / "ends.py").write_text("import os\nos._exit(3)\n")
+    paths = [str(tmp_path), *sys.path]
+    first = imports.find_in_fresh_interpreter("m", paths, tmp_path)  # a fresh interpreter
+    assert imports.Zygote.running is None
+    again = imports.find_in_fresh_interpreter("m", paths, tmp_path)
+    assert imports.Zygote.running is not None and "numpy" in imports.Zygote.running.preloaded
+    assert [f.name for f in again] == [f.name for f in first] == ["helper.py", "m.py"]
+    with pytest.raises(StudyError, match="cannot import 'broken' in a fresh interpreter to find "
+                       "the files it imports: ModuleNotFoundError: No module named "
+                       "'no_such_module_anywhere'"):
+        imports.find_in_fresh_interpreter("broken", paths, tmp_path)
+    with pytest.raises(StudyError, match="the import ended the interpreter"):
+        imports.find_in_fresh_interpreter("ends", paths, tmp_path)
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "numpy.py").write_text("ONES = 1\n")
+    (shadow / "s.py").write_text("import numpy\n")
+    found = imports.find_in_fresh_interpreter("s", [str(shadow), *sys.path], shadow)
+    assert [f.name for f in found] == ["numpy.py", "s.py"]
+    assert [f.name for f in imports.find_in_fresh_interpreter("m", paths, tmp_path)] == [
+        "helper.py", "m.py"]  # the zygote still answers after all that
 
 
 def test_each_argument_reaches_its_parameter_however_the_function_is_called(tmp_path):
