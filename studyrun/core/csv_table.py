@@ -30,6 +30,7 @@ from typing import Iterator
 
 import numpy as np
 
+from studyrun.core import arrow
 from studyrun.core.errors import StudyError
 from studyrun.core.text import suggest
 
@@ -185,9 +186,9 @@ def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
             convert_options=csv_arrow.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.float64()), null_values=[],
                 strings_can_be_null=False))
+        return np.column_stack([arrow.float_values(table.column(j)) for j in range(width)])
     except (pa.ArrowInvalid, ValueError):
         return None
-    return np.column_stack([table.column(j).to_numpy() for j in range(width)])
 
 
 def pandas_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
