@@ -221,11 +221,13 @@ def numbers_read(grid: Grid, layout: Layout, context: StudyContext, undo) -> Rea
             return None
     if any((matrix[:, j] != context.fixed[name]).any() for name, j in layout.fixed.items()):
         return None
-    return inputs, matrix[:, layout.outputs], [None] * grid.size
+    return inputs, matrix[:, layout.outputs], [None] * len(matrix)
 
 
 def cells_read(grid: Grid, layout: Layout, context: StudyContext, undo) -> Read | None:
     """A grid read a chunk of cells at a time, by float() (`numbers`); None at any mistake."""
+    if grid.ends is None:  # a row of more or fewer cells than the header
+        return None
     width, size = len(grid.table.header), grid.size
     supports = {name: context.varied[name]._support() for name in layout.names}
     inputs = np.empty((size, len(layout.names)))

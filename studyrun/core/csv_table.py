@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -125,47 +126,60 @@ def _decode(raw: bytes, path: str) -> str:
 @dataclass
 class Grid:
     """A plain CSV file (see read_plain): its header as a Table without rows, and its rows,
-    every one of the header's width, handed out as cells a chunk of rows at a time, or as
-    numbers all at once."""
+    handed out as numbers all at once or, when every row has the header's width (`ends`), as
+    cells a chunk of rows at a time."""
 
     table: Table
     data: bytes  # the rows, each ending in \n (ASCII)
-    ends: np.ndarray  # the offset just past each row's \n
     sep: str
     sha256: str  # of the file as it is on disk
 
     @property
     def size(self) -> int:
-        return len(self.ends)
+        return self.data.count(b"\n")
+
+    @functools.cached_property
+    def ends(self) -> np.ndarray | None:
+        """The offset just past each row's \n; None if a row has more or fewer cells than the
+        header (checked here, not when read: pyarrow's reader checks that itself)."""
+        data = np.frombuffer(self.data, np.uint8)
+        ends = np.flatnonzero(data == 10) + 1
+        found = np.searchsorted(np.flatnonzero(data == ord(self.sep)), ends)
+        if (np.diff(found, prepend=0) != len(self.table.header) - 1).any():
+            return None
+        return ends
 
     def chunks(self, cells: int = 1 << 20) -> Iterator[tuple[int, list[str]]]:
-        """(first row, the cells of some rows, row after row) for all rows, `cells` at a time."""
-        width = len(self.table.header)
+        """(first row, the cells of some rows, row after row) for all rows, `cells` at a time;
+        only for a grid whose rows have the header's width (`ends`)."""
+        ends, width = self.ends, len(self.table.header)
+        assert ends is not None
         step = max(1, cells // width)
-        for first in range(0, self.size, step):
-            start = int(self.ends[first - 1]) if first else 0
-            stop = int(self.ends[min(first + step, self.size) - 1]) - 1
+        for first in range(0, len(ends), step):
+            start = int(ends[first - 1]) if first else 0
+            stop = int(ends[min(first + step, len(ends)) - 1]) - 1
             yield first, self.data[start:stop].decode("ascii").replace(
                 "\n", self.sep).split(self.sep)
 
     def numbers(self) -> np.ndarray | None:
         """Every cell as float() reads it (rows x columns), parsed at once by pyarrow's CSV
-        reader (pandas' C reader without pyarrow), when each cell is a finite number written
-        with digits, signs, a point and an exponent alone; None for any other grid (text,
-        spaces, NaN, inf, '1_000'), and for one under NUMBERS_CELLS cells unless pyarrow or
-        pandas is imported already: `chunks` hands their cells out instead."""
-        width = len(self.table.header)
-        if self.size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
+        reader (pandas' C reader without pyarrow), when every row has the header's width and
+        each cell is a finite number written with digits, signs, a point and an exponent alone;
+        None for any other grid (text, spaces, NaN, inf, '1_000'), and for one under
+        NUMBERS_CELLS cells unless pyarrow or pandas is imported already: `chunks` hands their
+        cells out instead."""
+        width, size = len(self.table.header), self.size
+        if size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
             return None
         if self.data.translate(None, b"0123456789+-.eE\n" + self.sep.encode()):
             return None  # a byte that is none of these
         try:
             import pyarrow  # type: ignore[import-untyped]  # noqa: F401
-        except ImportError:
-            values = pandas_numbers(self.data, self.sep, width)
-        else:
+        except ImportError:  # pandas takes a row of more cells for an index: widths first
+            values = pandas_numbers(self.data, self.sep, width) if self.ends is not None else None
+        else:  # pyarrow refuses a row of more or fewer cells than the names it is given
             values = arrow_numbers(self.data, self.sep, width)
-        return (values if values is not None and values.shape == (self.size, width)
+        return (values if values is not None and values.shape == (size, width)
                 and np.isfinite(values).all() else None)
 
 
@@ -208,10 +222,11 @@ def pandas_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
 
 
 def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
-    """A CSV file whose header is its first line and whose every other line holds exactly the
-    header's number of cells, in ASCII, without quotes, comments (#), blank lines or a lone CR;
-    None for any other file (and for one that cannot be read), which read_table reads instead:
-    where the two both read a file, they read the same cells."""
+    """A CSV file whose header is its first line and whose other lines are ASCII, without
+    quotes, comments (#) or a lone CR; None for any other file (and for one that cannot be
+    read), which read_table reads instead. The Grid declines (numbers() and ends are None) a
+    file whose every row does not hold the header's number of cells (a blank line included):
+    where read_table and the Grid both read a file, they read the same cells."""
     if len(sep) != 1 or sep.isspace() or sep in '"#\r\n' or not sep.isascii():
         return None
     try:
@@ -238,12 +253,7 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
     if table.rows or len(table.header) < 2:  # a blank header line, or one cell: read_table's
         return None
     body = body if body.endswith(b"\n") else body + b"\n"
-    data = np.frombuffer(body, np.uint8)
-    ends = np.flatnonzero(data == 10) + 1
-    found = np.searchsorted(np.flatnonzero(data == ord(sep)), ends)
-    if (np.diff(found, prepend=0) != len(table.header) - 1).any():
-        return None
-    return Grid(table, body, ends, sep, hashlib.sha256(original).hexdigest())
+    return Grid(table, body, sep, hashlib.sha256(original).hexdigest())
 
 
 def parse_table(text: str, path: str, sep: str = ",", *, check_separators: bool = True) -> Table:
