@@ -41,7 +41,7 @@ class Batch:
 
     ids: np.ndarray  # int64 (n,)
     ok: np.ndarray  # bool (n,)
-    errors: list[str | None]
+    errors: list[str | None] | np.ndarray  # or an object array of them
     inputs: np.ndarray  # (n, parameters)
     values: np.ndarray  # (n, quantities), NaN where failed
     duration: float  # seconds per run
@@ -212,13 +212,16 @@ class RunStore:
     def transaction(self) -> "_Transaction":
         return _Transaction(self.db)
 
-    def write(self, batch: Batch) -> None:
-        """Record a finished batch in one transaction: all of it or, after a crash, none."""
+    def write(self, batch: Batch) -> np.ndarray:
+        """Record a finished batch in one transaction: all of it or, after a crash, none; the
+        seqs its runs were recorded at, in its order."""
         n = len(batch.ids)
-        self._append(RunTable(
+        worker = np.empty(n, dtype=object)
+        worker.fill(batch.worker)
+        return self._append(RunTable(
             ids=np.asarray(batch.ids, dtype=np.int64), found=np.ones(n, bool),
             ok=np.asarray(batch.ok, dtype=bool), errors=objects(batch.errors),
-            duration=np.full(n, batch.duration), worker=objects([batch.worker] * n),
+            duration=np.full(n, batch.duration), worker=worker,
             inputs=np.asarray(batch.inputs, dtype=float).reshape(n, len(self.parameters)),
             values=np.asarray(batch.values, dtype=float).reshape(n, len(self.quantities))),
             batch.series)
@@ -238,8 +241,9 @@ class RunStore:
         self._append(other.read(wanted), series_store.extract(other.db, wanted))
         return len(wanted)
 
-    def _append(self, table: RunTable, series: list[series_store.Block] | None) -> None:
-        """Append runs in one transaction; each is found afterwards at its new record."""
+    def _append(self, table: RunTable, series: list[series_store.Block] | None) -> np.ndarray:
+        """Append runs in one transaction; each is found afterwards at its new record (the
+        seqs returned)."""
         try:
             with self.transaction():
                 seq = self._insert(table)
@@ -250,6 +254,7 @@ class RunStore:
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None
         self._recent.append((table.ids, seq, table.ok))
+        return seq
 
     def _insert(self, table: RunTable) -> np.ndarray:
         """Insert a table's runs as records (within the caller's transaction); their seqs."""
