@@ -552,9 +552,10 @@ def record_given(store: RunStore, plan: Plan, values: dict[str, np.ndarray],
     if len(pending):
         table = np.column_stack([values.get(name, np.full(plan.size, np.nan))
                                  for name in store.quantities] or [np.zeros((plan.size, 0))])
-        batch = Batch(ids=plan.run_ids[pending], ok=~failed[pending],
-                      errors=each[pending], inputs=plan.design.matrix[pending],
-                      values=table[pending], duration=0.0, worker="given")
+        rows = slice(None) if len(pending) == plan.size else pending  # all: no copies
+        batch = Batch(ids=plan.run_ids[rows], ok=~failed[rows], errors=each[rows],
+                      inputs=plan.design.matrix[rows], values=table[rows], duration=0.0,
+                      worker="given")
         seqs[pending], ok[pending] = store.write(batch), batch.ok
     counts.failed = int(failed.sum())
     return counts, (seqs, ok)
