@@ -423,6 +423,11 @@ def test_runs_are_read_by_their_records_in_the_order_asked(tmp_path):
         assert table.errors.tolist()[2] == "ValueError: run 11 failed"
         assert table.worker.tolist() == ["w2", None, "w2", "w1", "w1", None, "w1"]
         assert table.duration[recorded].tolist() == [0.25, 0.25, 0.5, 0.5, 0.5]
+        whole = store.read_seqs(np.array([4, 5, 1, 2, 3]))  # each record whole, in its order
+        assert whole.ids.tolist() == [13, 11, 10, 11, 12] and whole.found.all()
+        assert whole.ok.tolist() == [True, False, True, True, True]
+        assert whole.errors.tolist() == [None, "ValueError: run 11 failed", None, None, None]
+        assert whole.inputs[:, 1].tolist() == [-6.5, -5.5, -5.0, -5.5, -6.0]
 
 
 def test_runs_of_many_parameters_are_recorded_in_records_of_bounded_size(tmp_path, monkeypatch):

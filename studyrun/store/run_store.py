@@ -361,11 +361,11 @@ class RunStore:
         table = RunTable.blank(np.zeros(len(seqs), np.int64),
                                np.full((len(seqs), len(self.parameters)), np.nan),
                                len(self.quantities))
-        for record, first, rows in self._records_of(seqs):
+        for record, first, positions in self._records_of(seqs):
             ids, ok, inputs, outputs, errors, duration, worker = self.db.execute(
                 "SELECT ids, ok, inputs, outputs, errors, duration, worker FROM batches "
                 "WHERE seq = ?", (record,)).fetchone()
-            at = seqs[rows] - first
+            at, rows = _stretch(seqs[positions] - first), _stretch(positions)
             record_ids = _array(ids, "<i8")
             table.ids[rows] = record_ids[at]
             table.found[rows] = True
@@ -377,6 +377,7 @@ class RunStore:
             if errors is not None:  # [[row, message], ...] of the record's failed runs
                 failed = json.loads(errors)
                 where = np.array([i for i, _ in failed], dtype=np.int64)
+                at, rows = np.arange(len(record_ids))[at], np.arange(len(table))[rows]
                 k = np.minimum(np.searchsorted(where, at), len(where) - 1)
                 hit = where[k] == at
                 table.errors[rows[hit]] = objects([message for _, message in failed])[k[hit]]
@@ -441,6 +442,14 @@ def _columns(blob: bytes, width: int, size: int) -> np.ndarray:
     """A blob of `width` float64 columns of `size` runs, as an array with a row per column
     (none: a study of no quantities, only series() ones, or of no parameters)."""
     return np.frombuffer(blob, dtype="<f8").reshape(width, size)
+
+
+def _stretch(index: np.ndarray) -> np.ndarray | slice:
+    """Positions as a slice where they are one stretch in order (a record read whole: its rows
+    then cost views and copies, not gathers and scatters), else as they are."""
+    if len(index) > 1 and index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def _number(value: float) -> float | None:
