@@ -620,3 +620,26 @@ def test_runs_csv_is_kept_when_its_records_are_unchanged_and_written_again_other
     path.unlink()  # removed: written again
     studyrun.run(moody, out, quiet=True, report=False)
     assert path.read_text() == text
+
+
+def test_given_runs_are_where_record_given_says_the_store_recorded_them(tmp_path):
+    """record_given answers where each given run is recorded (and whether it succeeded) without
+    locating them again: its answer is the store's, runs reused, failed and new alike."""
+    from studyrun.core.design import Design
+    from studyrun.execution.execute import record_given
+    from studyrun.plan import Plan
+
+    with prepared(tmp_path / "runs.sqlite") as store:
+        store.write(batch([10, 11]))  # 10, 11: succeeded before; 12: failed before; 13, 14: new
+        store.write(batch([12], ok=[False]))
+        ids = np.array([13, 10, 12, 14, 11], dtype=np.int64)
+        plan = Plan(Design(["a", "b"], np.c_[ids * 1.0, ids * 2.0]), {}, ids)
+        errors = [None, None, None, "ValueError: 14 failed", None]
+        values = {"y": ids * 3.0, "z": ids * 4.0}
+        counts, (seqs, ok) = record_given(store, plan, values, errors)
+        assert counts.reused == 2 and counts.failed == 1
+        assert ok.tolist() == [True, True, True, False, True]
+        store.release_index()
+        assert (seqs.tolist(), ok.tolist()) == tuple(a.tolist() for a in store.locate(ids))
+        table = store.read_seqs(seqs)
+        assert table.ids.tolist() == ids.tolist() and table.errors.tolist()[3] == errors[3]
