@@ -130,19 +130,24 @@ class Grid:
     cells a chunk of rows at a time."""
 
     table: Table
-    data: bytes  # the rows, each ending in \n (ASCII)
+    data: bytes  # the file's text (a BOM left off, CRLF as LF), ending in \n
+    start: int  # where its rows start (ASCII, each ending in \n), past the header's line
     sep: str
     sha256: str  # of the file as it is on disk
 
     @property
     def size(self) -> int:
-        return self.data.count(b"\n")
+        return self.data.count(b"\n", self.start)
+
+    @property
+    def rows(self) -> memoryview:
+        return memoryview(self.data)[self.start:]
 
     @functools.cached_property
     def ends(self) -> np.ndarray | None:
-        """The offset just past each row's \n; None if a row has more or fewer cells than the
-        header (checked here, not when read: pyarrow's reader checks that itself)."""
-        data = np.frombuffer(self.data, np.uint8)
+        """The offset (in `rows`) just past each row's \n; None if a row has more or fewer
+        cells than the header (checked here, not when read: pyarrow's reader checks that)."""
+        data = np.frombuffer(self.data, np.uint8, offset=self.start)
         ends = np.flatnonzero(data == 10) + 1
         found = np.searchsorted(np.flatnonzero(data == ord(self.sep)), ends)
         if (np.diff(found, prepend=0) != len(self.table.header) - 1).any():
@@ -158,7 +163,7 @@ class Grid:
         for first in range(0, len(ends), step):
             start = int(ends[first - 1]) if first else 0
             stop = int(ends[min(first + step, len(ends)) - 1]) - 1
-            yield first, self.data[start:stop].decode("ascii").replace(
+            yield first, self.data[self.start + start:self.start + stop].decode("ascii").replace(
                 "\n", self.sep).split(self.sep)
 
     def numbers(self) -> np.ndarray | None:
@@ -171,19 +176,21 @@ class Grid:
         width, size = len(self.table.header), self.size
         if size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
             return None
-        if self.data.translate(None, b"0123456789+-.eE\n" + self.sep.encode()):
-            return None  # a byte that is none of these
+        allowed = b"0123456789+-.eE\n" + self.sep.encode()
+        if len(self.data.translate(None, allowed)) > len(self.data[:self.start].translate(
+                None, allowed)):
+            return None  # a row holds a byte that is none of these (the header may)
         try:
             import pyarrow  # type: ignore[import-untyped]  # noqa: F401
         except ImportError:  # pandas takes a row of more cells for an index: widths first
-            values = pandas_numbers(self.data, self.sep, width) if self.ends is not None else None
+            values = pandas_numbers(self.rows, self.sep, width) if self.ends is not None else None
         else:  # pyarrow refuses a row of more or fewer cells than the names it is given
-            values = arrow_numbers(self.data, self.sep, width)
+            values = arrow_numbers(self.rows, self.sep, width)
         return (values if values is not None and values.shape == (size, width)
                 and np.isfinite(values).all() else None)
 
 
-def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
+def arrow_numbers(data: bytes | memoryview, sep: str, width: int) -> np.ndarray | None:
     """Rows of `width` numbers read by pyarrow's CSV reader (fast_float, correctly rounded:
     float()'s numbers), or None where a cell is not a number."""
     import pyarrow as pa
@@ -192,7 +199,7 @@ def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
     names = [str(j) for j in range(width)]
     try:
         table = csv_arrow.read_csv(
-            io.BytesIO(data),
+            pa.BufferReader(pa.py_buffer(data)),  # the bytes themselves, not a copy
             read_options=csv_arrow.ReadOptions(column_names=names, use_threads=False,
                                                block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
             parse_options=csv_arrow.ParseOptions(delimiter=sep, quote_char=False,
@@ -205,7 +212,7 @@ def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
         return None
 
 
-def pandas_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
+def pandas_numbers(data: bytes | memoryview, sep: str, width: int) -> np.ndarray | None:
     """Rows of `width` numbers read by pandas' C reader (its round-trip converter before 3.1,
     whose default rounds some numbers otherwise than float()), or None where a cell is not."""
     import pandas as pd  # type: ignore[import-untyped]
@@ -243,8 +250,9 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
             return None
         raw = raw.replace(b"\r\n", b"\n")
     raw = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
-    head, _, body = raw.partition(b"\n")
-    if not body or not body.isascii():
+    start = raw.find(b"\n") + 1  # the rows are not copied out of the text: it is large
+    head = raw[:start - 1]
+    if not start or start == len(raw) or not (raw.isascii() or raw[start:].isascii()):
         return None
     try:
         table = parse_table(head.decode("utf-8"), str(path), sep)
@@ -252,8 +260,8 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
         return None
     if table.rows or len(table.header) < 2:  # a blank header line, or one cell: read_table's
         return None
-    body = body if body.endswith(b"\n") else body + b"\n"
-    return Grid(table, body, sep, hashlib.sha256(original).hexdigest())
+    raw = raw if raw.endswith(b"\n") else raw + b"\n"
+    return Grid(table, raw, start, sep, hashlib.sha256(original).hexdigest())
 
 
 def parse_table(text: str, path: str, sep: str = ",", *, check_separators: bool = True) -> Table:
