@@ -158,27 +158,28 @@ def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarra
     rows, width = numbers.shape
     if not width:
         return None
+    values = numbers.ravel()  # row after row
+    text = float_strings(values)
+    size = np.abs(values)
     low, high = plain_magnitudes()
-    texts = []
-    for values in numbers.T:
-        text = float_strings(values)
-        size = np.abs(values)
-        same = (size >= max(1e-4, low)) & (size < min(1e16, high))  # both write digits and a point
-        same &= values != np.floor(values)  # ... and a whole number, in some form, in each
-        other = ~same
-        if other.any():
-            cells = values[other].tolist()
-            text = pc.replace_with_mask(text, arrow.boolean(other), arrow.strings(
-                ["" if v != v else float.__repr__(v) for v in cells]))
-        texts.append(text)
-    texts[-1] = pc.binary_join_element_wise(texts[-1], arrow.text(""), arrow.text("\r\n"))
+    same = (size >= max(1e-4, low)) & (size < min(1e16, high))  # both write digits and a point
+    same &= values != np.floor(values)  # ... and a whole number, in some form, in each
+    other = ~same
+    if other.any():
+        cells = values[other].tolist()
+        text = pc.replace_with_mask(text, arrow.boolean(other), arrow.strings(
+            ["" if v != v else float.__repr__(v) for v in cells]))
+    comma = arrow.text(",")
+    lines = pc.binary_join(pa.ListArray.from_arrays(arrow.numeric(np.arange(
+        0, rows * width + 1, width, dtype=np.int32)), text), comma)
+    lines = pc.binary_join_element_wise(lines, arrow.text(""), arrow.text("\r\n"))
     own = [pc.cast(arrow.numeric(kept + start), pa.string()),
            pc.cast(arrow.numeric(table.ids[kept]), pa.string()),
            pc.take(arrow.strings(["failed", "ok"]), arrow.numeric(table.ok[kept].astype(np.int32))),
            each_distinct(*arrow.distinct_codes(table.errors[kept]), error_text),
            each_distinct(*arrow.distinct_codes(table.duration[kept]), float_text),
            each_distinct(*arrow.distinct_codes(table.worker[kept]), worker_text)]
-    lines = pc.binary_join_element_wise(*own, *texts, arrow.text(","))  # the last ends its line
+    lines = pc.binary_join_element_wise(*own, lines, comma)
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
     return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
 
