@@ -65,7 +65,10 @@ def distinct_codes(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
     n = len(values)
     if not n:
         return [], np.zeros(0, np.int32)
-    starts = np.flatnonzero(np.concatenate([[True], values[1:] != values[:-1]]))
+    change = values[1:] != values[:-1]
+    if values.dtype.kind == "f":  # a run of NaN (durations not known) is one run too
+        change &= ~(np.isnan(values[1:]) & np.isnan(values[:-1]))
+    starts = np.flatnonzero(np.concatenate([[True], change]))
     index: dict[Any, int] = {}
     heads = [index.setdefault(value, len(index)) for value in values[starts].tolist()]
     codes = np.repeat(np.asarray(heads, np.int32), np.diff(np.append(starts, n)))
