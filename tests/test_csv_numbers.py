@@ -80,6 +80,7 @@ def test_every_short_string_of_number_characters_is_read_as_float_reads_it(tmp_p
         assert numbers_of(tmp_path, [cell], reader) is None, cell
 
 
+@pytest.mark.slow  # a fresh Python process
 def test_reading_numbers_and_writing_runs_csv_leave_pandas_unimported(tmp_path):
     """pyarrow's array(), scalar() and to_numpy() import pandas (0.3 s of CPU); the given-data
     path (a plain CSV of numbers read, runs.csv written by pyarrow) never needs it."""
