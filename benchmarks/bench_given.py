@@ -9,7 +9,11 @@ them), then measures, each as a whole process (start-up and imports included), C
 1. pandas: `pd.read_csv(file).describe()` printed;
 2. `studyrun validate` of the study below, which reads and checks the file once;
 3. studyrun: `studyrun run` of a Monte Carlo study with `from:` the file (recording the rows
-   in runs.sqlite, runs.csv, analysis.json and the report).
+   in runs.sqlite, runs.csv, analysis.json and the report), and the same with `--no-report`
+   (what the report's import of matplotlib and its two figures add).
+
+`--repeat N` measures pandas and the two runs N times, one after the other (on a shared machine
+compare the figures of one round, taken back to back).
 
 `--only delta --only pawn` (issue 33: at most 10 s on 10,000 given rows) runs instead a delta
 study (its default 100 bootstrap resamples, and 10) and a PAWN study from the first
@@ -73,6 +77,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["pandas", "read", "run", "delta", "pawn"],
                         action="append")
     parser.add_argument("--given-rows", type=int, default=10_000, help="rows delta and pawn read")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of pandas, validate and run")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-given-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -83,18 +88,24 @@ def main() -> None:
     python = sys.executable
     only = args.only or ["pandas", "read", "run"]
     print(f"{args.rows:,} rows, {data.stat().st_size / 1e6:.0f} MB: CPU s, wall s, peak MB")
-    if "pandas" in only:
-        print("pandas read_csv + describe: %.2f, %.2f, %.0f" % measure([python, "-c", PANDAS, str(data)], folder))
-    if "read" in only:
-        print("studyrun validate:          %.2f, %.2f, %.0f" % measure(
-            [python, "-m", "studyrun", "validate", "study.yaml"], folder))
     for kind in ("delta", "pawn"):
         if kind in only:
             given_analysis(kind, folder, data, args.given_rows)
-    if "run" in only:
-        out = folder / "results"
-        print("studyrun run (whole):       %.2f, %.2f, %.0f" % measure(
-            [python, "-m", "studyrun", "run", "study.yaml", "--out", str(out), "--fresh"], folder))
+    for _ in range(args.repeat):
+        if "pandas" in only:
+            print("pandas read_csv + describe: %.2f, %.2f, %.0f" % measure(
+                [python, "-c", PANDAS, str(data)], folder), flush=True)
+        if "read" in only:
+            print("studyrun validate:          %.2f, %.2f, %.0f" % measure(
+                [python, "-m", "studyrun", "validate", "study.yaml"], folder), flush=True)
+        if "run" in only:
+            out = folder / "results"
+            print("studyrun run (whole):       %.2f, %.2f, %.0f" % measure(
+                [python, "-m", "studyrun", "run", "study.yaml", "--out", str(out), "--fresh"],
+                folder), flush=True)
+            print("studyrun run --no-report:   %.2f, %.2f, %.0f" % measure(
+                [python, "-m", "studyrun", "run", "study.yaml", "--out", str(out), "--fresh",
+                 "--no-report"], folder), flush=True)
 
 
 def given_analysis(kind: str, folder: Path, data: Path, rows: int) -> None:

@@ -78,3 +78,34 @@ def test_every_short_string_of_number_characters_is_read_as_float_reads_it(tmp_p
     assert found is not None and found[:, 0].tolist() == [float(cell) for cell in numbers]
     for cell in others:
         assert numbers_of(tmp_path, [cell], reader) is None, cell
+
+
+@pytest.mark.slow  # a fresh Python process
+def test_reading_numbers_and_writing_runs_csv_leave_pandas_unimported(tmp_path):
+    """pyarrow's array(), scalar() and to_numpy() import pandas (0.3 s of CPU); the given-data
+    path (a plain CSV of numbers read, runs.csv written by pyarrow) never needs it."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import sys
+        import numpy as np
+        import pyarrow  # as a large file would: Grid.numbers reads this small one by pyarrow too
+        from studyrun.core.csv_table import read_plain
+        from studyrun.core.runtable import RunTable
+        from studyrun.results import runs_csv
+        path = sys.argv[1]
+        open(path, "w").write("x,y\\n" + "".join(f"{i / 7!r},{i}e-9\\n" for i in range(300)))
+        matrix = read_plain(path).numbers()
+        assert matrix.shape == (300, 2), matrix
+        runs_csv.ARROW_CELLS = 0
+        n = len(matrix)
+        table = RunTable(ids=np.arange(n), found=np.ones(n, bool), ok=np.arange(n) % 3 > 0,
+                         errors=np.array(["a,b", None, None] * 100, object),
+                         duration=np.zeros(n), worker=np.full(n, "given", object),
+                         inputs=matrix[:, :1], values=matrix[:, 1:])
+        runs_csv.write_csv(path, ["x"], ["y"], [(0, table)])
+        assert b'"a,b"' in open(path, "rb").read()
+        assert "pyarrow.compute" in sys.modules and "pandas" not in sys.modules
+    """
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs.csv")], check=True)

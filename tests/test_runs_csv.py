@@ -64,3 +64,20 @@ def test_a_wide_table_and_one_without_numbers_are_written_alike(monkeypatch, tmp
     assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "python.csv").read_bytes()
     assert runs_csv.csv_text(0, bare, np.arange(5)) == python_text(monkeypatch, 0, bare,
                                                                    np.arange(5))
+
+
+@pytest.mark.parametrize("odd", [0, 1, 9])
+def test_plain_numbers_and_a_few_of_another_form_give_the_bytes_of_python_formatting(monkeypatch,
+                                                                                    odd):
+    """Numbers both write alike (orjson's digits kept), with none, one or a few cells Python
+    writes in another form (NaN, inf, 1e-05, a whole number)."""
+    rng = np.random.default_rng(odd)
+    rows = 80
+    plain = rng.uniform(-1, 1, (rows, 5)) * 10.0 ** rng.integers(-3, 15, (rows, 5))
+    plain[np.abs(plain) < 1e-4] = 0.5
+    for k in range(odd):  # a few rows with a cell of another form
+        plain[rng.integers(rows), rng.integers(5)] = FLOATS[k * 5 % len(FLOATS)]
+    runs = table(rows, plain[:, :3], plain[:, 3:], odd)
+    kept = np.arange(rows)
+    fast = runs_csv.csv_text(3, runs, kept)
+    assert fast == python_text(monkeypatch, 3, runs, kept)

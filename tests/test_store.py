@@ -423,6 +423,11 @@ def test_runs_are_read_by_their_records_in_the_order_asked(tmp_path):
         assert table.errors.tolist()[2] == "ValueError: run 11 failed"
         assert table.worker.tolist() == ["w2", None, "w2", "w1", "w1", None, "w1"]
         assert table.duration[recorded].tolist() == [0.25, 0.25, 0.5, 0.5, 0.5]
+        whole = store.read_seqs(np.array([4, 5, 1, 2, 3]))  # each record whole, in its order
+        assert whole.ids.tolist() == [13, 11, 10, 11, 12] and whole.found.all()
+        assert whole.ok.tolist() == [True, False, True, True, True]
+        assert whole.errors.tolist() == [None, "ValueError: run 11 failed", None, None, None]
+        assert whole.inputs[:, 1].tolist() == [-6.5, -5.5, -5.0, -5.5, -6.0]
 
 
 def test_runs_of_many_parameters_are_recorded_in_records_of_bounded_size(tmp_path, monkeypatch):
@@ -615,3 +620,26 @@ def test_runs_csv_is_kept_when_its_records_are_unchanged_and_written_again_other
     path.unlink()  # removed: written again
     studyrun.run(moody, out, quiet=True, report=False)
     assert path.read_text() == text
+
+
+def test_given_runs_are_where_record_given_says_the_store_recorded_them(tmp_path):
+    """record_given answers where each given run is recorded (and whether it succeeded) without
+    locating them again: its answer is the store's, runs reused, failed and new alike."""
+    from studyrun.core.design import Design
+    from studyrun.execution.execute import record_given
+    from studyrun.plan import Plan
+
+    with prepared(tmp_path / "runs.sqlite") as store:
+        store.write(batch([10, 11]))  # 10, 11: succeeded before; 12: failed before; 13, 14: new
+        store.write(batch([12], ok=[False]))
+        ids = np.array([13, 10, 12, 14, 11], dtype=np.int64)
+        plan = Plan(Design(["a", "b"], np.c_[ids * 1.0, ids * 2.0]), {}, ids)
+        errors = [None, None, None, "ValueError: 14 failed", None]
+        values = {"y": ids * 3.0, "z": ids * 4.0}
+        counts, (seqs, ok) = record_given(store, plan, values, errors)
+        assert counts.reused == 2 and counts.failed == 1
+        assert ok.tolist() == [True, True, True, False, True]
+        store.release_index()
+        assert (seqs.tolist(), ok.tolist()) == tuple(a.tolist() for a in store.locate(ids))
+        table = store.read_seqs(seqs)
+        assert table.ids.tolist() == ids.tolist() and table.errors.tolist()[3] == errors[3]

@@ -22,7 +22,7 @@ from studyrun.analyses.calibrate.data import file_stamp
 from studyrun.core.csv_table import MISSING, Grid, read_plain, read_table, unescape_text
 from studyrun.core.design import Design
 from studyrun.core.errors import Problem, StudyError, StudyrunError
-from studyrun.core.runtable import own_columns
+from studyrun.core.runtable import objects, own_columns
 from studyrun.core.text import suggest
 from studyrun.results.outputs import Finished, read_finished
 
@@ -74,7 +74,7 @@ class GivenRows:
     def content(self) -> tuple[list[str], np.ndarray]:
         """The output columns' names and, per row, its outputs and whether it failed: with the
         inputs, what a given run's identity is derived from."""
-        failed = np.array([e is not None for e in self.errors], dtype=float)
+        failed = np.not_equal(objects(self.errors), None).astype(float)
         return list(self.outputs), np.column_stack([*self.outputs.values(), failed])
 
     def provenance(self) -> dict[str, Any]:
@@ -221,11 +221,13 @@ def numbers_read(grid: Grid, layout: Layout, context: StudyContext, undo) -> Rea
             return None
     if any((matrix[:, j] != context.fixed[name]).any() for name, j in layout.fixed.items()):
         return None
-    return inputs, matrix[:, layout.outputs], [None] * grid.size
+    return inputs, matrix[:, layout.outputs], [None] * len(matrix)
 
 
 def cells_read(grid: Grid, layout: Layout, context: StudyContext, undo) -> Read | None:
     """A grid read a chunk of cells at a time, by float() (`numbers`); None at any mistake."""
+    if grid.ends is None:  # a row of more or fewer cells than the header
+        return None
     width, size = len(grid.table.header), grid.size
     supports = {name: context.varied[name]._support() for name in layout.names}
     inputs = np.empty((size, len(layout.names)))

@@ -167,8 +167,8 @@ def run_fixed(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     if given is not None:  # runs that exist: recorded as they are, no executor started
         plan = given_plan(loaded, given, study.analysis.design(context, seed))
         values, errors = given.quantities(study.quantities, context.fixed)
-        totals = record_given(store, plan, values, errors)
-        runs.add(plan)
+        totals, located = record_given(store, plan, values, errors)
+        runs.add(plan, located)
     else:
         designs = study.analysis.design_chunks(context, seed, CHUNK_ROWS)
         with Runner(store, job, settings) as runner:
@@ -222,7 +222,7 @@ def run_iterative(loaded: Loaded, store: RunStore, job: Job, settings: Settings,
     given = study.analysis.given(context)
     if given is not None:  # runs that exist (a surrogate's training rows): recorded, not run
         plan = given_plan(loaded, given)
-        counts = record_given(store, plan, *given.quantities(study.quantities, context.fixed))
+        counts, _ = record_given(store, plan, *given.quantities(study.quantities, context.fixed))
         evaluated.append(plan.run_ids)
         seen.update(plan.run_ids.tolist())
         from_earlier += counts.reused

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -30,6 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
+from studyrun.core import arrow
 from studyrun.core.errors import StudyError
 from studyrun.core.text import suggest
 
@@ -124,51 +126,71 @@ def _decode(raw: bytes, path: str) -> str:
 @dataclass
 class Grid:
     """A plain CSV file (see read_plain): its header as a Table without rows, and its rows,
-    every one of the header's width, handed out as cells a chunk of rows at a time, or as
-    numbers all at once."""
+    handed out as numbers all at once or, when every row has the header's width (`ends`), as
+    cells a chunk of rows at a time."""
 
     table: Table
-    data: bytes  # the rows, each ending in \n (ASCII)
-    ends: np.ndarray  # the offset just past each row's \n
+    data: bytes  # the file's text (a BOM left off, CRLF as LF), ending in \n
+    start: int  # where its rows start (ASCII, each ending in \n), past the header's line
     sep: str
     sha256: str  # of the file as it is on disk
 
     @property
     def size(self) -> int:
-        return len(self.ends)
+        return self.data.count(b"\n", self.start)
+
+    @property
+    def rows(self) -> memoryview:
+        return memoryview(self.data)[self.start:]
+
+    @functools.cached_property
+    def ends(self) -> np.ndarray | None:
+        """The offset (in `rows`) just past each row's \n; None if a row has more or fewer
+        cells than the header (checked here, not when read: pyarrow's reader checks that)."""
+        data = np.frombuffer(self.data, np.uint8, offset=self.start)
+        ends = np.flatnonzero(data == 10) + 1
+        found = np.searchsorted(np.flatnonzero(data == ord(self.sep)), ends)
+        if (np.diff(found, prepend=0) != len(self.table.header) - 1).any():
+            return None
+        return ends
 
     def chunks(self, cells: int = 1 << 20) -> Iterator[tuple[int, list[str]]]:
-        """(first row, the cells of some rows, row after row) for all rows, `cells` at a time."""
-        width = len(self.table.header)
+        """(first row, the cells of some rows, row after row) for all rows, `cells` at a time;
+        only for a grid whose rows have the header's width (`ends`)."""
+        ends, width = self.ends, len(self.table.header)
+        assert ends is not None
         step = max(1, cells // width)
-        for first in range(0, self.size, step):
-            start = int(self.ends[first - 1]) if first else 0
-            stop = int(self.ends[min(first + step, self.size) - 1]) - 1
-            yield first, self.data[start:stop].decode("ascii").replace(
+        for first in range(0, len(ends), step):
+            start = int(ends[first - 1]) if first else 0
+            stop = int(ends[min(first + step, len(ends)) - 1]) - 1
+            yield first, self.data[self.start + start:self.start + stop].decode("ascii").replace(
                 "\n", self.sep).split(self.sep)
 
     def numbers(self) -> np.ndarray | None:
         """Every cell as float() reads it (rows x columns), parsed at once by pyarrow's CSV
-        reader (pandas' C reader without pyarrow), when each cell is a finite number written
-        with digits, signs, a point and an exponent alone; None for any other grid (text,
-        spaces, NaN, inf, '1_000'), and for one under NUMBERS_CELLS cells unless pyarrow or
-        pandas is imported already: `chunks` hands their cells out instead."""
-        width = len(self.table.header)
-        if self.size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
+        reader (pandas' C reader without pyarrow), when every row has the header's width and
+        each cell is a finite number written with digits, signs, a point and an exponent alone;
+        None for any other grid (text, spaces, NaN, inf, '1_000'), and for one under
+        NUMBERS_CELLS cells unless pyarrow or pandas is imported already: `chunks` hands their
+        cells out instead."""
+        width, size = len(self.table.header), self.size
+        if size * width < NUMBERS_CELLS and not {"pyarrow", "pandas"} & set(sys.modules):
             return None
-        if self.data.translate(None, b"0123456789+-.eE\n" + self.sep.encode()):
-            return None  # a byte that is none of these
+        allowed = b"0123456789+-.eE\n" + self.sep.encode()
+        if len(self.data.translate(None, allowed)) > len(self.data[:self.start].translate(
+                None, allowed)):
+            return None  # a row holds a byte that is none of these (the header may)
         try:
             import pyarrow  # type: ignore[import-untyped]  # noqa: F401
-        except ImportError:
-            values = pandas_numbers(self.data, self.sep, width)
-        else:
-            values = arrow_numbers(self.data, self.sep, width)
-        return (values if values is not None and values.shape == (self.size, width)
+        except ImportError:  # pandas takes a row of more cells for an index: widths first
+            values = pandas_numbers(self.rows, self.sep, width) if self.ends is not None else None
+        else:  # pyarrow refuses a row of more or fewer cells than the names it is given
+            values = arrow_numbers(self.rows, self.sep, width)
+        return (values if values is not None and values.shape == (size, width)
                 and np.isfinite(values).all() else None)
 
 
-def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
+def arrow_numbers(data: bytes | memoryview, sep: str, width: int) -> np.ndarray | None:
     """Rows of `width` numbers read by pyarrow's CSV reader (fast_float, correctly rounded:
     float()'s numbers), or None where a cell is not a number."""
     import pyarrow as pa
@@ -177,7 +199,7 @@ def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
     names = [str(j) for j in range(width)]
     try:
         table = csv_arrow.read_csv(
-            io.BytesIO(data),
+            pa.BufferReader(pa.py_buffer(data)),  # the bytes themselves, not a copy
             read_options=csv_arrow.ReadOptions(column_names=names, use_threads=False,
                                                block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
             parse_options=csv_arrow.ParseOptions(delimiter=sep, quote_char=False,
@@ -185,12 +207,12 @@ def arrow_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
             convert_options=csv_arrow.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.float64()), null_values=[],
                 strings_can_be_null=False))
+        return np.column_stack([arrow.float_values(table.column(j)) for j in range(width)])
     except (pa.ArrowInvalid, ValueError):
         return None
-    return np.column_stack([table.column(j).to_numpy() for j in range(width)])
 
 
-def pandas_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
+def pandas_numbers(data: bytes | memoryview, sep: str, width: int) -> np.ndarray | None:
     """Rows of `width` numbers read by pandas' C reader (its round-trip converter before 3.1,
     whose default rounds some numbers otherwise than float()), or None where a cell is not."""
     import pandas as pd  # type: ignore[import-untyped]
@@ -207,10 +229,11 @@ def pandas_numbers(data: bytes, sep: str, width: int) -> np.ndarray | None:
 
 
 def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
-    """A CSV file whose header is its first line and whose every other line holds exactly the
-    header's number of cells, in ASCII, without quotes, comments (#), blank lines or a lone CR;
-    None for any other file (and for one that cannot be read), which read_table reads instead:
-    where the two both read a file, they read the same cells."""
+    """A CSV file whose header is its first line and whose other lines are ASCII, without
+    quotes, comments (#) or a lone CR; None for any other file (and for one that cannot be
+    read), which read_table reads instead. The Grid declines (numbers() and ends are None) a
+    file whose every row does not hold the header's number of cells (a blank line included):
+    where read_table and the Grid both read a file, they read the same cells."""
     if len(sep) != 1 or sep.isspace() or sep in '"#\r\n' or not sep.isascii():
         return None
     try:
@@ -227,8 +250,9 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
             return None
         raw = raw.replace(b"\r\n", b"\n")
     raw = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
-    head, _, body = raw.partition(b"\n")
-    if not body or not body.isascii():
+    start = raw.find(b"\n") + 1  # the rows are not copied out of the text: it is large
+    head = raw[:start - 1]
+    if not start or start == len(raw) or not (raw.isascii() or raw[start:].isascii()):
         return None
     try:
         table = parse_table(head.decode("utf-8"), str(path), sep)
@@ -236,13 +260,8 @@ def read_plain(path: str | Path, sep: str = ",") -> Grid | None:
         return None
     if table.rows or len(table.header) < 2:  # a blank header line, or one cell: read_table's
         return None
-    body = body if body.endswith(b"\n") else body + b"\n"
-    data = np.frombuffer(body, np.uint8)
-    ends = np.flatnonzero(data == 10) + 1
-    found = np.searchsorted(np.flatnonzero(data == ord(sep)), ends)
-    if (np.diff(found, prepend=0) != len(table.header) - 1).any():
-        return None
-    return Grid(table, body, ends, sep, hashlib.sha256(original).hexdigest())
+    raw = raw if raw.endswith(b"\n") else raw + b"\n"
+    return Grid(table, raw, start, sep, hashlib.sha256(original).hexdigest())
 
 
 def parse_table(text: str, path: str, sep: str = ",", *, check_separators: bool = True) -> Table:

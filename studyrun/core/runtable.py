@@ -63,7 +63,10 @@ FIELDS = tuple(f.name for f in fields(RunTable))
 
 
 def objects(items: Iterable[object]) -> np.ndarray:
-    """A 1-d object array of the given items (strings, None), whatever they are."""
+    """A 1-d object array of the given items (strings, None), whatever they are; such an array
+    itself as it is."""
+    if isinstance(items, np.ndarray) and items.dtype == object and items.ndim == 1:
+        return items
     items = list(items)
     array = np.empty(len(items), dtype=object)
     array[:] = items

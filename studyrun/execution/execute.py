@@ -536,23 +536,26 @@ def lost_batch_message(executor: Executor, error: Exception) -> str:
 
 
 def record_given(store: RunStore, plan: Plan, values: dict[str, np.ndarray],
-                 errors: list[str | None]) -> Counts:
+                 errors: list[str | None]) -> tuple[Counts, tuple[np.ndarray, np.ndarray]]:
     """Record runs that already exist (`analysis.from:`) as the plan's runs, with the quantities
-    they gave; nothing is executed, and runs the store holds already are reused."""
+    they gave; nothing is executed, and runs the store holds already are reused. With the
+    counts, where each run is recorded and whether it succeeded (RunStore.locate's answer)."""
     counts = Counts(planned=plan.size, notes=["the runs were given (analysis.from); the model "
                                               "was not run"])
     if not store.quantities and store.meta("format") is None:
         store.prepare(list(plan.design.names), list(values))
-    pending = np.flatnonzero(~store.succeeded_among(plan.run_ids))
+    seqs, ok = (found.copy() for found in store.locate(plan.run_ids))
+    pending = np.flatnonzero(~ok)
     counts.reused = plan.size - len(pending)
     each = objects(errors)
     failed = np.not_equal(each, np.array(None, object))  # numpy's loop over a million rows
     if len(pending):
         table = np.column_stack([values.get(name, np.full(plan.size, np.nan))
                                  for name in store.quantities] or [np.zeros((plan.size, 0))])
-        batch = Batch(ids=plan.run_ids[pending], ok=~failed[pending],
-                      errors=each[pending].tolist(), inputs=plan.design.matrix[pending],
-                      values=table[pending], duration=0.0, worker="given")
-        store.write(batch)
+        rows = slice(None) if len(pending) == plan.size else pending  # all: no copies
+        batch = Batch(ids=plan.run_ids[rows], ok=~failed[rows], errors=each[rows],
+                      inputs=plan.design.matrix[rows], values=table[rows], duration=0.0,
+                      worker="given")
+        seqs[pending], ok[pending] = store.write(batch), batch.ok
     counts.failed = int(failed.sum())
-    return counts
+    return counts, (seqs, ok)

@@ -39,9 +39,10 @@ class PlannedRuns:
         self._whole: Outcome | None = None
         self._series_read = False  # whether _whole holds the series asked for
 
-    def add(self, plan: Plan) -> None:
-        """Register the next slice of the plan, after it ran."""
-        seqs, ok = self.store.locate(plan.run_ids)
+    def add(self, plan: Plan, located: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Register the next slice of the plan, after it ran (where the store recorded each of
+        its runs and whether it succeeded: RunStore.locate's answer, given or found here)."""
+        seqs, ok = located if located is not None else self.store.locate(plan.run_ids)
         if not self.slices:
             self.info, self._first = dict(plan.design.info), plan
         else:

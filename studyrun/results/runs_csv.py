@@ -17,6 +17,7 @@ from typing import Iterable
 
 import numpy as np
 
+from studyrun.core import arrow
 from studyrun.core.csv_table import escape_text
 from studyrun.core.isolated import IsolatedExecutor
 from studyrun.core.runtable import CSV_FIXED, RunTable
@@ -143,10 +144,10 @@ def csv_text(start: int, table: RunTable, kept: np.ndarray) -> bytes:
 
 
 def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarray) -> bytes | None:
-    """The lines csv_text writes, formatted and joined by pyarrow (the floats in shortest
-    round-trip digits, as Python's; studyrun's own columns each distinct value once), several
-    times faster; None without pyarrow. Python formats the cells pyarrow writes in another
-    form (outside 1e-4 to 1e16, whole numbers: '1e-05', '3.0')."""
+    """The lines csv_text writes, joined by pyarrow (the floats in shortest round-trip digits,
+    as Python's, by float_strings; studyrun's own columns each distinct value once), several
+    times faster; None without pyarrow. Python formats the cells float_strings may write in
+    another form (outside 1e-4 to 1e16, whole numbers, NaN and inf: '1e-05', '')."""
     if numbers.size < ARROW_CELLS and "pyarrow.compute" not in sys.modules:
         return None
     try:
@@ -158,39 +159,56 @@ def arrow_text(start: int, table: RunTable, kept: np.ndarray, numbers: np.ndarra
     if not width:
         return None
     values = numbers.ravel()  # row after row
-    text = pc.cast(pa.array(values), pa.string())
+    text = float_strings(values)
     size = np.abs(values)
-    low, high = arrow_plain()
+    low, high = plain_magnitudes()
     same = (size >= max(1e-4, low)) & (size < min(1e16, high))  # both write digits and a point
-    same &= values != np.floor(values)  # ... but pyarrow writes a whole number without it
+    same &= values != np.floor(values)  # ... and a whole number, in some form, in each
     other = ~same
     if other.any():
         cells = values[other].tolist()
-        text = pc.replace_with_mask(text, pa.array(other), pa.array(
-            ["" if v != v else float.__repr__(v) for v in cells], type=pa.string()))
-    lines = pc.binary_join(pa.ListArray.from_arrays(np.arange(0, rows * width + 1, width,
-                                                              dtype=np.int32), text), ",")
-    own = [pc.cast(pa.array(kept + start), pa.string()),
-           pc.cast(pa.array(table.ids[kept]), pa.string()),
-           pc.if_else(pa.array(table.ok[kept]), "ok", "failed"),
-           each_distinct(pa.array(table.errors[kept], pa.string()), error_text),
-           each_distinct(pa.array(table.duration[kept]), float_text),
-           each_distinct(pa.array(table.worker[kept], pa.string()), worker_text)]
-    lines = pc.binary_join_element_wise(*own, lines, ",")
-    lines = pc.binary_join_element_wise(lines, "", "\r\n")  # each line, then its ending
+        text = pc.replace_with_mask(text, arrow.boolean(other), arrow.strings(
+            ["" if v != v else float.__repr__(v) for v in cells]))
+    comma = arrow.text(",")
+    lines = pc.binary_join(pa.ListArray.from_arrays(arrow.numeric(np.arange(
+        0, rows * width + 1, width, dtype=np.int32)), text), comma)
+    lines = pc.binary_join_element_wise(lines, arrow.text(""), arrow.text("\r\n"))
+    own = [pc.cast(arrow.numeric(kept + start), pa.string()),
+           pc.cast(arrow.numeric(table.ids[kept]), pa.string()),
+           pc.take(arrow.strings(["failed", "ok"]), arrow.numeric(table.ok[kept].astype(np.int32))),
+           each_distinct(*arrow.distinct_codes(table.errors[kept]), error_text),
+           each_distinct(*arrow.distinct_codes(table.duration[kept]), float_text),
+           each_distinct(*arrow.distinct_codes(table.worker[kept]), worker_text)]
+    lines = pc.binary_join_element_wise(*own, lines, comma)
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:lines.offset + rows + 1]
     return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
 
 
-@functools.cache
-def arrow_plain() -> tuple[float, float]:
-    """The magnitudes [low, high) pyarrow writes without an exponent, found by writing 1.5 x
-    each power of ten (its converter decides by the decimal exponent alone)."""
+def float_strings(values: np.ndarray):
+    """Floats as a pyarrow string array, each in the shortest digits that read back to it:
+    orjson's (Ryu), five times faster than pyarrow's cast; NaN and inf as 'null'."""
+    import orjson
     import pyarrow as pa
-    import pyarrow.compute as pc
 
+    n = len(values)
+    text = orjson.dumps(np.ascontiguousarray(values, np.float64),
+                        option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]  # "[1.5,0.25]" less [ and ]
+    commas = np.flatnonzero(np.frombuffer(text, np.uint8) == ord(","))
+    if len(commas) != max(n - 1, 0) or len(text) >= 2**31:
+        raise ValueError("orjson wrote other than one number between commas")
+    offsets = np.empty(n + 1, np.int64)  # each number's start once the commas are taken out
+    offsets[0], offsets[-1] = 0, len(text) - len(commas)
+    offsets[1:n] = commas - np.arange(len(commas))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(text.replace(b",", b""))])
+
+
+@functools.cache
+def plain_magnitudes() -> tuple[float, float]:
+    """The magnitudes [low, high) float_strings writes without an exponent, found by writing
+    1.5 x each power of ten (the form is decided by the decimal exponent alone)."""
     powers = range(-30, 31)
-    text = pc.cast(pa.array([1.5 * 10.0 ** p for p in powers]), pa.string()).to_pylist()
+    text = float_strings(np.array([1.5 * 10.0 ** p for p in powers])).to_pylist()
     plain = [p for p, cell in zip(powers, text) if "e" not in cell.lower()]
     low = high = 0
     while low - 1 in plain:
@@ -200,14 +218,12 @@ def arrow_plain() -> tuple[float, float]:
     return (10.0 ** low, 10.0 ** (high + 1)) if 0 in plain else (1.0, 1.0)
 
 
-def each_distinct(values, text):
-    """A pyarrow array's values as text(value) (None for a null), computed once a distinct value."""
-    import pyarrow as pa
+def each_distinct(distinct: list, codes: np.ndarray, text):
+    """Values given as their distinct values and each one's index among them (arrow.distinct_codes),
+    as a pyarrow array of text(value), computed once a distinct value."""
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(values, null_encoding="encode")
-    return pc.take(pa.array([text(v) for v in encoded.dictionary.to_pylist()], pa.string()),
-                   encoded.indices)
+    return pc.take(arrow.strings([text(v) for v in distinct]), arrow.numeric(codes))
 
 
 def error_text(error: str | None) -> str:

@@ -41,7 +41,7 @@ class Batch:
 
     ids: np.ndarray  # int64 (n,)
     ok: np.ndarray  # bool (n,)
-    errors: list[str | None]
+    errors: list[str | None] | np.ndarray  # or an object array of them
     inputs: np.ndarray  # (n, parameters)
     values: np.ndarray  # (n, quantities), NaN where failed
     duration: float  # seconds per run
@@ -212,13 +212,16 @@ class RunStore:
     def transaction(self) -> "_Transaction":
         return _Transaction(self.db)
 
-    def write(self, batch: Batch) -> None:
-        """Record a finished batch in one transaction: all of it or, after a crash, none."""
+    def write(self, batch: Batch) -> np.ndarray:
+        """Record a finished batch in one transaction: all of it or, after a crash, none; the
+        seqs its runs were recorded at, in its order."""
         n = len(batch.ids)
-        self._append(RunTable(
+        worker = np.empty(n, dtype=object)
+        worker.fill(batch.worker)
+        return self._append(RunTable(
             ids=np.asarray(batch.ids, dtype=np.int64), found=np.ones(n, bool),
             ok=np.asarray(batch.ok, dtype=bool), errors=objects(batch.errors),
-            duration=np.full(n, batch.duration), worker=objects([batch.worker] * n),
+            duration=np.full(n, batch.duration), worker=worker,
             inputs=np.asarray(batch.inputs, dtype=float).reshape(n, len(self.parameters)),
             values=np.asarray(batch.values, dtype=float).reshape(n, len(self.quantities))),
             batch.series)
@@ -238,8 +241,9 @@ class RunStore:
         self._append(other.read(wanted), series_store.extract(other.db, wanted))
         return len(wanted)
 
-    def _append(self, table: RunTable, series: list[series_store.Block] | None) -> None:
-        """Append runs in one transaction; each is found afterwards at its new record."""
+    def _append(self, table: RunTable, series: list[series_store.Block] | None) -> np.ndarray:
+        """Append runs in one transaction; each is found afterwards at its new record (the
+        seqs returned)."""
         try:
             with self.transaction():
                 seq = self._insert(table)
@@ -250,6 +254,7 @@ class RunStore:
             raise StoreError(f"{self.path}: cannot record runs ({error}); the runs recorded "
                              "before are intact, free space and run again to resume") from None
         self._recent.append((table.ids, seq, table.ok))
+        return seq
 
     def _insert(self, table: RunTable) -> np.ndarray:
         """Insert a table's runs as records (within the caller's transaction); their seqs."""
@@ -356,11 +361,11 @@ class RunStore:
         table = RunTable.blank(np.zeros(len(seqs), np.int64),
                                np.full((len(seqs), len(self.parameters)), np.nan),
                                len(self.quantities))
-        for record, first, rows in self._records_of(seqs):
+        for record, first, positions in self._records_of(seqs):
             ids, ok, inputs, outputs, errors, duration, worker = self.db.execute(
                 "SELECT ids, ok, inputs, outputs, errors, duration, worker FROM batches "
                 "WHERE seq = ?", (record,)).fetchone()
-            at = seqs[rows] - first
+            at, rows = _stretch(seqs[positions] - first), _stretch(positions)
             record_ids = _array(ids, "<i8")
             table.ids[rows] = record_ids[at]
             table.found[rows] = True
@@ -372,6 +377,7 @@ class RunStore:
             if errors is not None:  # [[row, message], ...] of the record's failed runs
                 failed = json.loads(errors)
                 where = np.array([i for i, _ in failed], dtype=np.int64)
+                at, rows = np.arange(len(record_ids))[at], np.arange(len(table))[rows]
                 k = np.minimum(np.searchsorted(where, at), len(where) - 1)
                 hit = where[k] == at
                 table.errors[rows[hit]] = objects([message for _, message in failed])[k[hit]]
@@ -436,6 +442,14 @@ def _columns(blob: bytes, width: int, size: int) -> np.ndarray:
     """A blob of `width` float64 columns of `size` runs, as an array with a row per column
     (none: a study of no quantities, only series() ones, or of no parameters)."""
     return np.frombuffer(blob, dtype="<f8").reshape(width, size)
+
+
+def _stretch(index: np.ndarray) -> np.ndarray | slice:
+    """Positions as a slice where they are one stretch in order (a record read whole: its rows
+    then cost views and copies, not gathers and scatters), else as they are."""
+    if len(index) > 1 and index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def _number(value: float) -> float | None:

@@ -243,6 +243,10 @@ DECLINED = {  # files the column reader leaves to the located reader, which read
     "a comment": "# made by hand\nx1,x2,x3,y\n0.5,0.1,0.2,1.0\n",
     "a blank line": "x1,x2,x3,y\n0.5,0.1,0.2,1.0\n\n0.5,0.1,0.2,2.0\n",
     "a short row": "x1,x2,x3,y\n0.5,0.1,0.2\n",
+    "a long row": "x1,x2,x3,y\n0.5,0.1,0.2,1.0\n0.5,0.1,0.2,1.0,2.0\n",
+    "every row long": "x1,x2,x3,y\n0.5,0.1,0.2,1.0,2.0\n0.5,0.1,0.2,1.0,2.0\n",
+    "every row short": "x1,x2,x3,y\n0.5,0.1,0.2\n0.5,0.1,0.2\n",
+    "an empty last row": "x1,x2,x3,y\n0.5,0.1,0.2,1.0\n\n",
     "a lone CR": "x1,x2,x3,y\r0.5,0.1,0.2,1.0\r",
     "non-ASCII digits": "x1,x2,x3,y\n0.5,0.1,0.2,\u0661\n",
 }
@@ -285,13 +289,17 @@ def test_a_plain_csv_read_by_columns_equals_it_read_cell_by_cell(tmp_path, name)
 
 @pytest.mark.parametrize("name", DECLINED)
 def test_a_csv_that_is_not_plain_is_read_by_the_located_reader(tmp_path, name):
+    import pyarrow  # noqa: F401  (Grid.numbers reads even a small file by pyarrow, as a large one)
+
     from studyrun.analyses.given import located_rows, read_rows
     from studyrun.core.csv_table import read_plain
 
     path = tmp_path / "runs.csv"
-    path.write_bytes(DECLINED[name].encode())
+    path.write_text("x1,x2,x3,y\n0.5,0.1,0.2,1\n")  # valid while the study is loaded
     context = given_context(tmp_path, False)
-    assert read_plain(path) is None
+    path.write_bytes(DECLINED[name].encode())
+    grid = read_plain(path)  # a Grid for rows of other widths, whose numbers() it declines
+    assert grid is None or (grid.numbers() is None and grid.ends is None)
     try:
         expected = located_rows(path, context, None)
     except studyrun.StudyError as error:
@@ -316,3 +324,54 @@ def test_a_mistake_in_a_plain_csv_is_located_at_its_cell(tmp_path, where):
     with pytest.raises(studyrun.StudyError) as raised:
         read_rows(path, context, None)
     assert f"{path}:{at}: " in str(raised.value) and found in str(raised.value)
+
+
+MISTAKES_READ_AT_ONCE = {  # a line of a file read by pyarrow (Grid.numbers), with a mistake
+    "x2,9:5": "0.5,abc,0.2,1,2,3",
+    "x3,9:9": "0.5,0.1,1e999,1,2,3",
+    "x1 = 4,9:1": "4,0.1,0.2,1,2,3",
+    "7 cells,9:": "0.5,0.1,0.2,1,2,3,4",
+    "x3 is '',9:1": "0.5,0.1",  # a short row: its missing outputs are missing values, x3 not
+    "'1e5x',9:13": "0.5,0.1,0.2,1e5x,2,3",
+}
+
+
+@pytest.mark.parametrize("where", MISTAKES_READ_AT_ONCE)
+def test_a_mistake_in_a_csv_read_at_once_is_located_at_its_line_and_column(tmp_path, where,
+                                                                             monkeypatch):
+    """A file of NUMBERS_CELLS cells and more is read at once by pyarrow, which knows no lines:
+    a mistake anywhere in it sends it to the located reader, which reports it where it is (the
+    threshold lowered here; the large file below takes the same path at its size)."""
+    from studyrun.analyses.given import read_rows
+    from studyrun.core import csv_table
+
+    path = tmp_path / "runs.csv"
+    path.write_text("x1,x2,x3,y,z,w\n0.5,0.1,0.2,1,2,3\n")  # valid while the study is loaded
+    context = given_context(tmp_path, False)
+    monkeypatch.setattr(csv_table, "NUMBERS_CELLS", 0)
+    lines = ["x1,x2,x3,y,z,w"] + ["0.5,0.1,0.2,1.5,2.5,-3"] * 10
+    found, at = where.rsplit(",", 1)
+    lines[8] = MISTAKES_READ_AT_ONCE[where]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(studyrun.StudyError) as raised:
+        read_rows(path, context, None)
+    assert f"{path}:{at}" in str(raised.value) and found in str(raised.value), raised.value
+
+
+def test_a_bad_cell_in_a_large_csv_is_located_at_its_line_and_column(tmp_path):
+    """The same at the size that is read at once without lowering the threshold."""
+    from studyrun.analyses.given import read_rows
+    from studyrun.core.csv_table import NUMBERS_CELLS
+
+    path = tmp_path / "runs.csv"
+    width = 24
+    header = ",".join(["x1", "x2", "x3"] + [f"y{j}" for j in range(width - 3)])
+    path.write_text(f"{header}\n" + ",".join(["0.5"] * width) + "\n")
+    context = given_context(tmp_path, False)
+    rows = NUMBERS_CELLS // width + 1
+    line = ",".join(["0.5", "0.25", "-0.125"] + ["1.5"] * (width - 3))
+    bad = line[:-3] + "1.5.5"
+    path.write_text("\n".join([header] + [line] * (rows - 2) + [bad, line]) + "\n")
+    with pytest.raises(studyrun.StudyError) as raised:
+        read_rows(path, context, None)
+    assert f"{path}:{rows}:{len(bad) - 4}: '1.5.5' in column 'y20'" in str(raised.value), raised.value
