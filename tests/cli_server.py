@@ -31,6 +31,9 @@ def serve() -> dict:
         importlib.import_module(name)
     # the installed versions analysis.json records, read once here rather than in every child
     importlib.import_module("studyrun.results.provenance").package_versions(("pysd",))
+    # a python model's imports are found in children of one interpreter that imported numpy,
+    # scipy and pandas, as a process of several studies finds them, not each in a fresh one
+    importlib.import_module("studyrun.models.imports").Zygote.start()
     assert threading.active_count() == 1, "a preloaded module started a thread: fork is unsafe"
     # the preloaded objects are never collected: out of the collector's sight, a child neither
     # scans them nor copies every page it touches when it does (0.8 s of CPU at each child's exit)

@@ -22,10 +22,13 @@ import atexit
 import importlib.machinery
 import json
 import os
+import shutil
 import site
+import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,16 +67,27 @@ os.dup2(2, 1)
 if sys.argv[1:] == ["once"]:
     json.dump(answer(*json.loads(sys.stdin.read())), reply)
     raise SystemExit(0)
-preload = json.loads(sys.argv[1])
+preload, address = json.loads(sys.argv[1]), sys.argv[2]
 for name in preload:
     importlib.import_module(name)
+import select, signal, socket
+server = socket.socket(socket.AF_UNIX)
+server.bind(address)
+server.listen(64)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped as they end
 reply.write(json.dumps({n: os.path.realpath(sys.modules[n].__file__) for n in preload}) + "\n")
 reply.flush()
-for line in sys.stdin:
-    question = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
+while True:
+    ready, _, _ = select.select([server, sys.stdin], [], [])
+    if sys.stdin in ready:  # the process that started it closed its end: ended
+        break
+    connection, _ = server.accept()
+    if os.fork() == 0:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        server.close()
+        stream = connection.makefile("rw")
         try:
+            question = json.loads(stream.readline())
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
             os.chdir(question["cwd"])
             os.environ.clear()
@@ -81,14 +95,10 @@ for line in sys.stdin:
             result = {"files": answer(*question["ask"])}
         except BaseException as error:  # the last line of a fresh interpreter's traceback
             result = {"error": traceback.format_exception_only(error)[-1].strip()}
-        reply.write(json.dumps(result) + "\n")
-        reply.flush()
+        stream.write(json.dumps(result) + "\n")
+        stream.flush()
         os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    if status:
-        reply.write(json.dumps({"error": "the import ended the interpreter (exit status "
-                                         f"{os.waitstatus_to_exitcode(status)})"}) + "\n")
-        reply.flush()
+    connection.close()
 """
 # Installed packages a question's child finds imported already, when this process has them: a
 # model's module that imports numpy made each fresh interpreter import it anew (0.15 s of CPU).
@@ -138,12 +148,13 @@ def find_in_fresh_interpreter(module: str, paths: list[str], study_dir: Path) ->
 
 def ask(question: list) -> dict[str, str]:
     """The answer to a question of imported_files (its modules' files, by name), from a fresh
-    interpreter: from the first question of a process, one started for it; from the second on,
-    a child forked from a Zygote, where its preloads are the packages the question's paths
-    would import anyway."""
+    interpreter: from the first question of a process, one started for it; from the second on
+    (or once a Zygote runs), a child forked from the Zygote, where its preloads are the packages
+    the question's paths would import anyway."""
     with _ZYGOTE_LOCK:
         _ASKED[0] += 1
-        zygote = Zygote.for_paths(question[0]) if _ASKED[0] > 1 else None
+        running = Zygote.running is not None and Zygote.running.alive()
+        zygote = Zygote.for_paths(question[0]) if running or _ASKED[0] > 1 else None
         if zygote is not None:
             reply = zygote.ask(question)
             if reply is not None:
@@ -162,32 +173,49 @@ def cannot_import(module: str, why: str) -> StudyError:
 
 class Zygote:
     """A fresh interpreter that has imported PRELOAD's packages this process has, and forks a
-    child to answer each question: as a fresh interpreter answers it, but for the preloads'
-    import. One a process, started on its second question; ended with the process (its stdin
-    closes)."""
+    child to answer each question on its socket: as a fresh interpreter answers it, but for the
+    preloads' import. Started on a process's second question (or by `start`), and shared with
+    the processes it forks; it ends when they all have (its stdin closes)."""
 
     running: "Zygote | None" = None
+    failed = False
 
     def __init__(self) -> None:
         preload = [name for name in PRELOAD if name in sys.modules]
+        self.owner = os.getpid()
+        self.folder = tempfile.mkdtemp(prefix="studyrun-imports-")  # private: 0700
+        self.address = os.path.join(self.folder, "socket")
         quiet = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
         # one BLAS thread: a process that forks starts none it would leave behind in a child
-        self.process = subprocess.Popen([sys.executable, "-c", _INTERPRETER, json.dumps(preload)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, text=True,
-                                        env={**os.environ, **quiet})
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _INTERPRETER, json.dumps(preload), self.address],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, **quiet})
         assert self.process.stdout is not None
         self.preloaded: dict[str, str] = json.loads(self.process.stdout.readline() or "null") or {}
+
+    @classmethod
+    def start(cls) -> "Zygote | None":
+        """The running zygote, started if need be; None if it could not start (then never
+        again in this process: nothing preloaded, a socket it could not make)."""
+        zygote = cls.running
+        if zygote is None or not zygote.alive():
+            if cls.failed:
+                return None
+            zygote = cls.running = cls()
+            atexit.register(zygote.close)
+            if not zygote.preloaded:
+                cls.failed = True
+                zygote.close()
+                return None
+        return zygote
 
     @classmethod
     def for_paths(cls, paths: list[str]) -> "Zygote | None":
         """The running zygote (started if need be), or None when these paths would import one
         of its preloads from another file (a study's own numpy.py) or it cannot start."""
-        zygote = cls.running
-        if zygote is None or zygote.process.poll() is not None:
-            zygote = cls.running = cls()
-            atexit.register(zygote.close)
-        if not zygote.preloaded:
+        zygote = cls.start()
+        if zygote is None:
             return None
         for name, file in zygote.preloaded.items():
             spec = importlib.machinery.PathFinder.find_spec(name, paths)
@@ -195,33 +223,51 @@ class Zygote:
                 return None
         return zygote
 
+    def alive(self) -> bool:
+        if os.getpid() == self.owner:
+            return self.process.poll() is None
+        try:  # a forked process cannot wait for it: poll() would call it ended
+            os.kill(self.process.pid, 0)
+        except OSError:
+            return False
+        return True
+
     def ask(self, question: list) -> dict[str, str] | None:
         """The answer; StudyError when the module cannot be imported; None when the zygote
-        itself failed (the question then goes to an interpreter of its own)."""
+        itself cannot be reached (the question then goes to an interpreter of its own)."""
         line = json.dumps({"ask": question, "cwd": os.getcwd(), "env": dict(os.environ)})
         try:
-            assert self.process.stdin is not None and self.process.stdout is not None
-            self.process.stdin.write(line + "\n")
-            self.process.stdin.flush()
-            reply = json.loads(self.process.stdout.readline() or "null")
-        except (OSError, ValueError):
-            reply = None
-        if not isinstance(reply, dict):
-            self.close()
+            with socket.socket(socket.AF_UNIX) as connection:
+                connection.connect(self.address)
+                stream = connection.makefile("rw")
+                stream.write(line + "\n")
+                stream.flush()
+                text = stream.readline()
+        except OSError:
             return None
+        if not text:  # the child ended without a word: the import ended its interpreter
+            raise cannot_import(question[1], "the import ended the interpreter")
+        reply = json.loads(text)
         if "error" in reply:
             raise cannot_import(question[1], reply["error"])
         return reply["files"]
 
     def close(self) -> None:
+        """End it, from the process that started it; from one that process forked, let go of
+        it (the zygote ends once every holder of its stdin has)."""
         if Zygote.running is self:
             Zygote.running = None
+        if os.getpid() != self.owner:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            return
         try:
             if self.process.stdin is not None:
                 self.process.stdin.close()
             self.process.wait(5)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _ZYGOTE_LOCK = threading.Lock()

@@ -1,5 +1,6 @@
 """The python model: constants reach the function; per-run results gather into batch arrays."""
 
+import os
 import sys
 
 import numpy as np
@@ -222,6 +223,7 @@ def test_a_function_that_declares_rng_or_seed_gets_its_runs_own(tmp_path):
 def test_what_the_interpreter_imports_at_start_up_is_not_the_models(tmp_path, monkeypatch):
     """A sitecustomize (Debian's python3 has one in /etc) is imported by every interpreter as it
     starts: it is no file the model's runs depend on, so editing it re-runs nothing."""
+    from studyrun.models import imports
     from studyrun.models.imports import find_in_fresh_interpreter
 
     custom = tmp_path / "custom"
@@ -230,6 +232,8 @@ def test_what_the_interpreter_imports_at_start_up_is_not_the_models(tmp_path, mo
     (tmp_path / "m.py").write_text("import helper\n\ndef f(x):\n    return helper.k(x)\n")
     (tmp_path / "helper.py").write_text("def k(x):\n    return x\n")
     monkeypatch.setenv("PYTHONPATH", str(custom))
+    monkeypatch.setattr(imports, "_ASKED", [0])  # a fresh interpreter, not a zygote's child
+    monkeypatch.setattr(imports.Zygote, "running", None)
     found = find_in_fresh_interpreter("m", [str(tmp_path), str(custom)], tmp_path)
     assert sorted(f.name for f in found) == ["helper.py", "m.py"]
 
@@ -270,6 +274,18 @@ def test_a_forked_interpreter_answers_as_a_fresh_one(tmp_path, monkeypatch):
     assert [f.name for f in found] == ["numpy.py", "s.py"]
     assert [f.name for f in imports.find_in_fresh_interpreter("m", paths, tmp_path)] == [
         "helper.py", "m.py"]  # the zygote still answers after all that
+    zygote = imports.Zygote.running
+    pid = os.fork()  # a process this one forks asks the same zygote, and leaves it running
+    if pid == 0:
+        try:
+            found = imports.find_in_fresh_interpreter("m", paths, tmp_path)
+            same = imports.Zygote.running is zygote and [f.name for f in found] == [
+                "helper.py", "m.py"]
+            zygote.close()  # as its exit handlers do
+        except BaseException:
+            same = False
+        os._exit(0 if same else 1)
+    assert os.waitpid(pid, 0)[1] == 0 and zygote.alive()
 
 
 def test_each_argument_reaches_its_parameter_however_the_function_is_called(tmp_path):
