@@ -61,15 +61,15 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
     threads = min(threads or usable_cores(), len(groups))
 
     def one(group: tuple[int, int]) -> dict[str, np.ndarray]:
-        return resampled(a, b, ab, ba, np.ascontiguousarray(r[:, group[0]:group[1]]))
+        return resampled(a, b, ab, np.ascontiguousarray(r[:, group[0]:group[1]]))
 
     if threads < 2:
         parts = [one(group) for group in groups]
     else:
         with ThreadPoolExecutor(threads, thread_name_prefix="sobol") as pool:
             parts = list(pool.map(one, groups))
-    whole = {key: np.concatenate([part[key] for part in parts], axis=-1) for key in parts[0]
-             if key not in ("max", "min")}
+    whole = {key: np.concatenate([part[key] for part in parts], axis=-1)
+             for key in ("S1", "ST", "variance")}
     spread = max(p["max"] for p in parts) - min(p["min"] for p in parts)  # ptp of A[r], B[r]
     constant = not spread > EPS  # SALib's first_order gives zeros for every resample
     for key in ("S1", "ST"):
@@ -77,39 +77,53 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
         s[f"{key}_conf"] = (np.array([z * estimates[j].std(ddof=1) for j in range(factors)])
                             if spread != 0.0 else np.zeros(factors))
     if ba is not None:
-        s["S2_conf"] = np.full((factors, factors), np.nan)
-        for j in range(factors):
-            for k in range(j + 1, factors):
-                values = np.zeros(resamples) if constant else whole["S2"][j, k]
-                s["S2_conf"][j, k] = z * values.std(ddof=1)
+        s["S2_conf"] = second_order_intervals(a, b, ab, ba, r, whole["S1"], whole["variance"],
+                                              z, constant)
     return s
 
 
-def resampled(a: np.ndarray, b: np.ndarray, ab: np.ndarray, ba: np.ndarray | None,
-              rows: np.ndarray) -> dict[str, Any]:
+def resampled(a: np.ndarray, b: np.ndarray, ab: np.ndarray, rows: np.ndarray) -> dict[str, Any]:
     """The estimators of each resample in `rows` (N, columns): S1 and ST (factors, columns),
-    S2 (factors, factors, columns), and the max and min of the stacked A and B."""
+    the variance of the stacked A and B (columns), and their max and min. A factor's
+    cross-samples are gathered when used, so memory holds about 7 (N, columns) arrays at most
+    whatever the factors: with SALib's (N, resamples) indices, 64 bytes a base sample and
+    resample, as SALib (BOOTSTRAP_BYTES)."""
     ar, br = a[rows], b[rows]
     stack = np.r_[ar, br]
     variance = np.var(stack, axis=0)
+    top, bottom = float(stack.max()), float(stack.min())
+    del stack
     factors = ab.shape[1]
     s1 = np.empty((factors, rows.shape[1]))
     st = np.empty_like(s1)
-    abr = [ab[rows, j] for j in range(factors)]
     for j in range(factors):
-        s1[j] = divided(np.mean(br * (abr[j] - ar), axis=0), variance)
-        st[j] = divided(0.5 * np.mean((ar - abr[j]) ** 2, axis=0), variance)
-    out: dict[str, Any] = {"S1": s1, "ST": st, "max": float(stack.max()),
-                           "min": float(stack.min())}
-    if ba is not None:
-        s2 = np.full((factors, factors, rows.shape[1]), np.nan)
-        for j in range(factors):
-            bar = ba[rows, j]
-            for k in range(j + 1, factors):
-                vjk = divided(np.mean(bar * abr[k] - ar * br, axis=0), variance)
-                s2[j, k] = vjk - s1[j] - s1[k]
-        out["S2"] = s2
+        abr = ab[rows, j]
+        s1[j] = divided(np.mean(br * (abr - ar), axis=0), variance)
+        st[j] = divided(0.5 * np.mean((ar - abr) ** 2, axis=0), variance)
+    out: dict[str, Any] = {"S1": s1, "ST": st, "variance": variance, "max": top, "min": bottom}
     return out
+
+
+def second_order_intervals(a: np.ndarray, b: np.ndarray, ab: np.ndarray, ba: np.ndarray,
+                           r: np.ndarray, s1: np.ndarray, variance: np.ndarray, z: float,
+                           constant: bool) -> np.ndarray:
+    """S2_conf: SALib's S2 of each pair at every resample (all of a pair's resamples at once,
+    as SALib, so memory holds a pair's, not every pair's), with S1 and the variance of each
+    resample from the groups."""
+    factors = ab.shape[1]
+    conf = np.full((factors, factors), np.nan)
+    ar, br = a[r], b[r]
+    both = ar * br
+    del ar, br
+    for j in range(factors):
+        bar = ba[r, j]
+        for k in range(j + 1, factors):
+            if constant:
+                conf[j, k] = z * np.zeros(r.shape[1]).std(ddof=1)
+                continue
+            vjk = divided(np.mean(bar * ab[r, k] - both, axis=0), variance)
+            conf[j, k] = z * (vjk - s1[j] - s1[k]).std(ddof=1)
+    return conf
 
 
 def divided(top: np.ndarray, variance: np.ndarray) -> np.ndarray:
