@@ -60,8 +60,10 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
         groups[-2:] = [(groups[-2][0], resamples)]
     threads = min(threads or usable_cores(), len(groups))
 
+    near = [np.ascontiguousarray(v) for v in (a, b, ab.T)]  # gathered from contiguous rows
+
     def one(group: tuple[int, int]) -> dict[str, np.ndarray]:
-        return resampled(a, b, ab, np.ascontiguousarray(r[:, group[0]:group[1]]))
+        return resampled(*near, np.ascontiguousarray(r[:, group[0]:group[1]]))
 
     if threads < 2:
         parts = [one(group) for group in groups]
@@ -83,23 +85,31 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
 
 
 def resampled(a: np.ndarray, b: np.ndarray, ab: np.ndarray, rows: np.ndarray) -> dict[str, Any]:
-    """The estimators of each resample in `rows` (N, columns): S1 and ST (factors, columns),
-    the variance of the stacked A and B (columns), and their max and min. A factor's
+    """The estimators of each resample in `rows` (N, columns), from A, B and `ab` (factors, N):
+    S1 and ST (factors, columns), the variance of the stacked A and B (columns), and their max
+    and min. A factor's
     cross-samples are gathered when used, so memory holds about 7 (N, columns) arrays at most
     whatever the factors: with SALib's (N, resamples) indices, 64 bytes a base sample and
     resample, as SALib (BOOTSTRAP_BYTES)."""
-    ar, br = a[rows], b[rows]
-    stack = np.r_[ar, br]
+    n, columns = rows.shape
+    stack = np.empty((2 * n, columns))  # SALib's np.r_[A[r], B[r]], gathered in place
+    ar, br = stack[:n], stack[n:]
+    np.take(a, rows, out=ar)
+    np.take(b, rows, out=br)
     variance = np.var(stack, axis=0)
     top, bottom = float(stack.max()), float(stack.min())
-    del stack
-    factors = ab.shape[1]
-    s1 = np.empty((factors, rows.shape[1]))
+    factors = ab.shape[0]
+    s1 = np.empty((factors, columns))
     st = np.empty_like(s1)
+    abr, step = np.empty((n, columns)), np.empty((n, columns))
     for j in range(factors):
-        abr = ab[rows, j]
-        s1[j] = divided(np.mean(br * (abr - ar), axis=0), variance)
-        st[j] = divided(0.5 * np.mean((ar - abr) ** 2, axis=0), variance)
+        np.take(ab[j], rows, out=abr)
+        np.subtract(abr, ar, out=step)
+        np.multiply(br, step, out=step)
+        s1[j] = divided(np.mean(step, axis=0), variance)
+        np.subtract(ar, abr, out=step)
+        np.square(step, out=step)
+        st[j] = divided(0.5 * np.mean(step, axis=0), variance)
     out: dict[str, Any] = {"S1": s1, "ST": st, "variance": variance, "max": top, "min": bottom}
     return out
 
