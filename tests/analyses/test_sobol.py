@@ -152,12 +152,13 @@ def assert_bit_for_bit(mine, salib, second_order):
 
 @pytest.mark.parametrize("factors, n, second_order, resamples, threads", [
     (3, 64, False, 100, 1), (3, 64, False, 100, 2), (3, 64, False, 100, 3), (1, 16, False, 2, 2),
-    (4, 32, False, 17, 2), (4, 32, False, 33, 2), (2, 8, True, 3, 2), (5, 32, True, 37, 3)])
+    (4, 32, False, 17, 2), (4, 32, False, 33, 2), (2, 8, True, 3, 2), (5, 32, True, 37, 3),
+    (2, 1024, False, 18, 2)])
 def test_bootstrap_is_salibs_bit_for_bit_whatever_the_threads(factors, n, second_order,
                                                                resamples, threads):
     """studyrun's Sobol' estimators and bootstrap give SALib's numbers exactly, on any number of
-    threads, with resample counts that leave a last group of one column (33) or fewer than a
-    group (2, 3, 17)."""
+    threads, with resample counts that leave a last group of one column (33) or two (18, with
+    N large enough that a sum in another order would differ) or fewer than a group (2, 3, 17)."""
     from studyrun.analyses.sobol.bootstrap import analyze
 
     step = (2 if second_order else 1) * factors + 2

@@ -30,6 +30,8 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
     calc_second_order, resamples, confidence, seed=seed)` for a non-zero seed."""
     from scipy.special import ndtri
 
+    if not seed:
+        raise ValueError("SALib draws unseeded resamples for a seed of 0; give another")
     step = (2 if second_order else 1) * factors + 2
     n = y.size // step
     if y.size != n * step:
@@ -60,10 +62,11 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
         groups[-2:] = [(groups[-2][0], resamples)]
     threads = min(threads or usable_cores(), len(groups))
 
-    near = [np.ascontiguousarray(v) for v in (a, b, ab.T)]  # gathered from contiguous rows
+    near_a, near_b, near_ab = (np.ascontiguousarray(v) for v in (a, b, ab.T))  # for gathers
 
-    def one(group: tuple[int, int]) -> dict[str, np.ndarray]:
-        return resampled(*near, np.ascontiguousarray(r[:, group[0]:group[1]]))
+    def one(group: tuple[int, int]) -> dict[str, Any]:
+        rows = np.ascontiguousarray(r[:, group[0]:group[1]])
+        return resampled(near_a, near_b, near_ab, rows)
 
     if threads < 2:
         parts = [one(group) for group in groups]
@@ -138,8 +141,9 @@ def second_order_intervals(a: np.ndarray, b: np.ndarray, ab: np.ndarray, ba: np.
 
 def divided(top: np.ndarray, variance: np.ndarray) -> np.ndarray:
     """top / variance, 0 where the variance is not above eps (as SALib)."""
-    return np.divide(top, variance, out=np.zeros_like(variance, dtype=np.float64),
-                     where=variance > EPS)
+    out: np.ndarray = np.divide(top, variance, out=np.zeros_like(variance, dtype=np.float64),
+                                where=variance > EPS)
+    return out
 
 
 def first_order(a: np.ndarray, ab: np.ndarray, b: np.ndarray) -> float:
