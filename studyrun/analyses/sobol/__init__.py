@@ -1,4 +1,4 @@
-"""Sobol' variance-based sensitivity indices (plan and analyse steps), through SALib.
+"""Sobol' variance-based sensitivity indices (plan and analyse steps): SALib's design and numbers.
 
 Design: Saltelli's scheme on a scrambled Sobol' sequence (`SALib.sample.sobol`; Saltelli 2002,
 Campolongo et al. 2011), run in blocks of D + 2 runs per base sample (2D + 2 with second-order
