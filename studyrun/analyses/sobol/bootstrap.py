@@ -1,4 +1,4 @@
-"""SALib's `sobol.analyze` (1.5-1.6, `parallel=False`), fast: the same numbers, bit for bit.
+"""SALib's `sobol.analyze` (1.6, `parallel=False`), fast: the same numbers, bit for bit.
 
 SALib draws one (N, resamples) matrix of row indices and, for each factor, gathers A, B and
 AB_j at those rows and reduces the (2N, resamples) stack of A and B three times (S1, ST and
@@ -6,7 +6,7 @@ the ptp test). The stack does not depend on the factor: here it is gathered and 
 and the resamples are split into fixed groups of columns computed in threads (numpy's gathers
 and reductions run without the GIL). Every reduction keeps SALib's order (down the rows of a
 C-ordered matrix of at least two columns, one column at a time), so the indices do not depend
-on the threads or the grouping; tests/analyses/test_sobol_bootstrap.py compares them with
+on the threads or the grouping; tests/analyses/test_sobol.py compares them with
 SALib's, bit for bit.
 """
 
