@@ -7,6 +7,8 @@ start to analysis.json and report (target < 20 s). SALib directly: a fresh inter
 imports SALib, samples with `SALib.sample.sobol` (N = 2^16, no second order), evaluates the same
 vectorized function and calls `SALib.analyze.sobol` with the same resamples and confidence
 (issue 4: studyrun within 2x of it; issue 33: 1.5x). Both are timed from process start.
+The analysis alone: CPU seconds of SALib's `sobol.analyze` and of studyrun's computation of the
+same numbers (studyrun/analyses/sobol/bootstrap.py) on the same outputs, the least of 5 each.
 
 Writes benchmarks/measured/sobol.csv.
 """
@@ -51,6 +53,29 @@ print(f"runs={{len(Y)}} import={{t1 - t0}} sample={{t2 - t1}} evaluate={{t3 - t2
 """
 
 
+ANALYSE_ONLY = """
+import time, numpy as np
+from SALib.analyze import sobol as salib
+try:
+    from studyrun.analyses.sobol import bootstrap
+except ImportError:  # a studyrun that calls SALib's
+    bootstrap = None
+n = {n}
+y = np.random.default_rng(1).normal(size=n * 5)
+problem = {{"num_vars": 3, "names": ["a", "b", "c"], "bounds": [[0, 1]] * 3}}
+tools = {{"salib": lambda: salib.analyze(problem, y, calc_second_order=False, seed=7)}}
+if bootstrap is not None:
+    tools["studyrun"] = lambda: bootstrap.analyze(y, 3, False, 100, 0.95, 7)
+least = {{}}
+for _ in range(5):
+    for name, call in tools.items():
+        start = time.process_time()
+        call()
+        least[name] = min(least.get(name, 1e9), time.process_time() - start)
+print(" ".join(f"{{name}}={{cpu}}" for name, cpu in least.items()))
+"""
+
+
 def record(measure: str, target: str, value: float, unit: str, ok: bool | None, command: str,
            **extra) -> None:
     row = {"measure": measure, "target": target, "measured": round(value, 4), "unit": unit,
@@ -91,6 +116,12 @@ def main() -> None:
     cpu = done["cpu"] / salib["cpu"]  # what a loaded machine inflates less
     record(f"Sobol' Ishigami N={n}: studyrun / SALib directly, CPU", "<= 1.5", cpu, "x",
            cpu <= 1.5, command)
+    alone = python(ANALYSE_ONLY.format(n=n))["stdout"]
+    if "studyrun=" in alone:
+        mine, theirs = last_float(alone, "studyrun"), last_float(alone, "salib")
+        record(f"Sobol' analysis alone, N={n}: studyrun / SALib's analyze, CPU", "", mine / theirs,
+               "x", None, "python -c ANALYSE_ONLY (bench_sobol.py)", studyrun_cpu_s=round(mine, 3),
+               salib_cpu_s=round(theirs, 3))
     print(f"\nwrote {write_rows('sobol', ROWS)}")
 
 
