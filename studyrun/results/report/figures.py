@@ -96,6 +96,7 @@ class Figures:
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             lay_out(fig)
+            fix_ticks(fig)
             rasterize_dense(fig)
             with replacing(self.folder / f"{name}.png") as temporary:
                 fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
@@ -204,6 +205,26 @@ def lay_out(fig) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
         TightLayoutEngine(pad=PAD, rect=None).execute(fig)
+
+
+def fix_ticks(fig) -> None:
+    """Each axis's ticks and labels as laid out, fixed for the two drawings that follow (PNG,
+    SVG): matplotlib would run every locator and formatter again several times a drawing, to
+    the same result, as nothing moves once the figure is laid out."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for locs, formatter, set_locator, set_formatter in (
+                    (axis.get_majorticklocs(), axis.get_major_formatter(),
+                     axis.set_major_locator, axis.set_major_formatter),
+                    (axis.get_minorticklocs(), axis.get_minor_formatter(),
+                     axis.set_minor_locator, axis.set_minor_formatter)):
+                labels = formatter.format_ticks(locs)
+                fixed = FixedFormatter(labels)
+                fixed.set_offset_string(formatter.get_offset())
+                set_locator(FixedLocator(locs))
+                set_formatter(fixed)
 
 
 def shown_rows(n: int, cap: int = SCATTER_POINTS, *, prefix: bool = False) -> np.ndarray:
