@@ -136,7 +136,9 @@ def blank(nrows: int, ncols: int):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    settings = dict(matplotlib.rcParams)  # a user's style or matplotlibrc, as it is now
+    # a user's style or matplotlibrc as it is now; read as stored (rcParams["backend"] would
+    # resolve the backend, importing pyplot)
+    settings = dict(dict.items(matplotlib.rcParams))
     made = _TEMPLATES.get((nrows, ncols))
     if made is None or made[0] != settings:
         fig = Figure()
