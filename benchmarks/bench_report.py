@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from harness import HERE, OUT, ROOT, bench_env, use_source, write_study
 

@@ -365,3 +365,43 @@ def test_the_templates_kept_are_few_and_small(tmp_path, monkeypatch):
         fig = figures.blank(1, 2)
         assert isinstance(fig.axes[0].patch.get_path_effects()[0], Unpicklable)
         assert figures._TEMPLATES[(1, 2)][1] != fig  # the one kept, not this one
+
+
+def test_a_report_sets_the_objects_held_before_apart_from_the_collector(tmp_path):
+    """Drawing set off full collections that went through every object of the process; while a
+    report is drawn the objects held before are frozen (gc.freeze), and unfrozen after. A program
+    that froze objects or disabled the collector itself finds them as it left them."""
+    import gc
+
+    from conftest import run_example
+
+    from studyrun.results.report.figures import old_objects_frozen
+
+    seen = []
+
+    def note(phase, info):
+        if phase == "start":
+            seen.append(gc.get_freeze_count())
+
+    assert gc.isenabled() and not gc.get_freeze_count()
+    gc.callbacks.append(note)
+    try:
+        run_example(tmp_path, "ishigami-montecarlo", **{"samples: 10000": "samples: 16"})
+    finally:
+        gc.callbacks.remove(note)
+    assert (tmp_path / "out" / "figures" / "hist-y.svg").exists()
+    assert any(count > 0 for count in seen)  # collections while drawing skipped them
+    assert not gc.get_freeze_count() and gc.isenabled()
+    try:
+        gc.freeze()  # the program's own: left frozen
+        with old_objects_frozen():
+            pass
+        assert gc.get_freeze_count() and gc.isenabled()
+        gc.unfreeze()
+        gc.disable()  # the program's own: left disabled, nothing frozen
+        with old_objects_frozen():
+            assert not gc.get_freeze_count()
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()

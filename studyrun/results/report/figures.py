@@ -12,6 +12,8 @@ only once, and it saved less than a fifth of a report's drawing time (docs/perfo
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import re
 import warnings
@@ -159,6 +161,22 @@ def blank(nrows: int, ncols: int):
     fig = pickle.loads(made[1])  # bytes this process made above, never read from elsewhere
     FigureCanvasAgg(fig)
     return fig
+
+
+@contextlib.contextmanager
+def old_objects_frozen():
+    """The objects the process holds before a report is drawn set aside from Python's cyclic
+    garbage collector (gc.freeze) until it is drawn: drawing makes objects by the hundred
+    thousand, which set off full collections that went through every object of the process,
+    0.05-0.25 s each. The collector still frees each figure's garbage as before."""
+    if gc.get_freeze_count() or not gc.isenabled():  # the program's own choices: left alone
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def file_name(name: str) -> str:
