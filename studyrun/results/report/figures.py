@@ -39,7 +39,7 @@ PAD = 1.08  # tight_layout's padding, in units of the font size
 TICKS = 12
 TEMPLATES = 8
 TEMPLATE_AXES = 8
-_TEMPLATES: dict[tuple[int, int], tuple[dict, bytes]] = {}
+_TEMPLATES: dict[tuple[int, int], tuple[dict, bytes | None]] = {}  # None: one made, no template
 
 
 class Figures:
@@ -128,10 +128,11 @@ class Figures:
 
 
 def blank(nrows: int, ncols: int):
-    """A figure of nrows x ncols axes on an Agg canvas, each axis holding TICKS ticks, as
-    matplotlib makes it: a copy (unpickled) of one made once per grid and rcParams. Making the
-    axes and their ticks afresh was a fifth of drawing a small figure; a copy of the same state
-    costs a third of that and draws the same bytes."""
+    """A figure of nrows x ncols axes on an Agg canvas, as matplotlib makes it. From the second
+    of a grid on, under the same rcParams, a copy (unpickled) of a template whose axes hold
+    TICKS ticks: making the axes and their ticks afresh was a fifth of drawing a small figure,
+    and a copy of the same state costs a third of that and draws the same bytes. The first is
+    made afresh: a process that draws one figure of a grid would only pay for the template."""
     import pickle
 
     import matplotlib
@@ -142,25 +143,34 @@ def blank(nrows: int, ncols: int):
     # resolve the backend, importing pyplot
     settings = dict(dict.items(matplotlib.rcParams))
     made = _TEMPLATES.get((nrows, ncols))
-    if made is None or made[0] != settings:
+    if made is None or made[0] != settings or made[1] is None:
         fig = Figure()
         fig.subplots(nrows, ncols)
+        if made is None or made[0] != settings:  # the first of its kind
+            FigureCanvasAgg(fig)
+            return remember(nrows, ncols, (settings, None), fig)
         for ax in fig.axes:
             ax.xaxis.get_major_ticks(TICKS)
             ax.yaxis.get_major_ticks(TICKS)
         try:
-            made = (settings, pickle.dumps(fig, protocol=pickle.HIGHEST_PROTOCOL))
+            made = remember(nrows, ncols, (settings, pickle.dumps(fig, pickle.HIGHEST_PROTOCOL)))
         except (pickle.PicklingError, TypeError, AttributeError):  # a style holding what
             FigureCanvasAgg(fig)                                  # pickle cannot copy
             return fig
-        if nrows * ncols <= TEMPLATE_AXES:
-            _TEMPLATES.pop((nrows, ncols), None)
-            while len(_TEMPLATES) >= TEMPLATES:  # the oldest goes
-                _TEMPLATES.pop(next(iter(_TEMPLATES), None), None)
-            _TEMPLATES[(nrows, ncols)] = made
     fig = pickle.loads(made[1])  # bytes this process made above, never read from elsewhere
     FigureCanvasAgg(fig)
     return fig
+
+
+def remember(nrows: int, ncols: int, made: tuple, result=None):
+    """Keep `made` as the grid's template (at most TEMPLATES, of at most TEMPLATE_AXES axes, the
+    oldest going first); return `result`, or `made`."""
+    if nrows * ncols <= TEMPLATE_AXES:
+        _TEMPLATES.pop((nrows, ncols), None)
+        while len(_TEMPLATES) >= TEMPLATES:
+            _TEMPLATES.pop(next(iter(_TEMPLATES), None), None)
+        _TEMPLATES[(nrows, ncols)] = made
+    return made if result is None else result
 
 
 @contextlib.contextmanager
