@@ -8,6 +8,9 @@ commands never load it.
 `save` lays a figure out with matplotlib's tight layout engine, run once (`lay_out`);
 benchmarks/bench_layout.py measured a copy of its arithmetic that measured each figure's texts
 only once, and it saved less than a fifth of a report's drawing time (docs/performance.md).
+What is cheaper draws the same bytes (benchmarks/bench_report.py): figures copied from a
+template (`blank`), ticks fixed once laid out (`fix_ticks`), the process's older objects set
+apart from the garbage collector while a report is drawn (`old_objects_frozen`).
 """
 
 from __future__ import annotations
