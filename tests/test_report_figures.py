@@ -308,13 +308,30 @@ def drawn(fig) -> bytes:
 @pytest.mark.parametrize("make", [bars_rotated_with_legend, grid_2x2, with_colorbar, offset_text,
                                   log_and_categories])
 def test_ticks_fixed_once_laid_out_draw_what_matplotlib_draws(make, tmp_path):
-    from studyrun.results.report.figures import fix_ticks
+    from studyrun.results.report.figures import ticks_fixed
 
     fig = make(Figures(tmp_path))
     lay_out(fig)
     theirs = drawn(fig)
-    fix_ticks(fig)
-    assert drawn(fig) == theirs
+    own = [(t.locator, t.formatter) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+           for t in (axis.major, axis.minor)]
+    with ticks_fixed(fig):
+        assert drawn(fig) == theirs
+    assert own == [(t.locator, t.formatter) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                   for t in (axis.major, axis.minor)]  # the figure's own, back
+
+
+def test_a_figure_changed_and_saved_again_ticks_anew(tmp_path):
+    figures = Figures(tmp_path)
+    fig = offset_text(figures)
+    figures.save(fig, "first")
+    fig.axes[0].set_xlim(0, 3)  # no offset, other ticks
+    figures.save(fig, "again")
+    other = Fresh(tmp_path)
+    fresh = offset_text(other)
+    fresh.axes[0].set_xlim(0, 3)
+    lay_out(fresh)
+    assert (tmp_path / "again.svg").read_bytes() == drawn(fresh)
 
 
 @pytest.mark.parametrize("make", [hist_with_title, lines_with_legend])

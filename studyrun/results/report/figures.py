@@ -9,7 +9,7 @@ commands never load it.
 benchmarks/bench_layout.py measured a copy of its arithmetic that measured each figure's texts
 only once, and it saved less than a fifth of a report's drawing time (docs/performance.md).
 What is cheaper draws the same bytes (benchmarks/bench_report.py): figures copied from a
-template (`blank`), ticks fixed once laid out (`fix_ticks`), the process's older objects set
+template (`blank`), ticks fixed once laid out (`ticks_fixed`), the process's older objects set
 apart from the garbage collector while a report is drawn (`old_objects_frozen`).
 """
 
@@ -101,16 +101,16 @@ class Figures:
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             lay_out(fig)
-            fix_ticks(fig)
             rasterize_dense(fig)
-            with replacing(self.folder / f"{name}.png") as temporary:
-                fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
-            # the same bytes for the same figure: no date, ids hashed with a fixed salt
-            with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
-                    replacing(self.folder / f"{name}.svg") as temporary:
-                fig.savefig(temporary, format="svg", dpi=DPI, metadata={"Date": None})
-                if self._tips:
-                    temporary.write_text(with_titles(temporary.read_text(), self._tips))
+            with ticks_fixed(fig):
+                with replacing(self.folder / f"{name}.png") as temporary:
+                    fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
+                # the same bytes for the same figure: no date, ids hashed with a fixed salt
+                with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
+                        replacing(self.folder / f"{name}.svg") as temporary:
+                    fig.savefig(temporary, format="svg", dpi=DPI, metadata={"Date": None})
+                    if self._tips:
+                        temporary.write_text(with_titles(temporary.read_text(), self._tips))
         except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
             return not_drawn(name, error)
         finally:
@@ -244,24 +244,29 @@ def lay_out(fig) -> None:
         TightLayoutEngine(pad=PAD, rect=None).execute(fig)
 
 
-def fix_ticks(fig) -> None:
+@contextlib.contextmanager
+def ticks_fixed(fig):
     """Each axis's ticks and labels as laid out, fixed for the two drawings that follow (PNG,
     SVG): matplotlib would run every locator and formatter again several times a drawing, to
-    the same result, as nothing moves once the figure is laid out."""
+    the same result, as nothing moves once the figure is laid out. The figure's own locators
+    and formatters are back after (a figure changed and saved again ticks anew)."""
     from matplotlib.ticker import FixedFormatter, FixedLocator
 
+    kept = []
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            for locs, formatter, set_locator, set_formatter in (
-                    (axis.get_majorticklocs(), axis.get_major_formatter(),
-                     axis.set_major_locator, axis.set_major_formatter),
-                    (axis.get_minorticklocs(), axis.get_minor_formatter(),
-                     axis.set_minor_locator, axis.set_minor_formatter)):
-                labels = formatter.format_ticks(locs)
-                fixed = FixedFormatter(labels)
-                fixed.set_offset_string(formatter.get_offset())
-                set_locator(FixedLocator(locs))
-                set_formatter(fixed)
+            for ticker, ticks in ((axis.major, axis.get_majorticklocs),
+                                  (axis.minor, axis.get_minorticklocs)):
+                locs = ticks()
+                fixed = FixedFormatter(ticker.formatter.format_ticks(locs))
+                fixed.set_offset_string(ticker.formatter.get_offset())
+                kept.append((ticker, ticker.locator, ticker.formatter))
+                ticker.locator, ticker.formatter = FixedLocator(locs), fixed
+    try:
+        yield
+    finally:
+        for ticker, locator, formatter in reversed(kept):  # shared axes share a ticker
+            ticker.locator, ticker.formatter = locator, formatter
 
 
 def shown_rows(n: int, cap: int = SCATTER_POINTS, *, prefix: bool = False) -> np.ndarray:
