@@ -38,7 +38,7 @@ PNG = {"compress_level": 1}  # zlib level 1: lossless, as small as level 6 here 
 PAD = 1.08  # tight_layout's padding, in units of the font size
 # `blank`'s templates: a template's axes hold TICKS ticks on each axis (matplotlib's locators
 # give at most 11 or 12; more are made as they are needed); at most TEMPLATES grids of at most
-# TEMPLATE_AXES axes are kept, about 90 KB an axes.
+# TEMPLATE_AXES axes are kept, about 110 KB an axes.
 TICKS = 12
 TEMPLATES = 8
 TEMPLATE_AXES = 8
