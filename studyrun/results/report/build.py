@@ -8,7 +8,7 @@ from pathlib import Path
 from studyrun.core.design import Outcome
 from studyrun.core.text import one_line
 from studyrun.results import outputs
-from studyrun.results.report.figures import Figures
+from studyrun.results.report.figures import Figures, old_objects_frozen
 from studyrun.results.report.markdown import code, escape, paragraphs, table
 
 RUN_COUNTS = ("planned", "succeeded", "failed", "reused", "given", "evaluated", "executed")  # README
@@ -95,6 +95,7 @@ def write_report(folder: Path, study, analysis: dict, outcome: Outcome | None) -
     the analysis and the runs."""
     from studyrun.results.report.html import write_html
 
-    text = build_report(folder, study, analysis, outcome)
-    outputs.write_text(folder / "report.md", text)
-    write_html(folder, text, study.name)
+    with old_objects_frozen():
+        text = build_report(folder, study, analysis, outcome)
+        outputs.write_text(folder / "report.md", text)
+        write_html(folder, text, study.name)

@@ -8,10 +8,15 @@ commands never load it.
 `save` lays a figure out with matplotlib's tight layout engine, run once (`lay_out`);
 benchmarks/bench_layout.py measured a copy of its arithmetic that measured each figure's texts
 only once, and it saved less than a fifth of a report's drawing time (docs/performance.md).
+What is cheaper draws the same bytes (benchmarks/bench_report.py): figures copied from a
+template (`blank`), ticks fixed once laid out (`ticks_fixed`), the process's older objects set
+apart from the garbage collector while a report is drawn (`old_objects_frozen`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import re
 import warnings
@@ -31,6 +36,13 @@ RASTER_POINTS = 1000
 DPI = 110
 PNG = {"compress_level": 1}  # zlib level 1: lossless, as small as level 6 here and ~3x faster
 PAD = 1.08  # tight_layout's padding, in units of the font size
+# `blank`'s templates: a template's axes hold TICKS ticks on each axis (matplotlib's locators
+# give at most 11 or 12; more are made as they are needed); at most TEMPLATES grids of at most
+# TEMPLATE_AXES axes are kept, about 110 KB an axes.
+TICKS = 12
+TEMPLATES = 8
+TEMPLATE_AXES = 8
+_TEMPLATES: dict[tuple[int, int], tuple[dict, bytes | None]] = {}  # None: one made, no template
 
 
 class Figures:
@@ -73,12 +85,10 @@ class Figures:
 
     def new(self, nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.0)):
         """A new (figure, axes) pair, as pyplot.subplots(squeeze=...) returns it."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=size)
-        FigureCanvasAgg(fig)
-        return fig, fig.subplots(nrows, ncols, squeeze=nrows * ncols == 1)
+        fig = blank(nrows, ncols)
+        fig.set_size_inches(size)
+        axes = np.array(fig.axes, dtype=object).reshape(nrows, ncols)
+        return fig, axes[0, 0] if nrows * ncols == 1 else axes
 
     def save(self, fig, name: str, caption: str = "") -> str:
         """Lay the figure out as tight_layout does, write figures/<name>.png (for report.md)
@@ -92,14 +102,15 @@ class Figures:
         try:
             lay_out(fig)
             rasterize_dense(fig)
-            with replacing(self.folder / f"{name}.png") as temporary:
-                fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
-            # the same bytes for the same figure: no date, ids hashed with a fixed salt
-            with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
-                    replacing(self.folder / f"{name}.svg") as temporary:
-                fig.savefig(temporary, format="svg", dpi=DPI, metadata={"Date": None})
-                if self._tips:
-                    temporary.write_text(with_titles(temporary.read_text(), self._tips))
+            with ticks_fixed(fig):
+                with replacing(self.folder / f"{name}.png") as temporary:
+                    fig.savefig(temporary, format="png", dpi=DPI, pil_kwargs=PNG)
+                # the same bytes for the same figure: no date, ids hashed with a fixed salt
+                with matplotlib.rc_context({"svg.hashsalt": "studyrun"}), \
+                        replacing(self.folder / f"{name}.svg") as temporary:
+                    fig.savefig(temporary, format="svg", dpi=DPI, metadata={"Date": None})
+                    if self._tips:
+                        temporary.write_text(with_titles(temporary.read_text(), self._tips))
         except (ValueError, OverflowError) as error:  # ticks across values near 1.8e308
             return not_drawn(name, error)
         finally:
@@ -117,6 +128,68 @@ class Figures:
             unique = f"{name}-{k}"
         self._names[unique.lower()] = unique
         return unique
+
+
+def blank(nrows: int, ncols: int):
+    """A figure of nrows x ncols axes on an Agg canvas, as matplotlib makes it. From the second
+    of a grid on, under the same rcParams, a copy (unpickled) of a template whose axes hold
+    TICKS ticks: making the axes and their ticks afresh was a fifth of drawing a small figure,
+    and a copy of the same state costs a third of that and draws the same bytes. The first is
+    made afresh: a process that draws one figure of a grid would only pay for the template."""
+    import pickle
+
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    # a user's style or matplotlibrc as it is now, read as stored: rcParams["backend"] would
+    # resolve the backend, importing pyplot
+    settings = dict(dict.items(matplotlib.rcParams))
+    made = _TEMPLATES.get((nrows, ncols))
+    if made is None or made[0] != settings or made[1] is None:
+        fig = Figure()
+        fig.subplots(nrows, ncols)
+        if made is None or made[0] != settings:  # the first of its kind
+            FigureCanvasAgg(fig)
+            return remember(nrows, ncols, (settings, None), fig)
+        for ax in fig.axes:
+            ax.xaxis.get_major_ticks(TICKS)
+            ax.yaxis.get_major_ticks(TICKS)
+        try:
+            made = remember(nrows, ncols, (settings, pickle.dumps(fig, pickle.HIGHEST_PROTOCOL)))
+        except (pickle.PicklingError, TypeError, AttributeError):  # a style holding what
+            FigureCanvasAgg(fig)                                  # pickle cannot copy
+            return fig
+    fig = pickle.loads(made[1])  # bytes this process made above, never read from elsewhere
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def remember(nrows: int, ncols: int, made: tuple, result=None):
+    """Keep `made` as the grid's template (at most TEMPLATES, of at most TEMPLATE_AXES axes, the
+    oldest going first); return `result`, or `made`."""
+    if nrows * ncols <= TEMPLATE_AXES:
+        _TEMPLATES.pop((nrows, ncols), None)
+        while len(_TEMPLATES) >= TEMPLATES:
+            _TEMPLATES.pop(next(iter(_TEMPLATES), None), None)
+        _TEMPLATES[(nrows, ncols)] = made
+    return made if result is None else result
+
+
+@contextlib.contextmanager
+def old_objects_frozen():
+    """The objects the process holds before a report is drawn set aside from Python's cyclic
+    garbage collector (gc.freeze) until it is drawn: drawing makes objects by the hundred
+    thousand, which set off full collections that went through every object of the process,
+    0.05-0.25 s each. The collector still frees each figure's garbage as before."""
+    if gc.get_freeze_count() or not gc.isenabled():  # the program's own choices: left alone
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def file_name(name: str) -> str:
@@ -169,6 +242,31 @@ def lay_out(fig) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
         TightLayoutEngine(pad=PAD, rect=None).execute(fig)
+
+
+@contextlib.contextmanager
+def ticks_fixed(fig):
+    """Each axis's ticks and labels as laid out, fixed for the two drawings that follow (PNG,
+    SVG): matplotlib would run every locator and formatter again several times a drawing, to
+    the same result, as nothing moves once the figure is laid out. The figure's own locators
+    and formatters are back after (a figure changed and saved again ticks anew)."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    kept = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for ticker, ticks in ((axis.major, axis.get_majorticklocs),
+                                  (axis.minor, axis.get_minorticklocs)):
+                locs = ticks()
+                fixed = FixedFormatter(ticker.formatter.format_ticks(locs))
+                fixed.set_offset_string(ticker.formatter.get_offset())
+                kept.append((ticker, ticker.locator, ticker.formatter))
+                ticker.locator, ticker.formatter = FixedLocator(locs), fixed
+    try:
+        yield
+    finally:
+        for ticker, locator, formatter in reversed(kept):  # shared axes share a ticker
+            ticker.locator, ticker.formatter = locator, formatter
 
 
 def shown_rows(n: int, cap: int = SCATTER_POINTS, *, prefix: bool = False) -> np.ndarray:
