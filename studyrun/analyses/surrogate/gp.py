@@ -99,7 +99,7 @@ def predict(model, points: np.ndarray) -> np.ndarray:
     mean = np.empty(len(points))
     for start in range(0, len(points), rows):
         block = points[start:start + rows]
-        mean[start:start + rows] = _matern(block, train, signal) @ model.alpha_
+        mean[start:start + rows] = matern(block, train, signal) @ model.alpha_
     return model._y_train_std * mean + model._y_train_mean
 
 
@@ -118,7 +118,7 @@ def predict_with_std(model, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return mean, np.sqrt(variance * model._y_train_std ** 2)
 
 
-def _matern(left: np.ndarray, right: np.ndarray, signal: float) -> np.ndarray:
+def matern(left: np.ndarray, right: np.ndarray, signal: float) -> np.ndarray:
     """signal * Matern 5/2 between rows of inputs already divided by their length scales,
     (1 + K + K**2 / 3) * exp(-K) with K = sqrt(5) * distance, as scikit-learn computes it."""
     from scipy.spatial.distance import cdist
