@@ -409,14 +409,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def dask_scheduler():
-    """A real `dask scheduler` with two `dask worker` processes on 127.0.0.1, for the tests of
-    one module: an idle cluster's heartbeats and monitors cost some 15% of a core, more than
-    starting one again in the next module that needs it."""
+    """A real `dask scheduler` with two `dask worker` processes on 127.0.0.1, shared by the
+    tests that run one after the other in a test process and stopped after the last of them
+    (pytest_runtest_teardown): an idle cluster's heartbeats and monitors cost some 12% of a
+    core, more than starting one again for a test that comes much later."""
+    if not SCHEDULER:
+        SCHEDULER.update(start_dask_scheduler())
+    yield SCHEDULER["address"]
+
+
+SCHEDULER: dict = {}  # the running dask_scheduler's address and processes
+
+
+def start_dask_scheduler() -> dict:
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # no statistical profiler in the workers: it samples every thread every 10 ms, idle or not
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
     scheduler = subprocess.Popen([*DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--no-dashboard"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=env)
@@ -436,10 +447,16 @@ def dask_scheduler():
         if time.time() > deadline:
             raise RuntimeError("dask scheduler did not start")
         time.sleep(0.5)
-    yield address
-    for process in [*workers, scheduler]:
-        process.terminate()
-    STOPPING.extend([*workers, scheduler])  # they close while the next tests run
+    return {"address": address, "processes": [*workers, scheduler]}
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the dask_scheduler once the next test of this process does not ask for it."""
+    if SCHEDULER and "dask_scheduler" not in getattr(nextitem, "fixturenames", ()):
+        for process in SCHEDULER["processes"]:
+            process.terminate()
+        STOPPING.extend(SCHEDULER["processes"])  # they close while the next tests run
+        SCHEDULER.clear()
 
 
 STOPPING: list[subprocess.Popen] = []  # processes told to stop, waited for at the session's end

@@ -240,6 +240,20 @@ def test_a_scheduler_that_misses_one_check_is_not_lost(dask_scheduler, monkeypat
             os.kill(pid, signal.SIGCONT)
 
 
+def test_a_run_that_crashes_dask_workers_fails_alone(study_dir, dask_scheduler):
+    """On a `dask scheduler` (whose nannies restart a dead worker) a batch Dask gives up runs
+    again in parts, each alone, until the run that kills its workers is found; it fails alone
+    (how its worker died is not known there) and every other run succeeds once."""
+    study = exits_study(study_dir, dask_scheduler, 6, kinds=(11,))
+    done = run_cli("run", "--no-report", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
+    assert done.returncode == 0, done.stderr
+    runs = stored_runs(study_dir / "out")
+    failed = runs.loc[runs["run.status"] != "ok", ["a", "run.error"]].values.tolist()
+    assert (runs["run.id"].nunique(), count_runs(study_dir / "out" / "runs.sqlite")) == (18, 18)
+    assert len(failed) == 1 and failed[0][0] == 11
+    assert failed[0][1].startswith("the process running the model died (how is not known")
+
+
 # -- models that fail -----------------------------------------------------------------------------
 
 FAILING = '''
@@ -385,20 +399,6 @@ def test_a_model_that_exits_or_crashes_its_process_fails_only_that_run(study_dir
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert_only_these_runs_failed(study_dir / "out", (3, 5, 7, 11))
-
-
-def test_a_run_that_crashes_dask_workers_fails_alone(study_dir, dask_scheduler):
-    """On a `dask scheduler` (whose nannies restart a dead worker) a batch Dask gives up runs
-    again in parts, each alone, until the run that kills its workers is found; it fails alone
-    (how its worker died is not known there) and every other run succeeds once."""
-    study = exits_study(study_dir, dask_scheduler, 6, kinds=(11,))
-    done = run_cli("run", "--no-report", study, "--out", study_dir / "out", "--quiet", cwd=study_dir)
-    assert done.returncode == 0, done.stderr
-    runs = stored_runs(study_dir / "out")
-    failed = runs.loc[runs["run.status"] != "ok", ["a", "run.error"]].values.tolist()
-    assert (runs["run.id"].nunique(), count_runs(study_dir / "out" / "runs.sqlite")) == (18, 18)
-    assert len(failed) == 1 and failed[0][0] == 11
-    assert failed[0][1].startswith("the process running the model died (how is not known")
 
 
 @pytest.mark.parametrize("threads", [0, 1])
