@@ -163,7 +163,25 @@ def ask(question: list) -> dict[str, str]:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise cannot_import(question[1], (done.stderr.strip().splitlines() or ["(no message)"])[-1])
-    return json.loads(done.stdout)
+    return answered(question[1], done.stdout, wrapped=False)
+
+
+def answered(module: str, text: str, wrapped: bool) -> dict[str, str]:
+    """The files of an interpreter's answer (`wrapped`: as {"files": ...} or {"error": ...}), or
+    the StudyError it tells; a module that wrote over the answer is said to have done so."""
+    try:
+        reply = json.loads(text)
+        if not wrapped:
+            reply = {"files": reply}
+        if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+            raise cannot_import(module, reply["error"])
+        files = reply["files"]
+        if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in files.items()):
+            return files
+    except (ValueError, TypeError, KeyError):
+        pass
+    raise cannot_import(module, "its import wrote over the interpreter's answer")
 
 
 def cannot_import(module: str, why: str) -> StudyError:
@@ -247,10 +265,7 @@ class Zygote:
             return None
         if not text:  # the child ended without a word: the import ended its interpreter
             raise cannot_import(question[1], "the import ended the interpreter")
-        reply = json.loads(text)
-        if "error" in reply:
-            raise cannot_import(question[1], reply["error"])
-        return reply["files"]
+        return answered(question[1], text, wrapped=True)
 
     def close(self) -> None:
         """End it, from the process that started it; from one that process forked, let go of

@@ -288,6 +288,26 @@ def test_a_forked_interpreter_answers_as_a_fresh_one(tmp_path, monkeypatch):
     assert os.waitpid(pid, 0)[1] == 0 and zygote.alive()
 
 
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh", "zygote"])
+def test_a_module_that_writes_over_the_answer_is_a_located_error(tmp_path, monkeypatch, zygote):
+    """Hostile: a module whose import writes to every file it finds open (the answer's pipe or
+    socket among them) gets a located error saying so, not a traceback, either way it is asked."""
+    import numpy  # noqa: F401 - the zygote preloads it
+
+    from studyrun.core.errors import StudyError
+    from studyrun.models import imports
+
+    monkeypatch.setattr(imports, "_ASKED", [1 if zygote else 0])
+    monkeypatch.setattr(imports.Zygote, "running", None)
+    (tmp_path / "scribble.py").write_text(
+        "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'[1, 2\\n')\n"
+        "    except OSError:\n        pass\n")
+    with pytest.raises(StudyError, match="cannot import 'scribble' in a fresh interpreter to "
+                       "find the files it imports: its import wrote over the interpreter's answer"):
+        imports.find_in_fresh_interpreter("scribble", [str(tmp_path), *sys.path], tmp_path)
+    assert (imports.Zygote.running is not None) == zygote
+
+
 def test_each_argument_reaches_its_parameter_however_the_function_is_called(tmp_path):
     """A plain function whose first parameters are the inputs is called positionally, in its
     own order (not the study's); a wrapper, a keyword-only or positional-only parameter, a
