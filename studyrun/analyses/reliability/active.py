@@ -89,11 +89,9 @@ class Surrogate:
         signal = model.kernel_.k1
         prior = float(np.sqrt(signal.k1.constant_value)) * scale
         rows = max(1, PREDICTED_CELLS // max(1, len(model.X_train_)))
-        lengths = np.squeeze(signal.k2.length_scale).astype(float)
-        train = model.X_train_ / lengths
 
-        def kernel(points: np.ndarray) -> np.ndarray:  # signal(points / SCALE, X_train), faster
-            return gp.matern(points / SCALE / lengths, train, signal.k1.constant_value)
+        def kernel(points: np.ndarray) -> np.ndarray:
+            return gp.cross_kernel(model, points / SCALE)
 
         mean = np.concatenate([kernel(u[i:i + rows]) @ model.alpha_
                                for i in range(0, len(u), rows)]) * scale + shift

@@ -91,16 +91,22 @@ def predict(model, points: np.ndarray) -> np.ndarray:
     """The posterior mean at `points`: scikit-learn's arithmetic step for step, on the same
     PREDICTED_CELLS rows at a time (BLAS rounds a product by its shape), the same numbers
     without its temporaries."""
-    product = model.kernel_.k1
-    signal, scales = product.k1.constant_value, np.squeeze(product.k2.length_scale).astype(float)
-    train = model.X_train_ / scales
-    points = np.asarray(points, dtype=float) / scales
-    rows = max(1, PREDICTED_CELLS // max(1, len(train)))
+    points = np.asarray(points, dtype=float)
+    rows = max(1, PREDICTED_CELLS // max(1, len(model.X_train_)))
     mean = np.empty(len(points))
     for start in range(0, len(points), rows):
-        block = points[start:start + rows]
-        mean[start:start + rows] = matern(block, train, signal) @ model.alpha_
+        mean[start:start + rows] = cross_kernel(model, points[start:start + rows]) @ model.alpha_
     return model._y_train_std * mean + model._y_train_mean
+
+
+def cross_kernel(model, points: np.ndarray) -> np.ndarray:
+    """The fitted kernel between `points` and the training runs, as scikit-learn computes it
+    (its white noise adds nothing between them): signal x Matern of the inputs divided by their
+    length scales."""
+    product = model.kernel_.k1
+    scales = np.squeeze(product.k2.length_scale).astype(float)
+    return matern(np.asarray(points, dtype=float) / scales, model.X_train_ / scales,
+                  product.k1.constant_value)
 
 
 def predict_with_std(model, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +115,7 @@ def predict_with_std(model, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     itself in the thousands of calls of few points that maximise an acquisition."""
     from scipy.linalg import solve_triangular
 
-    cross = model.kernel_(points, model.X_train_)
+    cross = cross_kernel(model, points)
     mean = model._y_train_std * (cross @ model.alpha_) + model._y_train_mean
     factor = solve_triangular(model.L_, cross.T, lower=True, check_finite=False)
     variance = model.kernel_.diag(points).copy()
