@@ -65,7 +65,7 @@ def answer(paths, module, sources, installed):
 reply = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
 if sys.argv[1:] == ["once"]:
-    json.dump(answer(*json.loads(sys.stdin.read())), reply)
+    json.dump({"files": answer(*json.loads(sys.stdin.read()))}, reply)
     raise SystemExit(0)
 preload, address = json.loads(sys.argv[1]), sys.argv[2]
 for name in preload:
@@ -152,9 +152,9 @@ def ask(question: list) -> dict[str, str]:
     (or once a Zygote runs), a child forked from the Zygote, where its preloads are the packages
     the question's paths would import anyway."""
     with _ZYGOTE_LOCK:
-        _ASKED[0] += 1
+        Zygote.asked += 1
         running = Zygote.running is not None and Zygote.running.alive()
-        zygote = Zygote.for_paths(question[0]) if running or _ASKED[0] > 1 else None
+        zygote = Zygote.for_paths(question[0]) if running or Zygote.asked > 1 else None
         if zygote is not None:
             reply = zygote.ask(question)
             if reply is not None:
@@ -163,16 +163,14 @@ def ask(question: list) -> dict[str, str]:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise cannot_import(question[1], (done.stderr.strip().splitlines() or ["(no message)"])[-1])
-    return answered(question[1], done.stdout, wrapped=False)
+    return answered(question[1], done.stdout)
 
 
-def answered(module: str, text: str, wrapped: bool) -> dict[str, str]:
-    """The files of an interpreter's answer (`wrapped`: as {"files": ...} or {"error": ...}), or
-    the StudyError it tells; a module that wrote over the answer is said to have done so."""
+def answered(module: str, text: str) -> dict[str, str]:
+    """The files of an interpreter's answer ({"files": ...} or {"error": ...}), or the
+    StudyError it tells; a module that wrote over the answer is said to have done so."""
     try:
         reply = json.loads(text)
-        if not wrapped:
-            reply = {"files": reply}
         if isinstance(reply, dict) and isinstance(reply.get("error"), str):
             raise cannot_import(module, reply["error"])
         files = reply["files"]
@@ -197,6 +195,7 @@ class Zygote:
 
     running: "Zygote | None" = None
     failed = False
+    asked = 0  # questions this process asked
 
     def __init__(self) -> None:
         preload = [name for name in PRELOAD if name in sys.modules]
@@ -265,7 +264,7 @@ class Zygote:
             return None
         if not text:  # the child ended without a word: the import ended its interpreter
             raise cannot_import(question[1], "the import ended the interpreter")
-        return answered(question[1], text, wrapped=True)
+        return answered(question[1], text)
 
     def close(self) -> None:
         """End it, from the process that started it; from one that process forked, let go of
@@ -286,7 +285,6 @@ class Zygote:
 
 
 _ZYGOTE_LOCK = threading.Lock()
-_ASKED = [0]  # questions this process asked
 
 
 def source_files(module: str, study_dir: Path) -> tuple[list[ModuleFile], set[str]]:

@@ -232,7 +232,7 @@ def test_what_the_interpreter_imports_at_start_up_is_not_the_models(tmp_path, mo
     (tmp_path / "m.py").write_text("import helper\n\ndef f(x):\n    return helper.k(x)\n")
     (tmp_path / "helper.py").write_text("def k(x):\n    return x\n")
     monkeypatch.setenv("PYTHONPATH", str(custom))
-    monkeypatch.setattr(imports, "_ASKED", [0])  # a fresh interpreter, not a zygote's child
+    monkeypatch.setattr(imports.Zygote, "asked", 0)  # a fresh interpreter, not a zygote's child
     monkeypatch.setattr(imports.Zygote, "running", None)
     found = find_in_fresh_interpreter("m", [str(tmp_path), str(custom)], tmp_path)
     assert sorted(f.name for f in found) == ["helper.py", "m.py"]
@@ -248,7 +248,7 @@ def test_a_forked_interpreter_answers_as_a_fresh_one(tmp_path, monkeypatch):
     from studyrun.core.errors import StudyError
     from studyrun.models import imports
 
-    monkeypatch.setattr(imports, "_ASKED", [0])
+    monkeypatch.setattr(imports.Zygote, "asked", 0)
     monkeypatch.setattr(imports.Zygote, "running", None)  # another test's stays to the end
     (tmp_path / "m.py").write_text("import numpy\nimport helper\nX = numpy.ones(1)\n")
     (tmp_path / "helper.py").write_text("import os\nK = os.environ.get('STUDYRUN_TEST_K')\n")
@@ -297,7 +297,7 @@ def test_a_module_that_writes_over_the_answer_is_a_located_error(tmp_path, monke
     from studyrun.core.errors import StudyError
     from studyrun.models import imports
 
-    monkeypatch.setattr(imports, "_ASKED", [1 if zygote else 0])
+    monkeypatch.setattr(imports.Zygote, "asked", 1 if zygote else 0)
     monkeypatch.setattr(imports.Zygote, "running", None)
     (tmp_path / "scribble.py").write_text(
         "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'[1, 2\\n')\n"
