@@ -13,13 +13,12 @@ from __future__ import annotations
 import math
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
 
-from studyrun.core.threads import usable_cores
+from studyrun.core.threads import thread_map
 
 CHUNK = 512  # rows of kernels evaluated at once: 512 x 100 grid points stay in a core's cache
 _PATCHING = threading.Lock()  # SALib's module is patched for one analysis at a time
@@ -74,11 +73,7 @@ def in_threads(draws: list[np.ndarray], Y: np.ndarray, Ygrid: np.ndarray, X: np.
     def one(draw: np.ndarray) -> tuple[float, str | None]:
         return calc_delta(Y[draw], Ygrid, X[draw], m)
 
-    threads = min(threads or usable_cores(), len(draws))
-    if threads < 2:
-        return [one(draw) for draw in draws]
-    with ThreadPoolExecutor(threads, thread_name_prefix="delta") as pool:
-        return list(pool.map(one, draws))
+    return thread_map(one, draws, threads, "delta")
 
 
 def calc_delta(Y: np.ndarray, Ygrid: np.ndarray, X: np.ndarray,

@@ -8,7 +8,7 @@ import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 # The analysis step's BLAS threads: its products are small (SALib's kernel densities, a fit's
@@ -16,6 +16,20 @@ POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 # 10,000 given rows: 137 CPU s on two threads, 20 on one); one thread also keeps its numbers
 # those of any machine.
 ANALYSIS_THREADS = 1
+
+
+def thread_map(function: Callable[[Any], Any], items: Iterable[Any], threads: int | None = None,
+               name: str = "studyrun") -> list[Any]:
+    """`function` of each item, in order, in up to `threads` threads (default: the usable
+    cores); in this thread when that is one."""
+    items = list(items)
+    threads = min(threads or usable_cores(), len(items))
+    if threads < 2:
+        return [function(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads, thread_name_prefix=name) as pool:
+        return list(pool.map(function, items))
 
 
 def usable_cores() -> int:

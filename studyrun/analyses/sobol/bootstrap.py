@@ -12,12 +12,11 @@ SALib's, bit for bit.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from studyrun.core.threads import usable_cores
+from studyrun.core.threads import thread_map
 
 COLUMNS = 16  # resamples gathered and reduced at once: 2N x 16 doubles stay near the cache
 EPS = np.finfo(float).eps
@@ -60,19 +59,13 @@ def analyze(y: np.ndarray, factors: int, second_order: bool, resamples: int,
     groups = [(start, min(start + COLUMNS, resamples)) for start in range(0, resamples, COLUMNS)]
     if len(groups) > 1 and groups[-1][1] - groups[-1][0] < 2:  # a single column reduces pairwise
         groups[-2:] = [(groups[-2][0], resamples)]
-    threads = min(threads or usable_cores(), len(groups))
-
     near_a, near_b, near_ab = (np.ascontiguousarray(v) for v in (a, b, ab.T))  # for gathers
 
     def one(group: tuple[int, int]) -> dict[str, Any]:
         rows = np.ascontiguousarray(r[:, group[0]:group[1]])
         return resampled(near_a, near_b, near_ab, rows)
 
-    if threads < 2:
-        parts = [one(group) for group in groups]
-    else:
-        with ThreadPoolExecutor(threads, thread_name_prefix="sobol") as pool:
-            parts = list(pool.map(one, groups))
+    parts = thread_map(one, groups, threads, "sobol")
     whole = {key: np.concatenate([part[key] for part in parts], axis=-1)
              for key in ("S1", "ST", "variance")}
     spread = max(p["max"] for p in parts) - min(p["min"] for p in parts)  # ptp of A[r], B[r]
