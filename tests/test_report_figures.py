@@ -267,7 +267,7 @@ def test_values_near_the_float_limit_finish_with_a_note_for_what_cannot_be_drawn
         assert "studyrun: warning: the report's montecarlo section was not drawn" in done.stderr
 
 
-# What makes the drawing cheaper (`ticks_fixed`) must draw the same bytes.
+# What makes the drawing cheaper (`blank`'s template, `fix_ticks`) must draw the same bytes.
 
 def log_and_categories(figures):
     fig, axes = figures.new(1, 2, size=(8.0, 3.2))
@@ -276,6 +276,18 @@ def log_and_categories(figures):
     right.bar(["low", "middle", "high"], [3, -1, 2])
     right.set_title("categories")
     return fig
+
+
+class Fresh(Figures):
+    """Figures made as matplotlib makes them, with no template."""
+
+    def new(self, nrows=1, ncols=1, size=(6.0, 4.0)):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=size)
+        FigureCanvasAgg(fig)
+        return fig, fig.subplots(nrows, ncols, squeeze=nrows * ncols == 1)
 
 
 def drawn(fig) -> bytes:
@@ -315,10 +327,64 @@ def test_a_figure_changed_and_saved_again_ticks_anew(tmp_path):
     figures.save(fig, "first")
     fig.axes[0].set_xlim(0, 3)  # no offset, other ticks
     figures.save(fig, "again")
-    fresh = offset_text(Figures(tmp_path))
+    other = Fresh(tmp_path)
+    fresh = offset_text(other)
     fresh.axes[0].set_xlim(0, 3)
     lay_out(fresh)
     assert (tmp_path / "again.svg").read_bytes() == drawn(fresh)
+
+
+@pytest.mark.parametrize("make", [hist_with_title, lines_with_legend])
+def test_a_figure_copied_from_the_template_draws_as_a_new_one(make, tmp_path):
+    from studyrun.results.report.figures import _TEMPLATES
+
+    for _ in range(2):  # the first made afresh, then the template, changed by drawing
+        fig = make(Figures(tmp_path))
+    assert _TEMPLATES[fig.axes[0].get_subplotspec().get_gridspec().get_geometry()][1]
+    figures = [make(kind(tmp_path)) for kind in (Figures, Fresh)]
+    for fig in figures:
+        lay_out(fig)
+    assert drawn(figures[0]) == drawn(figures[1])
+
+
+def test_the_template_follows_the_users_matplotlib_settings(tmp_path):
+    import matplotlib
+
+    from studyrun.results.report.figures import blank
+
+    blank(1, 1).axes[0].set_title("changed")
+    blank(1, 1).axes[0].set_title("changed")  # a copy of the template
+    with matplotlib.rc_context({"axes.facecolor": "0.5", "xtick.labelsize": 14}):
+        ax = blank(1, 1).axes[0]
+        assert matplotlib.colors.to_hex(ax.get_facecolor()) == "#808080"
+        assert ax.xaxis.get_major_ticks()[3].label1.get_fontsize() == 14
+    ax = blank(1, 1).axes[0]
+    assert matplotlib.colors.to_hex(ax.get_facecolor()) == "#ffffff" and not ax.get_title()
+    assert ax.xaxis.get_major_ticks()[3].label1.get_fontsize() == 10
+
+
+def test_the_templates_kept_are_few_and_small(tmp_path, monkeypatch):
+    import matplotlib
+    from matplotlib import patheffects
+
+    from studyrun.results.report import figures
+
+    monkeypatch.setattr(figures, "_TEMPLATES", {})
+    monkeypatch.setattr(figures, "TEMPLATES", 2)
+    monkeypatch.setattr(figures, "TEMPLATE_AXES", 2)
+    for grid in [(1, 1), (1, 2), (2, 1), (2, 2)]:
+        assert len(figures.blank(*grid).axes) == grid[0] * grid[1]
+    assert list(figures._TEMPLATES) == [(1, 2), (2, 1)]  # the oldest went; 2 x 2 is too big
+
+    class Unpicklable(patheffects.AbstractPathEffect):  # a style pickle cannot copy
+        def draw_path(self, renderer, gc, tpath, affine, rgbFace=None):
+            renderer.draw_path(gc, tpath, affine, rgbFace)
+
+    with matplotlib.rc_context({"path.effects": [Unpicklable()]}):
+        for _ in range(2):  # the second would make the template
+            fig = figures.blank(1, 2)
+            assert isinstance(fig.axes[0].patch.get_path_effects()[0], Unpicklable)
+        assert figures._TEMPLATES[(1, 2)][1] is None
 
 
 def test_a_report_sets_the_objects_held_before_apart_from_the_collector(tmp_path):

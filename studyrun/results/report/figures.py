@@ -8,9 +8,9 @@ commands never load it.
 `save` lays a figure out with matplotlib's tight layout engine, run once (`lay_out`);
 benchmarks/bench_layout.py measured a copy of its arithmetic that measured each figure's texts
 only once, and it saved less than a fifth of a report's drawing time (docs/performance.md).
-What is cheaper draws the same bytes (benchmarks/bench_report.py): ticks fixed once laid out
-(`ticks_fixed`), the process's older objects set apart from the garbage collector while a report
-is drawn (`old_objects_frozen`).
+What is cheaper draws the same bytes (benchmarks/bench_report.py): figures copied from a
+template (`blank`), ticks fixed once laid out (`ticks_fixed`), the process's older objects set
+apart from the garbage collector while a report is drawn (`old_objects_frozen`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,13 @@ RASTER_POINTS = 1000
 DPI = 110
 PNG = {"compress_level": 1}  # zlib level 1: lossless, as small as level 6 here and ~3x faster
 PAD = 1.08  # tight_layout's padding, in units of the font size
+# `blank`'s templates: a template's axes hold TICKS ticks on each axis (matplotlib's locators
+# give at most 11 or 12; more are made as they are needed); at most TEMPLATES grids of at most
+# TEMPLATE_AXES axes are kept, about 110 KB an axes.
+TICKS = 12
+TEMPLATES = 8
+TEMPLATE_AXES = 8
+_TEMPLATES: dict[tuple[int, int], tuple[dict, bytes | None]] = {}  # None: one made, no template
 
 
 class Figures:
@@ -78,12 +85,10 @@ class Figures:
 
     def new(self, nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.0)):
         """A new (figure, axes) pair, as pyplot.subplots(squeeze=...) returns it."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=size)
-        FigureCanvasAgg(fig)
-        return fig, fig.subplots(nrows, ncols, squeeze=nrows * ncols == 1)
+        fig = blank(nrows, ncols)
+        fig.set_size_inches(size)
+        axes = np.array(fig.axes, dtype=object).reshape(nrows, ncols)
+        return fig, axes[0, 0] if nrows * ncols == 1 else axes
 
     def save(self, fig, name: str, caption: str = "") -> str:
         """Lay the figure out as tight_layout does, write figures/<name>.png (for report.md)
@@ -123,6 +128,52 @@ class Figures:
             unique = f"{name}-{k}"
         self._names[unique.lower()] = unique
         return unique
+
+
+def blank(nrows: int, ncols: int):
+    """A figure of nrows x ncols axes on an Agg canvas, as matplotlib makes it. From the second
+    of a grid on, under the same rcParams, a copy (unpickled) of a template whose axes hold
+    TICKS ticks: making the axes and their ticks afresh was a fifth of drawing a small figure,
+    and a copy of the same state costs a third of that and draws the same bytes. The first is
+    made afresh: a process that draws one figure of a grid would only pay for the template."""
+    import pickle
+
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    # a user's style or matplotlibrc as it is now, read as stored: rcParams["backend"] would
+    # resolve the backend, importing pyplot
+    settings = dict(dict.items(matplotlib.rcParams))
+    made = _TEMPLATES.get((nrows, ncols))
+    if made is None or made[0] != settings or made[1] is None:
+        fig = Figure()
+        fig.subplots(nrows, ncols)
+        if made is None or made[0] != settings:  # the first of its kind
+            FigureCanvasAgg(fig)
+            return remember(nrows, ncols, (settings, None), fig)
+        for ax in fig.axes:
+            ax.xaxis.get_major_ticks(TICKS)
+            ax.yaxis.get_major_ticks(TICKS)
+        try:
+            made = remember(nrows, ncols, (settings, pickle.dumps(fig, pickle.HIGHEST_PROTOCOL)))
+        except (pickle.PicklingError, TypeError, AttributeError):  # a style holding what
+            FigureCanvasAgg(fig)                                  # pickle cannot copy
+            return fig
+    fig = pickle.loads(made[1])  # bytes this process made above, never read from elsewhere
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def remember(nrows: int, ncols: int, made: tuple, result=None):
+    """Keep `made` as the grid's template (at most TEMPLATES, of at most TEMPLATE_AXES axes, the
+    oldest going first); return `result`, or `made`."""
+    if nrows * ncols <= TEMPLATE_AXES:
+        _TEMPLATES.pop((nrows, ncols), None)
+        while len(_TEMPLATES) >= TEMPLATES:
+            _TEMPLATES.pop(next(iter(_TEMPLATES), None), None)
+        _TEMPLATES[(nrows, ncols)] = made
+    return made if result is None else result
 
 
 @contextlib.contextmanager
