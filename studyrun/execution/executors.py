@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import os
 import socket
 import struct
 import sys
@@ -138,6 +139,7 @@ class DaskExecutor:
         for name in self._quieted:
             logging.getLogger(name).setLevel(logging.CRITICAL)
         logging.getLogger("distributed.scheduler").addFilter(keep_quiet)
+        logging.getLogger("tornado.application").addFilter(not_a_cancel_of_an_unstarted_call)
 
     @property
     def workers(self) -> int:
@@ -230,6 +232,8 @@ class DaskExecutor:
             for name, level in self._quieted.items():
                 logging.getLogger(name).setLevel(level)
             logging.getLogger("distributed.scheduler").removeFilter(keep_quiet)
+            logging.getLogger("tornado.application").removeFilter(
+                not_a_cancel_of_an_unstarted_call)
 
 
 def keep_quiet(record: logging.LogRecord) -> bool:
@@ -382,3 +386,18 @@ def start_executor(scheduler: Scheduler, workers: int | None,
                                  "it running (dask scheduler) and are its workers started?"
                                  ) from None
         return DaskExecutor(client, None, scheduler)
+
+
+def not_a_cancel_of_an_unstarted_call(record: logging.LogRecord) -> bool:
+    """Drop the NameError traceback distributed's sync() logs when a Ctrl-C interrupts a client
+    call whose coroutine had not started yet (its cancel callback reads a future never set,
+    distributed 2026.8): the driver reports the interrupt itself, in one line."""
+    error = record.exc_info[1] if record.exc_info else None
+    if not isinstance(error, NameError) or error.__traceback__ is None:
+        return True
+    last = error.__traceback__
+    while last.tb_next is not None:
+        last = last.tb_next
+    code = last.tb_frame.f_code
+    return not (code.co_name == "cancel" and code.co_filename.endswith(
+        os.path.join("distributed", "utils.py")))
