@@ -276,6 +276,7 @@ class Started:
             if "timing" in sys.modules:
                 sys.modules["timing"].CLI_CPU[0] += answer["cpu"]
                 sys.modules["timing"].CLI_CPU[1] += 1
+                sys.modules["timing"].CLI_CALLS.append([answer["cpu"], self.args[1:3]])
             return subprocess.CompletedProcess(self.args, answer["status"],
                                                self.out.read_text(errors="replace"),
                                                self.err.read_text(errors="replace"))

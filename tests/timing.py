@@ -19,6 +19,7 @@ import time
 import pytest
 
 CLI_CPU = [0.0, 0]  # CPU seconds and number of the processes tests/cli_server.py forked so far
+CLI_CALLS: list[list] = []  # each one's CPU seconds and first two arguments, for the record
 
 
 def _children() -> float:
@@ -32,6 +33,7 @@ class Timing:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item):
+        CLI_CALLS.clear()
         start = (time.perf_counter(), time.process_time(), _children(), *CLI_CPU)
         yield
         end = (time.perf_counter(), time.process_time(), _children(), *CLI_CPU)
@@ -41,7 +43,7 @@ class Timing:
                   "load": round(os.getloadavg()[0], 2),
                   # threads left running: studyrun's isolated runner then starts a new
                   # interpreter (~2 s of CPU) where it would fork
-                  "threads": threading.active_count()}
+                  "threads": threading.active_count(), "cli_args": CLI_CALLS}
         with open(self.path, "a") as out:
             out.write(json.dumps(record) + "\n")
 
