@@ -94,10 +94,11 @@ def test_example_study_runs_from_the_command_line(tmp_path):
 
 
 def test_gradient_matching_reaches_the_trajectory_fit_with_far_fewer_integrations(tmp_path):
-    trajectory = studyrun.run(write_logistic(tmp_path), tmp_path / "lm-out").results
+    trajectory = studyrun.run(write_logistic(tmp_path), tmp_path / "lm-out", report=False).results
     folder = tmp_path / "gm"
     folder.mkdir()
-    matched = studyrun.run(write_logistic(folder, "gradient-matching"), folder / "out").results
+    matched = studyrun.run(write_logistic(folder, "gradient-matching"), folder / "out",
+                           report=False).results
     gm = matched["gradient_matching"]
     assert gm["integrations"] <= 3 and gm["hidden_states"] == [] and gm["collocation_points"] == 31
     for name, truth in [("capacity", 100.0), ("rate", 0.5)]:

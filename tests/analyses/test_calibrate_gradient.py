@@ -70,7 +70,7 @@ def test_an_initial_state_parameter_is_taken_from_the_data_at_the_start(tmp_path
     x0 = "{bounds: [0.01, 1], nominal: 0.5}"
     matched = studyrun.run(write(tmp_path / "gm", x0=x0), tmp_path / "gm" / "out").results
     fitted = studyrun.run(write(tmp_path / "lm", "lm", x0=x0, rate="2"),
-                          tmp_path / "lm" / "out").results
+                          tmp_path / "lm" / "out", report=False).results
     gm = matched["gradient_matching"]
     assert gm["from_data_at_start"] == {"initial_population": ["population"]}
     assert matched["converged"] is True

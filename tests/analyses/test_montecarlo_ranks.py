@@ -39,7 +39,7 @@ def test_spearman_of_one_slice_and_of_many_match_scipy_with_ties_and_failed_runs
 
     (study_dir / "ties.py").write_text(TIES_MODEL)
     path = write_study(study_dir, TIES_STUDY)
-    whole = studyrun.run(path, study_dir / "whole")
+    whole = studyrun.run(path, study_dir / "whole", report=False)
     monkeypatch.setattr(studyrun.commands.pipeline, "CHUNK_ROWS", 700)
     monkeypatch.setattr(studyrun.plan.runs, "CHUNK_ROWS", 700)  # ties run on across slices
     chunked = studyrun.run(path, study_dir / "chunked")
