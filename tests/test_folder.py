@@ -201,7 +201,7 @@ def test_an_output_killed_mid_write_never_appears_under_its_name(folder):
     driver.wait()
     partial, = out.glob(".runs.csv.*.partial")
     assert not (out / "runs.csv").exists() and not (out / "analysis.json").exists()
-    done = run_cli("run", study, "--out", out, "--quiet", cwd=folder, timeout=300)
+    done = run_cli("run", study, "--out", out, "--quiet", "--no-report", cwd=folder, timeout=300)
     assert done.returncode == 0 and "200000 reused" in done.stdout, done.stderr
     assert not partial.exists() and not list(out.glob(".*.partial"))
     with open(out / "runs.csv") as handle:

@@ -305,11 +305,12 @@ def run_revision(study: Path, results: Path, out: Path) -> Path:
     import sys
 
     def run() -> subprocess.CompletedProcess:
-        # no __pycache__ written beside a module the working tree lends the revision
+        # no __pycache__ written beside a module the working tree lends the revision; no
+        # report drawn in a temporary folder nobody opens (it cost a second a diff)
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         return subprocess.run([sys.executable, "-m", "studyrun", "run", str(study), "--out",
-                               str(out), "--quiet"], cwd=study.parent, capture_output=True,
-                              text=True, env=env)
+                               str(out), "--quiet", "--no-report"], cwd=study.parent,
+                              capture_output=True, text=True, env=env)
 
     out.mkdir(parents=True, exist_ok=True)
     if not (results / "runs.sqlite").is_file():

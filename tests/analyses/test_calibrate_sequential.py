@@ -36,10 +36,10 @@ def copy_example(folder):
     return studies
 
 
-def run(folder, name, out=None):
+def run(folder, name, out=None, report=True):
     """`studyrun run studies/NAME.yaml` from `folder` (into results/NAME); its analysis.json."""
     done = run_cli("run", f"studies/{name}.yaml", "--quiet", *(["--out", out] if out else []),
-                   cwd=folder)
+                   *([] if report else ["--no-report"]), cwd=folder)
     assert done.returncode == 0, done.stderr
     return json.loads((folder / (out or f"results/{name}") / "analysis.json").read_text())
 
@@ -70,7 +70,8 @@ def test_the_sequential_fit_reaches_the_optimum_of_a_good_start_in_fewer_runs(ch
     variant(studies, "nominal", [pseudo_only])
     variant(studies, "good", [pseudo_only, ("nominal: 2}", "nominal: 0.45}"),
                               ("nominal: 10}", "nominal: 110}"), ("nominal: 0.1}", "nominal: 0.035}")])
-    nominal, good = run(folder, "nominal", "results/nominal"), run(folder, "good", "results/good")
+    nominal = run(folder, "nominal", "results/nominal", report=False)
+    good = run(folder, "good", "results/good", report=False)
     sequential = second["results"]
     for fit in (sequential, nominal["results"], good["results"]):
         assert fit["converged"] is True

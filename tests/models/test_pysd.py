@@ -145,7 +145,7 @@ def test_cli_locates_a_parameter_the_model_lacks_and_runs_without_writing_beside
     assert (f"{typo}:4:3: parameters.charactristic_time: the model has no input "
             "'charactristic_time'; did you mean 'characteristic_time'?") in done.stderr
     study = write_study(model_dir, STUDY)
-    done = run_cli("run", study, "--out", model_dir / "results", cwd=model_dir)
+    done = run_cli("run", study, "--out", model_dir / "results", "--no-report", cwd=model_dir)
     assert done.returncode == 0, done.stderr
     assert "4 of 4 runs succeeded" in done.stdout
     left = sorted(p.name for p in model_dir.iterdir())
