@@ -13,12 +13,12 @@ Formulas: docs/methods.md, "Surrogate models".
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 FAMILIES = ("legendre", "hermite", "laguerre", "jacobi")
 MAX_DEGREE = 100  # a higher degree's Gauss rule takes seconds to minutes, and Hermite's overflows
@@ -45,6 +45,8 @@ class Germ:
         x = np.asarray(x, dtype=float)
         if self.map == "affine":
             return (x - self.shift) / self.scale
+        from scipy import special
+
         u = np.clip(cdf(x), 1e-300, 1 - 1e-16)
         return 2.0 * u - 1.0 if self.map == "uniform" else special.ndtri(u)
 
@@ -92,6 +94,8 @@ def germ_for(parameter) -> Germ:
 
 
 def _evaluate(family: str, n: int, a: float, b: float, z: np.ndarray) -> np.ndarray:
+    from scipy import special  # here: validating a study does not need scipy (0.1 s)
+
     if family == "legendre":
         return special.eval_legendre(n, z)
     if family == "hermite":
@@ -105,6 +109,8 @@ def _evaluate(family: str, n: int, a: float, b: float, z: np.ndarray) -> np.ndar
 def _norms(family: str, degree: int, a: float, b: float) -> np.ndarray:
     """Root mean squares of the degree 0..degree polynomials under the family's probability
     measure, by a Gauss rule exact for their squares."""
+    from scipy import special
+
     nodes = degree + 1
     if family == "legendre":
         z, w = special.roots_legendre(nodes)
@@ -160,7 +166,7 @@ def term_count(dimension: int, degree: int, q: float = 1.0) -> int:
     sum(alpha_i^q), a sum over the k inputs of a term of binomial(dimension, k) times the
     k-tuples of positive degrees within the bound."""
     if q >= 1.0:
-        return int(special.comb(dimension + degree, degree, exact=True))
+        return math.comb(dimension + degree, degree)
     budget = _budget(degree, q)
 
     def positive(k: int, left: float) -> int:  # len(_positive(k, degree, q, left))
@@ -168,7 +174,7 @@ def term_count(dimension: int, degree: int, q: float = 1.0) -> int:
             return 1
         return sum(positive(k - 1, left - a ** q) for a in range(1, degree + 1) if a ** q <= left)
 
-    return sum(int(special.comb(dimension, k, exact=True)) * positive(k, budget)
+    return sum(math.comb(dimension, k) * positive(k, budget)
                for k in range(min(dimension, int(budget)) + 1))
 
 
