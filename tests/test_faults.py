@@ -683,13 +683,13 @@ def test_a_damaged_store_is_reported_and_never_reused(study_dir, damage, capsys)
     study starts again (exit status 1, the file named) and by `studyrun status`; --fresh starts over."""
     study = write_study(study_dir, SMALL.replace("RUNS", "1000"))
     out = study_dir / "out"
-    first = studyrun.run(study, out, quiet=True)
+    first = studyrun.run(study, out, quiet=True, report=False)
     damage(out / "runs.sqlite")
     status, _, stderr = cli(capsys, "run", study, "--out", out, "--quiet")
     assert status == 1 and f"{out / 'runs.sqlite'}: the run store is corrupted" in stderr, stderr
     status, _, stderr = cli(capsys, "status", out)
     assert status == 1 and "corrupted" in stderr
-    status, _, stderr = cli(capsys, "run", study, "--out", out, "--fresh", "--quiet")
+    status, _, stderr = cli(capsys, "run", study, "--out", out, "--fresh", "--quiet", "--no-report")
     assert status == 0, stderr
     assert json.loads((out / "analysis.json").read_text())["results"] == json.loads(
         json.dumps(first.analysis["results"]))
