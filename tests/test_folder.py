@@ -239,7 +239,9 @@ def test_names_sqlite_would_confuse_work_end_to_end(folder, quantities):
     study = write_study(folder, NAMED.replace("QUANTITIES", quantities))
     out = folder / "out"
     assert run_cli("validate", study).returncode == 0
-    done = run_cli("run", study, "--out", out, "--quiet", cwd=folder)
+    # the figures' file names are checked once: both variants draw the same `Y` and `y`
+    done = run_cli("run", study, "--out", out, "--quiet", *([] if quantities else ["--no-report"]),
+                   cwd=folder)
     assert done.returncode == 0 and "40 of 40 runs succeeded" in done.stdout, done.stderr
     names = (["Total", "Seq", "WORKER", "Error", "Y", "y"] if quantities
              else ["Worker", "Y", "total", "y"])
@@ -259,9 +261,10 @@ def test_names_sqlite_would_confuse_work_end_to_end(folder, quantities):
     assert set(results["y"]["correlations"]) == set(PARAMETERS)
     assert results["y"]["correlations"]["k"] == pytest.approx(1.0)
     assert results["Y"]["correlations"]["K"] == pytest.approx(1.0)
-    figures = {p.name for p in (out / "figures").iterdir()}  # one file each on macOS too
-    assert {"hist-Y.png", "hist-y-2.png"} <= figures
-    assert "(figures/hist-y-2.png)" in (out / "report.md").read_text()
+    if quantities:
+        figures = {p.name for p in (out / "figures").iterdir()}  # one file each on macOS too
+        assert {"hist-Y.png", "hist-y-2.png"} <= figures
+        assert "(figures/hist-y-2.png)" in (out / "report.md").read_text()
     listed = run_cli("runs", out, "--limit", "1")
     assert listed.returncode == 0, listed.stderr
     shown = int(listed.stdout.split()[1], 16)  # the run's id as 16 hex digits
