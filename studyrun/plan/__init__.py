@@ -45,9 +45,8 @@ def make_plan(design: Design, fixed: dict[str, float], context: dict,
     is hashed with the design's (what given runs gave: their identity is their whole row)."""
     matrix = np.asarray(design.matrix, dtype=float).reshape(-1, len(design.names))
     design.matrix = matrix
-    hashed = matrix if content is None else np.column_stack([matrix, content])
-    run_ids = hash_rows(hashed, context_bytes({**context, "fixed": fixed, "names": design.names}),
-                        earlier)
+    run_ids = hash_rows(matrix, context_bytes({**context, "fixed": fixed, "names": design.names}),
+                        earlier, more=content)
     return Plan(design=design, fixed=fixed, run_ids=run_ids)
 
 

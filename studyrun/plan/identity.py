@@ -31,17 +31,20 @@ def canonical_bits(matrix: np.ndarray) -> np.ndarray:
     return values.view(np.uint64)
 
 
-def hash_rows(matrix: np.ndarray, context: bytes, earlier: Occurrences | None = None) -> np.ndarray:
-    """One int64 identity per row: the context's hash folded with each value of the row; repeats
-    are numbered after those of the design's `earlier` slices, so a design's identities are the
-    same whether it is planned whole or slice by slice."""
+def hash_rows(matrix: np.ndarray, context: bytes, earlier: Occurrences | None = None,
+              more: np.ndarray | None = None) -> np.ndarray:
+    """One int64 identity per row: the context's hash folded with each value of the row (then
+    of the same row of `more`, as if its columns followed the matrix's); repeats are numbered
+    after those of the design's `earlier` slices, so a design's identities are the same whether
+    it is planned whole or slice by slice."""
     seed = np.uint64(int.from_bytes(hashlib.sha256(context).digest()[:8], "little"))
     if not len(matrix):
         return np.zeros(0, np.int64)
-    matrix = matrix.reshape(len(matrix), -1)
+    columns = [*matrix.reshape(len(matrix), -1).T,
+               *(() if more is None else more.reshape(len(matrix), -1).T)]
     with np.errstate(over="ignore"):
         h = np.full(len(matrix), seed, dtype=np.uint64)
-        for column in matrix.T:  # a column's bits at a time, not a copy of the whole design
+        for column in columns:  # a column's bits at a time, not a copy of the whole design
             h = mix(h + _GOLDEN + canonical_bits(column))
         h = separate_replicates(h, earlier)
     return h.view(np.int64)

@@ -41,6 +41,9 @@ def test_pinned_ids_do_not_change():
     matrix = np.array([[0.0, 1.0], [0.5, -2.25], [0.0, 1.0], [1e300, -0.0]])
     assert hash_rows(matrix, b"golden").tolist() == [
         3400788008543578893, -8436097467047406878, -3262755567291839908, 6685000758788249384]
+    # given runs' content hashed as columns after the design's: the same as one matrix
+    assert hash_rows(matrix[:, :1], b"golden", more=matrix[:, 1]).tolist() == hash_rows(
+        matrix, b"golden").tolist()
     assert mix(np.array([0, 1, MASK], dtype=np.uint64)).tolist() == [
         0, 6238072747940578789, 13029008266876403067]
     assert context_bytes({"b": 1, "a": [1.5, "x"]}) == b'{"a": [1.5, "x"], "b": 1}'
