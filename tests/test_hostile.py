@@ -147,6 +147,36 @@ def test_a_models_escape_sequences_never_reach_the_terminal(tmp_path, model, on_
         assert "boom \\x1b[2J" in outputs[2].stdout
 
 
+SURROGATE = '''
+def model(k):
+    if k > 0.5:
+        raise ValueError(b"bad \\xff byte".decode("ascii", "surrogateescape"))
+    return {"y": k}
+'''
+
+
+def test_a_model_error_holding_a_lone_surrogate_is_kept_as_its_escape(tmp_path):
+    """A model's message about bytes it decoded with surrogateescape holds a lone surrogate,
+    which UTF-8 cannot encode: the run fails with it shown as its escape (in runs.csv and
+    `studyrun runs`), and the study ends as any other; writing runs.csv raised before. A store
+    written elsewhere with the surrogate in it is read the same way."""
+    import sqlite3
+
+    (tmp_path / "surrogate.py").write_text(SURROGATE)
+    study = write_study(tmp_path, STUDY.replace("samples: 3", "samples: 12").format(
+        model="{type: python, function: surrogate:model}", on_failure="continue"))
+    out = tmp_path / "results"
+    done = run_cli("run", study, "--out", out, "--quiet")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "ValueError: bad \\udcff byte" in (out / "runs.csv").read_text(encoding="utf-8")
+    assert "bad \\udcff byte" in run_cli("runs", out, "--failed").stdout
+    with sqlite3.connect(out / "runs.sqlite") as db:
+        db.execute("UPDATE batches SET errors = replace(errors, '\\\\udcff', '\\udcfe') "
+                   "WHERE errors IS NOT NULL")
+    listed = run_cli("runs", out, "--failed")
+    assert listed.returncode == 0 and "bad \\udcfe byte" in listed.stdout, listed.stderr
+
+
 PRINTING_PYTHON = f"""import sys
 print({EVIL_OUTPUT!r}, flush=True)  # on import
 def model(k):

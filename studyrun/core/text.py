@@ -2,8 +2,8 @@
 
 A model's stderr or a study's value may hold escape sequences (ESC [2J clears the screen, OSC 0
 sets the window title), line breaks that would split a FILE:LINE:COL line, or 5,000 digits;
-`terminal_safe` and `one_line` show control characters as escapes (\\x1b), `shorten` and
-`cut_values` shorten long values to their start and their length.
+`terminal_safe` and `one_line` show control characters as escapes (\\x1b), `encodable` lone
+surrogates, `shorten` and `cut_values` shorten long values to their start and their length.
 """
 
 from __future__ import annotations
@@ -32,6 +32,16 @@ def terminal_safe(text: str) -> str:
     """Text for a terminal, lines kept: every other control character (ESC, BEL, \\r, C1, bidi
     overrides) shown as its escape, so a model's output cannot drive the terminal."""
     return text.translate(_TERMINAL)
+
+
+def encodable(text: str) -> str:
+    """`text` as UTF-8 can hold it: a lone surrogate (a model's message about bytes it decoded
+    with surrogateescape, '\\udc80') shown as its escape, as runs.csv and analysis.json need."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def one_line(text: str) -> str:

@@ -28,6 +28,7 @@ import numpy as np
 from studyrun.core.errors import StoreError
 from studyrun.core.numbers import sorted_search
 from studyrun.core.runtable import RunTable, objects
+from studyrun.core.text import encodable
 from studyrun.store import series as series_store
 
 FORMAT = "3"  # a record per batch; a store of any other format is refused (`refuse_other`)
@@ -220,7 +221,8 @@ class RunStore:
         worker.fill(batch.worker)
         return self._append(RunTable(
             ids=np.asarray(batch.ids, dtype=np.int64), found=np.ones(n, bool),
-            ok=np.asarray(batch.ok, dtype=bool), errors=objects(batch.errors),
+            ok=np.asarray(batch.ok, dtype=bool),
+            errors=objects(None if e is None else encodable(e) for e in batch.errors),
             duration=np.full(n, batch.duration), worker=worker,
             inputs=np.asarray(batch.inputs, dtype=float).reshape(n, len(self.parameters)),
             values=np.asarray(batch.values, dtype=float).reshape(n, len(self.quantities))),
@@ -380,7 +382,8 @@ class RunStore:
                 at, rows = np.arange(len(record_ids))[at], np.arange(len(table))[rows]
                 k = np.minimum(np.searchsorted(where, at), len(where) - 1)
                 hit = where[k] == at
-                table.errors[rows[hit]] = objects([message for _, message in failed])[k[hit]]
+                table.errors[rows[hit]] = objects([encodable(str(message))  # a crafted store's too
+                                                   for _, message in failed])[k[hit]]
         return table
 
     def _records_of(self, seqs: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
