@@ -1,5 +1,6 @@
 """Seconds and peak RSS of each step of one `studyrun run` (issue 19): design, plan, execute,
-analyse, runs.csv, analysis.json, report; and, within them, the store's writes and reads. Linux
+analyse, runs.csv, the text files (analysis.json ...), report; and, within them, the store's
+writes and reads (the first step that uses scipy pays its import). Linux
 only: each step resets the kernel's high-water mark (/proc/self/clear_refs) and reads it back.
 
     python benchmarks/profile_steps.py STUDY OUT
@@ -56,18 +57,19 @@ def timed(owner, name: str, label: str, totals: dict | None = None) -> None:
 
 def main(study: str, out: str) -> None:
     import studyrun.commands.pipeline as pipeline
-    import studyrun.plan.runs as planned
-    from studyrun import plan
     from studyrun.execution.execute import Runner
+    from studyrun.results import exports, outputs
     from studyrun.store.run_store import RunStore
 
     store: dict = {}
-    timed(plan, "make_plan", "plan")
+    timed(pipeline, "make_plan", "plan")  # a design of one slice; of many: "plan slices"
+    timed(pipeline, "plan_slices", "plan slices")
     timed(Runner, "execute", "execute")
     timed(RunStore, "write", "store writes", store)
     timed(RunStore, "read_seqs", "store reads", store)
-    timed(planned, "write_csv", "runs.csv")  # a plan of one chunk; helper processes write more
-    timed(pipeline, "write_json", "analysis.json")
+    # runs.csv written in this process (helper processes write the parts of a large one)
+    timed(exports, "write_csv", "runs.csv")
+    timed(outputs, "write_text", "text file")  # analysis.json, the study's copy, report.md
     timed(pipeline, "write_report", "report")
     analysis = pipeline.load_study(study).study.analysis
     for name, label in (("design", "design"), ("analyse_runs", "analyse")):
