@@ -2,6 +2,7 @@
 
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -338,3 +339,34 @@ def test_each_argument_reaches_its_parameter_however_the_function_is_called(tmp_
     out = Python(type="python", function="m:posonly").build(folder)(
         inputs, RunContext(run_ids=np.arange(2)))  # b only by position: each run fails alike
     assert all("missing 1 required positional argument: 'b'" in e for e in out.errors)
+
+
+def test_a_killed_owner_leaves_no_zygote_and_no_socket_folder(tmp_path):
+    """The zygote ends when every process holding its stdin has, the one that started it
+    killed (SIGKILL) too, and removes its private socket folder as it goes."""
+    import signal
+    import subprocess
+
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import numpy, sys, time\n"
+        "from studyrun.models.imports import Zygote\n"
+        "z = Zygote.start()\n"
+        "print(z.process.pid, z.folder, flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    pid, folder = owner.stdout.readline().split()
+    assert os.path.isdir(folder)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (os.path.exists(folder) or alive(int(pid))):
+        time.sleep(0.05)
+    assert not os.path.exists(folder) and not alive(int(pid))
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, ended but not reaped by its parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
