@@ -1,5 +1,6 @@
-"""The real command line on fuzzed input (issue 8, point 4): `python -m studyrun validate` in a
-subprocess, on a sample of mutated studies and on known nasty files, many files per call.
+"""The real command line on fuzzed input (issue 8, point 4): `studyrun validate` in a process of
+its own (tests/cli_server.py), on a sample of mutated studies and on known nasty files, many
+files per call.
 
 Exit status 0 (every file valid) or 2, no traceback, every line on stderr FILE:LINE:COL: ...,
 within the time limit.
@@ -9,10 +10,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import pytest
 import yaml
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_common import FAST, LOCATED, REPO, copy_studies, examples, study_files
@@ -20,7 +21,7 @@ from test_fuzz_studies import YAMLISH, dump, mutate, mutate_text, original
 
 pytestmark = pytest.mark.slow  # fuzzing the studyrun CLI in subprocesses
 
-CLI_TIME_LIMIT = 60  # seconds for one call on many files (python's start-up included)
+CLI_TIME_LIMIT = 60  # seconds for one call on many files
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,7 @@ def folder(tmp_path_factory):
 
 
 def validate(*paths, cwd=None) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "studyrun", "validate", *map(str, paths)],
-                          capture_output=True, text=True, timeout=CLI_TIME_LIMIT, cwd=cwd or REPO)
+    done = run_cli("validate", *paths, cwd=cwd or REPO, timeout=CLI_TIME_LIMIT)
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode in (0, 2), (done.returncode, done.stderr[-3000:])
     if done.returncode == 2:
