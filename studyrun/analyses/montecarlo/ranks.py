@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
+
+from studyrun.core.threads import usable_cores
 
 THREADED = 1 << 20  # values to rank (runs x inputs) from which the columns are ranked in threads
 
@@ -21,10 +22,9 @@ class Ranks:
         self._ranks = np.empty(inputs.shape) if self.n >= 3 else None
         self._pending: list[Future] = []
         if self._ranks is not None:
-            threads = min(self.columns, len(os.sched_getaffinity(0))
-                          if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+            threads = min(self.columns, usable_cores())
             if threads > 1 and self.n * self.columns >= THREADED:
-                pool = ThreadPoolExecutor(threads)
+                pool = ThreadPoolExecutor(threads, thread_name_prefix="studyrun-ranks")
                 self._pending = [pool.submit(self._rank, inputs, j) for j in range(self.columns)]
                 pool.shutdown(wait=False)  # the submitted columns still run
             else:
