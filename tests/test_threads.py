@@ -3,6 +3,8 @@ a LocalCluster (its share of the cores)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from conftest import write_study
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -41,6 +43,9 @@ def test_the_analysis_holds_blas_threads_to_the_cores(tmp_path):
         analysis: {type: surrogate, method: pce, samples: 40}
         execution: {scheduler: sync}
         """)
+    import scipy.linalg  # noqa: F401 - its BLAS loaded now, under the limit below, as in a suite
+    # where an earlier test imported it; loaded within the run, it kept the session's one thread
+
     many = usable_cores() + 6
     with threadpool_limits(limits=many):
         studyrun.run(path, tmp_path / "out", report=False)
@@ -58,3 +63,25 @@ def test_each_local_worker_has_its_share_of_the_cores(monkeypatch):
     finally:
         executor.close()
     assert [set(t) for t in threads.values()] == [{usable_cores()}]
+
+
+def test_a_library_loaded_after_a_block_is_held_in_the_next():
+    """The pools are found once and again after a new import: scipy's BLAS, loaded after a
+    first block held numpy's alone, is held to one thread in the next block too."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from studyrun.core.threads import held_to_cores\n"
+        "with held_to_cores(1):\n"
+        "    pass\n"
+        "import scipy.linalg\n"
+        "with held_to_cores(1):\n"
+        "    inside = sorted({i['filepath'] for i in threadpool_info() if i['num_threads'] == 1})\n"
+        "blas = sorted({i['filepath'] for i in threadpool_info() if i['user_api'] == 'blas'})\n"
+        "print(len(blas) == 2 and set(blas) <= set(inside))\n")
+    env = {k: v for k, v in os.environ.items() if k not in POOL_VARIABLES}  # pools of 2+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "True", done.stderr

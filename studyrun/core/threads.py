@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -63,12 +64,25 @@ def share(workers: int) -> int:
 def held_to_cores(cores: int | None = None) -> Iterator[None]:
     """BLAS and OpenMP pools of at most `cores` threads (default: the usable cores) inside the
     block; a pool already smaller (OMP_NUM_THREADS=1, say) is left as it is."""
-    from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]
-
     cores = cores or usable_cores()
-    limits = {info["prefix"]: min(info["num_threads"], cores) for info in threadpool_info()}
-    with threadpool_limits(limits=limits):
+    pools = _pools()
+    limits = {info["prefix"]: min(info["num_threads"], cores) for info in pools.info()}
+    with pools.limit(limits=limits):
         yield
+
+
+_POOLS: list[Any] = []  # [modules imported when found, threadpoolctl's controller]
+
+
+def _pools() -> Any:
+    """threadpoolctl's controller of the pools this process has loaded, found again only after
+    a new module was imported (libraries load with their modules): finding them reads every
+    loaded library, some 3-5 ms, where a block is often a Bayesian round."""
+    from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
+
+    if not _POOLS or _POOLS[0] != len(sys.modules):
+        _POOLS[:] = [len(sys.modules), ThreadpoolController()]
+    return _POOLS[1]
 
 
 def pool_environment(threads: int) -> dict[str, str]:
