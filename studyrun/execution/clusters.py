@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from studyrun.core.errors import ExecutionError
-from studyrun.study.spec.execution import Cluster
 
 if TYPE_CHECKING:
     from dask_jobqueue.core import JobQueueCluster
     from distributed import Client
+
+    from studyrun.study.spec.execution import Cluster
 
 CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
            "lsf": "LSFCluster", "htcondor": "HTCondorCluster"}
@@ -166,6 +167,8 @@ def start_cluster(spec: Cluster, name: str = "studyrun") -> tuple[Client, JobQue
 
 def with_kind(scheduler: str | Cluster | None, kind: str) -> Cluster:
     """`--cluster KIND`: the study's cluster block on another batch system, or a default one."""
+    from studyrun.study.spec.execution import Cluster
+
     if isinstance(scheduler, Cluster):
         data = scheduler.model_dump(exclude_unset=True)
         if kind == "htcondor":

@@ -15,6 +15,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,7 +28,6 @@ from studyrun.core.runtable import objects
 from studyrun.execution.clusters import cancel_leftovers, job_name
 from studyrun.execution.executors import (
     Executor,
-    Scheduler,
     Submitted,
     SyncExecutor,
     give_back_memory,
@@ -41,7 +41,9 @@ from studyrun.execution.progress import Progress
 from studyrun.plan import Plan
 from studyrun.store.run_store import Batch, RunStore
 from studyrun.store.series import Block, pack
-from studyrun.study.spec.execution import Cluster, scheduler_problem
+
+if TYPE_CHECKING:
+    from studyrun.execution.executors import Scheduler
 
 PILOT_SECONDS = 0.25  # time spent timing the model before choosing a batch size
 CLUSTER_STARTUP_SECONDS = 3.0  # what starting a LocalCluster costs here
@@ -233,6 +235,8 @@ class Runner:
         self.cancel_leftovers()
         scheduler = self.settings.scheduler
         if isinstance(scheduler, str):
+            from studyrun.study.spec.execution import scheduler_problem
+
             problem = scheduler_problem(scheduler)
             if problem:
                 raise ExecutionError(f"scheduler: {problem}")
@@ -354,7 +358,7 @@ class Runner:
         scheduler = self.settings.scheduler
         name = job_name(self.store.path.parent)
         self.store.set_meta(batch_jobs={"cluster": scheduler.cluster, "name": name}
-                            if isinstance(scheduler, Cluster) else None)
+                            if not isinstance(scheduler, str) else None)
         return start_executor(scheduler, self.settings.workers, name)
 
     def nearby_executor(self) -> SyncExecutor | IsolatedExecutor:

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from studyrun.core.errors import ExecutionError
 from studyrun.core.isolated import Loss
 from studyrun.core.threads import pool_environment, share, usable_cores
-from studyrun.study.spec.execution import ADDRESS, Cluster
 
 if TYPE_CHECKING:
     from distributed import Client, SpecCluster
 
-Scheduler = str | Cluster  # `execution.scheduler`: a name, an address or a cluster block
+    from studyrun.study.spec.execution import Cluster
+
+    Scheduler = str | Cluster  # `execution.scheduler`: a name, an address or a cluster block
 
 
 class Submitted(Hashable, Protocol):
@@ -250,6 +251,8 @@ def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
     """Connect to a tcp:// scheduler and read its greeting, so an address that is down, or is
     not a Dask scheduler, is a one-line ExecutionError at start, before any run (Dask's own
     client would read another server's bytes as a frame length and try to allocate it)."""
+    from studyrun.study.spec.execution import ADDRESS
+
     match = ADDRESS.match(address)
     scheme = match["scheme"].lower() if match else ""
     if match is None or scheme not in ("tcp", "tls"):
@@ -314,17 +317,17 @@ def default_workers() -> int:
 
 def scheduler_name(scheduler: Scheduler) -> str:
     """The scheduler as analysis.json and messages name it."""
-    return scheduler.cluster if isinstance(scheduler, Cluster) else str(scheduler)
+    return str(scheduler) if isinstance(scheduler, str) else scheduler.cluster
 
 
 def starts_a_cluster(scheduler: Scheduler) -> bool:
     """Whether this scheduler starts workers of its own (worth avoiding for a short study)."""
-    return scheduler == "local" or isinstance(scheduler, Cluster)
+    return scheduler == "local" or not isinstance(scheduler, str)
 
 
 def planned_workers(scheduler: Scheduler, workers: int | None) -> int:
     """How many workers the scheduler will offer, before it starts."""
-    if isinstance(scheduler, Cluster):
+    if not isinstance(scheduler, str):
         return scheduler.most_workers
     return workers or default_workers()
 
@@ -363,7 +366,7 @@ def start_executor(scheduler: Scheduler, workers: int | None,
     from studyrun.execution.clusters import start_cluster
 
     with dask.config.set(MESSAGES_KEPT):  # for the streams made as the client and workers connect
-        if isinstance(scheduler, Cluster):
+        if not isinstance(scheduler, str):  # a cluster block
             client, batch_jobs = start_cluster(scheduler, job_name)
             return DaskExecutor(client, batch_jobs, scheduler.cluster, scheduler.most_workers)
         if scheduler == "local":
