@@ -31,6 +31,7 @@ from studyrun.execution.executors import (
     Submitted,
     SyncExecutor,
     give_back_memory,
+    is_cluster,
     planned_workers,
     probe_scheduler,
     scheduler_name,
@@ -358,7 +359,7 @@ class Runner:
         scheduler = self.settings.scheduler
         name = job_name(self.store.path.parent)
         self.store.set_meta(batch_jobs={"cluster": scheduler.cluster, "name": name}
-                            if not isinstance(scheduler, str) else None)
+                            if is_cluster(scheduler) else None)
         return start_executor(scheduler, self.settings.workers, name)
 
     def nearby_executor(self) -> SyncExecutor | IsolatedExecutor:

@@ -25,6 +25,7 @@ from studyrun.core.threads import pool_environment, share, usable_cores
 
 if TYPE_CHECKING:
     from distributed import Client, SpecCluster
+    from typing_extensions import TypeIs
 
     from studyrun.study.spec.execution import Cluster
 
@@ -315,19 +316,25 @@ def default_workers() -> int:
     return usable_cores()
 
 
+def is_cluster(scheduler: Scheduler | None) -> TypeIs[Cluster]:
+    """Whether the scheduler is a cluster block (`Cluster`), told from the names and addresses
+    without importing the study's models, which a Dask worker does not need."""
+    return scheduler is not None and not isinstance(scheduler, str)
+
+
 def scheduler_name(scheduler: Scheduler) -> str:
     """The scheduler as analysis.json and messages name it."""
-    return str(scheduler) if isinstance(scheduler, str) else scheduler.cluster
+    return scheduler.cluster if is_cluster(scheduler) else str(scheduler)
 
 
 def starts_a_cluster(scheduler: Scheduler) -> bool:
     """Whether this scheduler starts workers of its own (worth avoiding for a short study)."""
-    return scheduler == "local" or not isinstance(scheduler, str)
+    return scheduler == "local" or is_cluster(scheduler)
 
 
 def planned_workers(scheduler: Scheduler, workers: int | None) -> int:
     """How many workers the scheduler will offer, before it starts."""
-    if not isinstance(scheduler, str):
+    if is_cluster(scheduler):
         return scheduler.most_workers
     return workers or default_workers()
 
@@ -366,7 +373,7 @@ def start_executor(scheduler: Scheduler, workers: int | None,
     from studyrun.execution.clusters import start_cluster
 
     with dask.config.set(MESSAGES_KEPT):  # for the streams made as the client and workers connect
-        if not isinstance(scheduler, str):  # a cluster block
+        if is_cluster(scheduler):
             client, batch_jobs = start_cluster(scheduler, job_name)
             return DaskExecutor(client, batch_jobs, scheduler.cluster, scheduler.most_workers)
         if scheduler == "local":

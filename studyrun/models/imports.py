@@ -99,12 +99,9 @@ while True:
         stream.flush()
         os._exit(0)
     connection.close()
-server.close()  # every holder of its stdin has ended, the one that started it killed perhaps
-for leftover in (os.unlink, os.rmdir):
-    try:
-        leftover(address if leftover is os.unlink else os.path.dirname(address))
-    except OSError:
-        pass
+# every holder of its stdin has ended (the one that started it killed, perhaps): its folder goes
+import shutil
+shutil.rmtree(os.path.dirname(address), ignore_errors=True)
 """
 # Installed packages a question's child finds imported already, when this process has them: a
 # model's module that imports numpy made each fresh interpreter import it anew (0.15 s of CPU).

@@ -269,8 +269,8 @@ class RunStore:
             cursor = self.db.execute(
                 "INSERT INTO batches (first, size, failed, ids, ok, inputs, outputs, errors, "
                 "duration, worker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (self._next_seq, len(part), len(failed), _bytes(part.ids, "<i8"),
-                 _bytes(part.ok, "u1"), _bytes(part.inputs.T, "<f8"), _bytes(part.values.T, "<f8"),
+                (self._next_seq, len(part), len(failed), _blob(part.ids, "<i8"),
+                 _blob(part.ok, "u1"), _blob(part.inputs.T, "<f8"), _blob(part.values.T, "<f8"),
                  errors, _number(part.duration[0]), part.worker[0]))
             if self._batches is not None:
                 self._batches = (np.r_[self._batches[0], cursor.lastrowid],
@@ -432,7 +432,7 @@ class RunStore:
         return rows[0] if rows else (None, 0)
 
 
-def _bytes(array: np.ndarray, dtype: str) -> np.ndarray:
+def _blob(array: np.ndarray, dtype: str) -> np.ndarray:
     """An array as a blob of little-endian values of the given type, a column after another:
     SQLite copies it from the array's buffer (a copy of it as bytes first touched 40 MB more
     memory a million runs)."""
