@@ -643,3 +643,17 @@ def test_given_runs_are_where_record_given_says_the_store_recorded_them(tmp_path
         assert (seqs.tolist(), ok.tolist()) == tuple(a.tolist() for a in store.locate(ids))
         table = store.read_seqs(seqs)
         assert table.ids.tolist() == ids.tolist() and table.errors.tolist()[3] == errors[3]
+
+
+def test_errors_are_made_encodable_without_changing_the_callers_array():
+    """Only failed runs' errors are escaped, in a copy; `objects` keeps each item as it is."""
+    from studyrun.core.runtable import objects
+    from studyrun.store.run_store import encodable_errors
+
+    given = objects([None, "bad \udcff byte", None, "fine"])
+    made = encodable_errors(given)
+    assert made.tolist() == [None, "bad \\udcff byte", None, "fine"]
+    assert given[1] == "bad \udcff byte"  # the caller's array as it was
+    clean = objects([None] * 3)
+    assert encodable_errors(clean) is clean
+    assert objects([("a", 1), ["b", "c"], None]).tolist() == [("a", 1), ["b", "c"], None]

@@ -222,7 +222,7 @@ class RunStore:
         return self._append(RunTable(
             ids=np.asarray(batch.ids, dtype=np.int64), found=np.ones(n, bool),
             ok=np.asarray(batch.ok, dtype=bool),
-            errors=objects(None if e is None else encodable(e) for e in batch.errors),
+            errors=encodable_errors(objects(batch.errors)),
             duration=np.full(n, batch.duration), worker=worker,
             inputs=np.asarray(batch.inputs, dtype=float).reshape(n, len(self.parameters)),
             values=np.asarray(batch.values, dtype=float).reshape(n, len(self.quantities))),
@@ -430,6 +430,18 @@ class RunStore:
         rows = self._query("SELECT sum(duration * size) / sum(size), count(DISTINCT worker) "
                            "FROM batches WHERE duration IS NOT NULL")
         return rows[0] if rows else (None, 0)
+
+
+def encodable_errors(errors: np.ndarray) -> np.ndarray:
+    """Runs' errors (None where a run succeeded) as text SQLite and runs.csv can encode: a lone
+    surrogate kept as its escape. Only the failed runs' errors are looked at (a million given
+    runs that succeeded cost no Python step each); the caller's array is not changed."""
+    failed = np.flatnonzero(np.not_equal(errors, np.array(None, object)))
+    if not len(failed):
+        return errors
+    errors = errors.copy()
+    errors[failed] = objects([encodable(error) for error in errors[failed]])
+    return errors
 
 
 def _blob(array: np.ndarray, dtype: str) -> np.ndarray:
