@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -454,22 +455,42 @@ def start_dask_scheduler() -> dict:
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop the dask_scheduler once the next test of this process does not ask for it."""
+    """Stop the dask_scheduler once the next test of this process does not ask for it: its
+    workers first; its scheduler once they have ended (a worker whose scheduler ended first
+    waits some 8 s for it before it closes)."""
+    stop_schedulers_left()
     if SCHEDULER and "dask_scheduler" not in getattr(nextitem, "fixturenames", ()):
-        for process in SCHEDULER["processes"]:
+        *workers, scheduler = SCHEDULER["processes"]
+        for process in workers:
             process.terminate()
-        STOPPING.extend(SCHEDULER["processes"])  # they close while the next tests run
+        STOPPING.extend(workers)  # they close while the next tests run
+        SCHEDULERS_LEFT.append((workers, scheduler))
         SCHEDULER.clear()
 
 
+def stop_schedulers_left(wait: float = 0.0) -> None:
+    """Stop the schedulers whose workers have ended (waiting up to `wait` seconds for them)."""
+    for workers, scheduler in list(SCHEDULERS_LEFT):
+        for worker in workers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(wait)
+        if all(worker.poll() is not None for worker in workers) or wait:
+            scheduler.terminate()
+            STOPPING.append(scheduler)
+            SCHEDULERS_LEFT.remove((workers, scheduler))
+
+
 STOPPING: list[subprocess.Popen] = []  # processes told to stop, waited for at the session's end
+SCHEDULERS_LEFT: list[tuple[list[subprocess.Popen], subprocess.Popen]] = []  # and to stop next
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Wait for the processes fixtures told to stop: a Dask worker's nanny takes up to some 10 s
-    to close, which the test process need not spend idle at the end of each module. The CLI
+    """Wait for the processes fixtures told to stop (a Dask worker's nanny takes up to a second
+    to close, which the test process need not spend idle at the end of each module), stopping
+    the schedulers left once their workers have ended. The CLI
     server is waited for too, so that its CPU and its children's count in the suite's own (in
     `/usr/bin/time python -m pytest`, which saw none of it before)."""
+    stop_schedulers_left(wait=10)
     if CliServer._running is not None:
         CliServer._running.process.stdin.close()
         STOPPING.append(CliServer._running.process)

@@ -34,11 +34,14 @@ class Timing:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item):
         CLI_CALLS.clear()
+        began = time.time()
         start = (time.perf_counter(), time.process_time(), _children(), *CLI_CPU)
         yield
         end = (time.perf_counter(), time.process_time(), _children(), *CLI_CPU)
         wall, own, children, cli, calls = (b - a for a, b in zip(start, end))
-        record = {"test": item.nodeid, "wall": round(wall, 3), "cpu": round(own, 3),
+        record = {"test": item.nodeid, "began": round(began, 3),  # when, in which test process
+                  "process": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                  "wall": round(wall, 3), "cpu": round(own, 3),
                   "children": round(children, 3), "cli": round(cli, 3), "cli_calls": calls,
                   "load": round(os.getloadavg()[0], 2),
                   # threads left running: studyrun's isolated runner then starts a new
