@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -460,7 +459,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     workers first; its scheduler once they have ended (a worker whose scheduler ended first
     waits some 8 s for it before it closes)."""
     stop_schedulers_left()
-    retire_dask_offload_thread()
     if SCHEDULER and "dask_scheduler" not in getattr(nextitem, "fixturenames", ()):
         *workers, scheduler = SCHEDULER["processes"]
         for process in workers:
@@ -468,22 +466,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         STOPPING.extend(workers)  # they close while the next tests run
         SCHEDULERS_LEFT.append((workers, scheduler))
         SCHEDULER.clear()
-
-
-def retire_dask_offload_thread() -> None:
-    """Distributed starts a thread of its own when first used (its "Dask-Offload" executor's)
-    and keeps it for the life of the process. A test process holding it no longer forks the
-    isolated runner's children (it starts a new interpreter, some 0.5 s of CPU, each time), so
-    every later test would run as no fresh `studyrun` process does: the executor is replaced by
-    a new one, whose thread starts only when it is used again."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    utils = sys.modules.get("distributed.utils")
-    old = getattr(utils, "_offload_executor", None)
-    if isinstance(old, ThreadPoolExecutor) and any(
-            thread.name.startswith("Dask-Offload") for thread in threading.enumerate()):
-        utils._offload_executor = ThreadPoolExecutor(1, thread_name_prefix="Dask-Offload")
-        old.shutdown(wait=True)
 
 
 def stop_schedulers_left(wait: float = 0.0) -> None:
