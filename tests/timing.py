@@ -4,7 +4,9 @@ Each test appends one JSON line to FILE: its node id, its wall time (setup, call
 the CPU of the test process, of the children it reaped and of the `studyrun` processes that
 tests/cli_server.py forked for it. A test whose wall time is far above its CPU is waiting on
 processes, clusters, sleeps or timeouts (its waiting here: the wall time beyond its CPU
-stretched by the load on two cores). `python tests/timing.py FILE` ranks them.
+stretched by the load on two cores), and when it began, in which test process. `python
+tests/timing.py FILE` ranks them, and says when each test process ran its last test (a process
+that ends long before the others, or a suite that ends long after its last test, is waiting).
 """
 
 from __future__ import annotations
@@ -68,6 +70,14 @@ def report(path: str, top: int = 40) -> None:
     print(f"{len(records)} tests: wall {sum(r['wall'] for r in records):.0f} s, "
           f"CPU {sum(r['all_cpu'] for r in records):.0f} s, of which `studyrun` processes "
           f"{sum(r['cli'] for r in records):.0f} s ({sum(r.get('cli_calls', 0) for r in records)})")
+    ends: dict[str, float] = {}  # each test process's last test's end (records since "began")
+    for r in records:
+        if "began" in r:
+            ends[r["process"]] = max(ends.get(r["process"], 0.0), r["began"] + r["wall"])
+    if ends:
+        first = min(r["began"] for r in records if "began" in r)
+        print("each test process's last test ended at (s after the first began): " + ", ".join(
+            f"{p} {end - first:.1f}" for p, end in sorted(ends.items())))
     print("\nmodules by wall:   wall    cpu   wait  tests")
     for name, (wall, cpu, wait, n) in sorted(modules.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"{name:60s} {wall:6.1f} {cpu:6.1f} {wait:6.1f} {n:5d}")
