@@ -407,6 +407,15 @@ def hash_seeds_that_reorder(*names: str, count: int = 2) -> list[int]:
     raise AssertionError(f"no {count} hash seeds order {names} differently")
 
 
+def alive(pid: int) -> bool:
+    """True while pid runs (a zombie left for an init that does not reap counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -474,7 +483,7 @@ def stop_schedulers_left(wait: float = 0.0) -> None:
         for worker in workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.wait(wait)
-        if all(worker.poll() is not None for worker in workers) or wait:
+        if all(worker.poll() is not None for worker in workers) or wait > 0:
             scheduler.terminate()
             STOPPING.append(scheduler)
             SCHEDULERS_LEFT.remove((workers, scheduler))

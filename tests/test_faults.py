@@ -20,6 +20,7 @@ import pytest
 from conftest import (
     DASK,
     REPO,
+    alive,
     can_mount,
     count_runs,
     free_port,
@@ -574,12 +575,6 @@ def read_or_nothing(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
-
-
-def alive(pid: int) -> bool:
-    """True while pid runs (a zombie left for an init that does not reap counts as dead)."""
-    stat = read_or_nothing(Path(f"/proc/{pid}/stat"))
-    return bool(stat) and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
 
 
 # -- the results folder and its disk --------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import alive
 from pydantic import ValidationError
 
 from studyrun.core.batch import RunContext
@@ -237,9 +238,9 @@ def test_hanging_program_is_killed_with_its_group_at_the_timeout(tmp_path):
     assert out.errors[0].startswith("timed out after 1 s")
     child = int((tmp_path / f"run-{1:016x}" / "child.pid").read_text())
     deadline = time.monotonic() + 2
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive(child), "the grandchild survived the timeout"
+    assert not alive(child), "the grandchild survived the timeout"
 
 
 @pytest.mark.slow
@@ -263,20 +264,11 @@ def _running_with(marker: str) -> list[int]:
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if marker.encode() in cmdline.read_bytes() and _alive(int(cmdline.parent.name)):
+            if marker.encode() in cmdline.read_bytes() and alive(int(cmdline.parent.name)):
                 found.append(int(cmdline.parent.name))
         except OSError:
             continue
     return found
-
-
-def _alive(pid: int) -> bool:
-    """True while pid runs (a zombie left for an init that does not reap counts as dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_program_not_found(tmp_path):
@@ -499,9 +491,9 @@ def test_an_interrupted_batch_leaves_no_program_running(tmp_path, timeout, ctrl_
         run_batch(model, tmp_path, a=[1.0, 2.0])
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 2
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive(child), "a process the interrupted run started survived"
+    assert not alive(child), "a process the interrupted run started survived"
     assert not (tmp_path / f"run-{2:016x}" / "child.pid").exists()  # the next run never started
 
 

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import alive
 
 from studyrun.core.batch import RunContext
 from studyrun.models.python import Python
@@ -361,12 +362,3 @@ def test_a_killed_owner_leaves_no_zygote_and_no_socket_folder(tmp_path):
     while time.monotonic() < deadline and (os.path.exists(folder) or alive(int(pid))):
         time.sleep(0.05)
     assert not os.path.exists(folder) and not alive(int(pid))
-
-
-def alive(pid: int) -> bool:
-    """Whether the process runs (a zombie, ended but not reaped by its parent, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
