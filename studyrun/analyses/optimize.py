@@ -239,9 +239,10 @@ class Optimize(IterativeAnalysis):
             return self.population_size * self.generations * (self.scenarios or 1), "generations"
         return search_runs(self, len(context.varied))
 
-    def footprint(self, context) -> Footprint:
+    def footprint(self, context) -> Footprint | None:
         """Each run's row and summary; for nsga2 and nsga3 also pymoo's sorting of a generation
-        (parents and offspring), SORTING_BYTES x population^2, both at `population`."""
+        (parents and offspring), SORTING_BYTES x population^2, both at `population`. None for a
+        population below 1, which check() refuses."""
         runs, key = self.run_count(context)
         if self.method == "bayesian":
             return Footprint(key, runs, "runs", lambda n: SEARCH_RUN_BYTES * n + GP_BYTES * n * n,
@@ -249,6 +250,8 @@ class Optimize(IterativeAnalysis):
                              f"{GP_BYTES} bytes x runs^2")
         if self.method not in MULTI_OBJECTIVE:
             return search_footprint((runs, key))
+        if self.population_size < 1:
+            return None
         each = SEARCH_RUN_BYTES * (runs // self.population_size)  # a candidate's, generations over
         return Footprint("population", self.population_size, "candidates a generation",
                          lambda p: SORTING_BYTES * p * p + each * p,

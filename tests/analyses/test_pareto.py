@@ -319,6 +319,9 @@ def test_wrong_counts_are_reported_with_the_objectives_mistakes(tmp_path):
      "nsga3 needs a population of at least one candidate per objective (3)"),
     ("{type: optimize, method: nsga2, objectives: {minimize: [f1, f2]}, population: 1}",
      "nsga2 needs a population of at least 2, got 1"),
+    # found by the fuzz tests: sizing the memory of a generation of 0 divided by zero
+    ("{type: optimize, method: nsga2, objectives: {minimize: [f1, f2]}, population: 0}",
+     "nsga2 needs a population of at least 2, got 0"),
     ("{type: optimize, method: nsga2, objectives: {minimize: [f1, f2], maximize: [f1]}}",
      "analysis.objectives.maximize[0]: 'f1' is an objective twice (first at "
      "analysis.objectives.minimize[0]); give each once"),
