@@ -132,11 +132,11 @@ def test_a_users_package_outside_the_study_folder_is_covered(tmp_path):
     out = folder / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"),
                                                         os.environ.get("PYTHONPATH", "")])}
-    first = cli_json(env, "run", study, "--out", out, "--quiet")
+    first = cli_json(env, "run", study, "--out", out, "--quiet", "--no-report")
     (library / "scales.py").write_text("SCALE = 20.0\n")
     shown = cli(env, "plan", study, "--out", out)
     assert "mylib/scales.py" in shown and "mylib/scales.py changed since the last run" in shown
-    again = cli_json(env, "run", study, "--out", out, "--quiet")
+    again = cli_json(env, "run", study, "--out", out, "--quiet", "--no-report")
     assert again["runs"]["reused"] == 0
     assert abs(again["results"]["y"]["mean"] - 10 * first["results"]["y"]["mean"]) < 1e-9
 
@@ -253,8 +253,11 @@ def edit_in_place(path, old: str, new: str) -> None:
     assert os.stat(path).st_size == before.st_size
 
 
-@pytest.mark.parametrize("scheduler, batch", [("sync", "10"), ("local", "10"), ("local", "auto"),
-                                              ("tcp", "10")])
+# (the LocalCluster variant is thorough: its new worker processes import the edited files from
+# disk, as the new driver process of `sync` does)
+@pytest.mark.parametrize("scheduler, batch", [
+    ("sync", "10"), pytest.param("local", "10", marks=pytest.mark.thorough), ("local", "auto"),
+    ("tcp", "10")])
 def test_a_module_edited_within_the_second_to_the_same_size_runs_its_new_code(
         tmp_path, request, scheduler, batch):
     """The model and its helper edited in place (same size, same modification time) after their

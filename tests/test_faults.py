@@ -61,7 +61,7 @@ def start_study(study: Path, out: Path, *args: str, sigint=signal.SIG_DFL) -> su
     """`studyrun run` in a process of its own, with SIGINT as given (default: as in a terminal's
     foreground) and SIGTERM at its default."""
     return subprocess.Popen([sys.executable, "-m", "studyrun", "run", str(study), "--out", str(out),
-                             "--quiet", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--quiet", "--no-report", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=study.parent, preexec_fn=signals_as(sigint))
 
 
@@ -191,7 +191,8 @@ def test_a_lost_scheduler_is_a_clear_error_and_the_next_start_resumes(study_dir,
     assert "Traceback" not in stderr
     recorded = count_runs(out / "runs.sqlite")
     assert 30 <= recorded < 120
-    status, stdout, stderr = cli(capsys, "run", study, "--out", out, "--scheduler", "sync", "--quiet")
+    status, stdout, stderr = cli(capsys, "run", study, "--out", out, "--scheduler", "sync", "--quiet",
+                                 "--no-report")
     assert status == 0, stderr
     assert f"{recorded} reused" in stdout
     assert_complete_and_equal_to_a_sync_run(study, out, 120)
@@ -414,7 +415,7 @@ def test_the_pilot_process_never_runs_the_drivers_script(study_dir, threads):
                       f"for _ in range({threads}):\n"
                       "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
                       f"print(studyrun.run({str(study)!r}, "
-                      f"{str(study_dir / 'out')!r}).analysis['runs']['succeeded'])\n")
+                      f"{str(study_dir / 'out')!r}, report=False).analysis['runs']['succeeded'])\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120, cwd=study_dir)
     assert done.returncode == 0 and done.stdout.strip() == "18", done.stderr

@@ -126,7 +126,7 @@ def _inside(name: str, workdir: Path) -> bool:
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(400))
+@settings(FAST, max_examples=examples(200))
 @given(key=st.sampled_from(["params_file", "results_file", "template_file"]), name=FILE_NAMES)
 def test_file_names_stay_inside_the_run_folder(key, name):
     """A file name is refused (a located error) or names a file inside the run's folder."""

@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
 LOCATED = re.compile(r"^[^:\n]+:\d+:\d+: ")
 TIME_LIMIT = 10.0  # seconds for one load (a few ms as a rule); a hang fails, a slow CI does not
-SCALE = float(os.environ.get("STUDYRUN_FUZZ_SCALE", "1"))  # e.g. 20 for a long hunt
+# e.g. 20 for a long hunt; .ci/run fuzzes at 8 after the README's suite
+SCALE = float(os.environ.get("STUDYRUN_FUZZ_SCALE", "1"))
 
 
 # No explain phase: after a failure it replays examples under a line tracer, which with the audit
@@ -36,7 +37,9 @@ FAST = settings(deadline=None, suppress_health_check=list(HealthCheck),
 
 
 def examples(count: int) -> int:
-    """`count` examples, times STUDYRUN_FUZZ_SCALE (the suite stays under a minute at 1)."""
+    """`count` examples, times STUDYRUN_FUZZ_SCALE. At 1 (the README's suite: every change)
+    the fuzz tests take some 15 s of CPU; each run draws new examples, and CI draws 8 times
+    as many."""
     return max(1, int(count * SCALE))
 
 

@@ -268,7 +268,7 @@ def evaluate_cleanly(expr: Expr) -> None:
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(600))
+@settings(FAST, max_examples=examples(300))
 @given(text=st.one_of(EXPRESSIONS, st.sampled_from(HOSTILE + BLOW_UPS)))
 def test_random_expressions_parse_or_are_refused(text):
     expr = parse_cleanly(text)
@@ -277,7 +277,7 @@ def test_random_expressions_parse_or_are_refused(text):
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(300))
+@settings(FAST, max_examples=examples(150))
 @given(text=EXPRESSIONS)
 def test_random_quantities_evaluate_or_fail_the_runs(text):
     """As a quantity: refused at parse, or evaluated on a batch; a failure lands on the runs."""
@@ -334,7 +334,7 @@ def folder(tmp_path_factory):
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(300))
+@settings(FAST, max_examples=examples(150))
 @given(place=st.sampled_from(PLACES), text=st.one_of(EXPRESSIONS, st.sampled_from(HOSTILE + BLOW_UPS)))
 def test_random_expressions_in_studies_end_in_a_located_error(folder, place, text):
     name, keys = place

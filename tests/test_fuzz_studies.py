@@ -282,7 +282,7 @@ def test_every_example_study_loads(folder):
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(400))
+@settings(FAST, max_examples=examples(200))
 @given(name=st.sampled_from(study_files()), count=st.integers(1, 3), draw=st.data())
 def test_mutated_studies_end_in_a_located_error(folder, name, count, draw):
     _, data = original(folder, name)
@@ -294,7 +294,7 @@ def test_mutated_studies_end_in_a_located_error(folder, name, count, draw):
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(250))
+@settings(FAST, max_examples=examples(125))
 @given(name=st.sampled_from(study_files()), count=st.integers(1, 3), draw=st.data())
 def test_edited_study_text_ends_in_a_located_error(folder, name, count, draw):
     text, _ = original(folder, name)
@@ -318,7 +318,7 @@ YAMLISH = st.lists(st.one_of(
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(250))
+@settings(FAST, max_examples=examples(125))
 @given(text=st.one_of(YAMLISH, st.text(max_size=300)))
 def test_random_yaml_text_ends_in_a_located_error(folder, text):
     path = folder / "random.yaml"
@@ -327,7 +327,7 @@ def test_random_yaml_text_ends_in_a_located_error(folder, text):
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=examples(150))
+@settings(FAST, max_examples=examples(75))
 @given(raw=st.one_of(st.binary(max_size=300),
                      st.builds(lambda head, tail: head + tail,
                                st.sampled_from([b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"name: ",

@@ -9,7 +9,6 @@ first few (issue 28, point 6), its tables list every one."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 import yaml
@@ -160,10 +159,7 @@ def test_a_csv_of_300_quantities_draws_the_figures_of_the_first_10_and_tables_ev
     table_rows = [line.split(" | ")[0].strip("| ") for line in report.splitlines()
                   if line.startswith("| q") and not line.startswith("| quantity")]
     assert table_rows == names + names  # the summary and the Spearman table
-    shutil.rmtree(out / "figures")
-    result = run_cli("report", out)  # a rebuilt report draws the same
-    assert result.returncode == 0, result.stderr
-    assert sorted(p.stem for p in (out / "figures").glob("*.png")) == drawn
+    # a rebuilt report draws the same: the conformance checks rebuild every type's report
 
 
 @pytest.mark.slow

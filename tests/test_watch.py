@@ -130,7 +130,7 @@ def test_status_reports_the_workers_the_study_ran_on(study_dir):
     study = write_study(study_dir, SLOW.replace("scheduler: sync, batch_size: 5",
                                                 "scheduler: local, workers: 2"))
     out = study_dir / "out"
-    done = run_cli("run", study, "--out", out, "--quiet")
+    done = run_cli("run", study, "--out", out, "--quiet", "--no-report")
     assert done.returncode == 0, done.stderr
     processes = stored_runs(out)["run.worker"].nunique()
     assert processes == 3  # the driver's timing runs and the two workers'

@@ -125,7 +125,7 @@ def test_mistakes_about_the_earlier_folder_are_located(chain):
     folder, _, _ = chain
     studies = folder / "studies"
     done = run_cli("run", STUDIES / "decay-sweep.yaml", "--out", folder / "results" / "sweep",
-                   "--quiet")
+                   "--quiet", "--no-report")
     assert done.returncode == 0, done.stderr
     (folder / "results" / "unfinished").mkdir()
     shutil.copy(folder / "results" / M1 / "study.yaml", folder / "results" / "unfinished")
