@@ -194,8 +194,9 @@ def combine(yv: np.ndarray, blocks: list[np.ndarray], s: Scheme, resamples: int,
         n, total, squares = (sum(float(part[k][pick].sum()) for part, pick in zip(sums, chosen))
                              for k in range(3))
         v = (squares - total * total / n) / (n - 1)
-        return np.array([0.0, 1.0, *[np.mean(row[pick]) / v for row, pick in zip(local, picks)],
-                         v])
+        with np.errstate(invalid="ignore", divide="ignore"):  # v = 0: Constant, raised below
+            return np.array([0.0, 1.0, *[np.mean(row[pick]) / v for row, pick in zip(local, picks)],
+                             v])
 
     everything = np.arange(len(yv))
     point = costs(everything, [np.arange(len(rows)) for rows in blocks])
