@@ -197,8 +197,8 @@ class Doe(ReadsGiven):
             problems.append(Problem(f"design {self.design_kind} needs at least {least} varied "
                                     f"parameters; got {len(parameters)}",
                                     path="augment" if self.augment else "design"))
-        if self.augment and not problems:
-            problems += earlier_problems(self, context)
+        if self.augment and not problems and not self.check_size(context):
+            problems += earlier_problems(self, context)  # it grows the design: sizes checked first
         if isinstance(self.levels, dict):
             unknown = sorted(set(self.levels) - set(parameters))
             if unknown:
@@ -219,7 +219,9 @@ class Doe(ReadsGiven):
         """The runs a user's number sets: a full factorial's levels, lhs samples, centre points."""
         parameters = context.varied
         if self.augment:
-            return (self.samples, "samples") if self.samples else None
+            if self.samples:
+                return self.samples, "samples"
+            return (self.center, "center") if self.augment == "ccd" and self.center else None
         if self.kind == "full":
             levels = self.levels if isinstance(self.levels, dict) else {}
             default = self.levels if isinstance(self.levels, int) else 2
