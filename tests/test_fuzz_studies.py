@@ -281,18 +281,6 @@ def test_every_example_study_loads(folder):
         assert load_cleanly(folder / name) == "valid", name
 
 
-def numbers_in(data, at=()):
-    """The paths to every number (not a boolean) of a study's data."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from numbers_in(value, (*at, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            yield from numbers_in(value, (*at, i))
-    elif isinstance(data, (int, float)) and not isinstance(data, bool):
-        yield at
-
-
 @pytest.mark.thorough
 @pytest.mark.slow
 @pytest.mark.parametrize("name", study_files())
@@ -301,14 +289,12 @@ def test_every_number_of_an_example_at_an_edge_ends_in_a_located_error(folder, n
     false, true, 1e30 and 0.5: valid, or refused in located lines. `population: 0` of an nsga2
     study divided by zero as its memory was sized (found by the random mutations above)."""
     _, data = original(folder, name)
-    for at in numbers_in({k: data[k] for k in ("model", "analysis", "execution") if k in data}):
+    numbers = [at for at in paths(data) if at[0] in ("model", "analysis", "execution")
+               and type(parent_of(data, at)[at[-1]]) in (int, float)]  # bool is not a number here
+    for at in numbers:
         for value in (0, -1, False, True, 10**30, 0.5):
             mutant = copy.deepcopy(data)
-            *parents, last = at
-            target = mutant
-            for key in parents:
-                target = target[key]
-            target[last] = value
+            parent_of(mutant, at)[at[-1]] = value
             path = folder / "edge.yaml"
             path.write_text(dump(mutant))
             load_cleanly(path)
